@@ -1,0 +1,183 @@
+# mpictr - plain, strict Makefile (R14). `make`, `make check`, `make bench`,
+# `make fuzz`, `make install PREFIX=... DESTDIR=...`, `make uninstall`,
+# `make clean`. DEBUG=1 adds ASan/UBSan; WERROR=1 makes warnings fatal (CI).
+
+VERSION    := 0.1.0
+SOVERSION  := 0
+
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+LIBEXECDIR ?= $(PREFIX)/libexec/mpictr
+MANDIR     ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+DESTDIR    ?=
+
+CC         ?= cc
+CLANG      ?= clang
+PKG_CONFIG ?= pkg-config
+B          := build
+
+# Dependencies, each kept to the files that use it (R10).
+DEPS_FUSE  := squashfuse_ll fuse3
+DEPS_PMIX  := pmix
+DEPS_ALL   := libcap mount $(DEPS_FUSE) $(DEPS_PMIX)
+FUSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEPS_FUSE))
+PMIX_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEPS_PMIX))
+BASE_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcap mount)
+DEP_LIBS   := $(shell $(PKG_CONFIG) --libs $(DEPS_ALL)) -lpthread
+CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check)
+CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check)
+
+WARN := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes \
+	-Wmissing-prototypes -Wformat=2 -Wformat-nonliteral -Wswitch-default \
+	-Wimplicit-function-declaration -Wpointer-arith -Wvla
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+
+HARDEN := -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIC
+ifeq ($(DEBUG),1)
+OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined
+SAN_LDFLAGS := -fsanitize=address,undefined
+HARDEN := -fPIC
+else
+OPT := -O2 -g
+SAN_LDFLAGS :=
+endif
+
+CPPFLAGS_ALL := -D_GNU_SOURCE -DMPICTR_VERSION_STRING='"$(VERSION)"' \
+	-DMPICTR_LIBEXECDIR='"$(LIBEXECDIR)"' -Iruntime -Isif -Ipmi
+CFLAGS_ALL := -std=gnu11 $(OPT) $(HARDEN) -fvisibility=hidden $(WARN) \
+	$(BASE_CFLAGS) $(CFLAGS)
+LDFLAGS_ALL := -Wl,-z,relro,-z,now $(SAN_LDFLAGS) $(LDFLAGS)
+
+LIB_SRCS := $(sort $(filter-out runtime/main.c,$(wildcard runtime/*.c sif/*.c pmi/*.c)))
+LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
+HELPER_SRCS := $(wildcard runtime/helpers/*.c)
+HELPERS  := $(HELPER_SRCS:runtime/helpers/%.c=$(B)/libexec/%)
+
+STATIC_LIB := $(B)/libmpictr.a
+SHARED_LIB := $(B)/libmpictr.so.$(VERSION)
+SONAME     := libmpictr.so.$(SOVERSION)
+CLI        := $(B)/mpictr
+
+.PHONY: all lib cli check unit integration bench fuzz install uninstall \
+	clean format format-check test-images
+all: lib cli $(HELPERS) $(B)/mpictr.pc
+
+lib: $(STATIC_LIB) $(SHARED_LIB)
+cli: $(CLI)
+
+$(B)/obj/sif/squash.o: EXTRA_CFLAGS := $(FUSE_CFLAGS)
+$(B)/obj/pmi/%.o: EXTRA_CFLAGS := $(PMIX_CFLAGS)
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) $(CFLAGS_ALL) $(EXTRA_CFLAGS) -MMD -MP -c -o $@ $<
+
+$(STATIC_LIB): $(LIB_OBJS)
+	@mkdir -p $(B)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(SHARED_LIB): $(LIB_OBJS) runtime/libmpictr.map
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=runtime/libmpictr.map \
+		-Wl,-z,defs $(LDFLAGS_ALL) -o $@ $(LIB_OBJS) $(DEP_LIBS)
+	ln -sf libmpictr.so.$(VERSION) $(B)/$(SONAME)
+	ln -sf $(SONAME) $(B)/libmpictr.so
+
+$(CLI): $(B)/obj/runtime/main.o $(STATIC_LIB)
+	$(CC) -pie $(LDFLAGS_ALL) -o $@ $< $(STATIC_LIB) $(DEP_LIBS)
+
+# Short-lived helper programs (e.g. the UCX query): never linked into the
+# library, so libucs' signal handlers and printing stay out of embedders.
+$(B)/libexec/%: runtime/helpers/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) $(CFLAGS_ALL) -pie -o $@ $< $(LDFLAGS_ALL) \
+		$(shell $(PKG_CONFIG) --cflags --libs $(HELPER_PKGS_$*) 2>/dev/null)
+
+$(B)/mpictr.pc: Makefile
+	@mkdir -p $(B)
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
+		'Name: mpictr' 'Description: rootless container engine for MPI jobs' \
+		'Version: $(VERSION)' 'Libs: -L$${libdir} -lmpictr' \
+		'Requires.private: $(DEPS_ALL)' 'Libs.private: -lpthread' \
+		'Cflags: -I$${includedir}' > $@
+
+# ---- tests ----------------------------------------------------------------
+UNIT_SRCS := $(sort $(wildcard tests/unit/check_*.c))
+UNIT_NAMES := $(UNIT_SRCS:tests/unit/check_%.c=%)
+TEST_HELPER_SRCS := $(wildcard tests/helpers/*.c)
+TEST_HELPERS := $(TEST_HELPER_SRCS:tests/helpers/%.c=$(B)/tests/%)
+
+$(B)/tests/suites.h: $(UNIT_SRCS) Makefile
+	@mkdir -p $(dir $@)
+	for n in $(UNIT_NAMES); do echo "SUITE($$n)"; done > $@
+
+$(B)/tests/check_unit: tests/unit/main.c $(UNIT_SRCS) $(B)/tests/suites.h $(STATIC_LIB)
+	$(CC) $(CPPFLAGS_ALL) -I$(B)/tests -Itests/unit $(CFLAGS_ALL) $(CHECK_CFLAGS) \
+		$(FUSE_CFLAGS_TESTS) -o $@ tests/unit/main.c $(UNIT_SRCS) \
+		$(LDFLAGS_ALL) $(STATIC_LIB) $(DEP_LIBS) $(CHECK_LIBS)
+
+$(B)/tests/%: tests/helpers/%.c $(STATIC_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(HELPER_CFLAGS_$*) -o $@ $< \
+		$(LDFLAGS_ALL) $(STATIC_LIB) $(DEP_LIBS) $(HELPER_LIBS_$*)
+
+unit: $(B)/tests/check_unit
+	MPICTR_TEST_ROOT=$(CURDIR) $(B)/tests/check_unit
+
+integration: all $(TEST_HELPERS)
+	MPICTR_TEST_ROOT=$(CURDIR) tests/run-integration.sh
+
+check: all $(B)/tests/check_unit $(TEST_HELPERS)
+	MPICTR_TEST_ROOT=$(CURDIR) $(B)/tests/check_unit
+	MPICTR_TEST_ROOT=$(CURDIR) tests/run-integration.sh
+
+bench: all $(TEST_HELPERS)
+	MPICTR_TEST_ROOT=$(CURDIR) tests/bench/run.sh
+
+# ---- fuzzing (libFuzzer + ASan/UBSan, clang) --------------------------------
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZERS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
+FUZZ_LIB_SRCS := $(filter-out sif/squash.c $(wildcard pmi/*.c),$(LIB_SRCS))
+FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
+	-fno-sanitize-recover=undefined -std=gnu11 $(CPPFLAGS_ALL) $(BASE_CFLAGS) $(PMIX_CFLAGS)
+fuzz: $(FUZZERS)
+$(B)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRCS)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_SRCS) \
+		$(shell $(PKG_CONFIG) --libs libcap mount) -lpthread
+
+# ---- install ----------------------------------------------------------------
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) \
+		$(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(LIBEXECDIR)
+	install -m 0755 $(CLI) $(DESTDIR)$(BINDIR)/mpictr
+	install -m 0644 $(STATIC_LIB) $(DESTDIR)$(LIBDIR)/libmpictr.a
+	install -m 0755 $(SHARED_LIB) $(DESTDIR)$(LIBDIR)/
+	ln -sf libmpictr.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libmpictr.so
+	install -m 0644 runtime/mpictr.h $(DESTDIR)$(INCLUDEDIR)/mpictr.h
+	install -m 0644 $(B)/mpictr.pc $(DESTDIR)$(PKGCONFIGDIR)/mpictr.pc
+	for h in $(HELPERS); do install -m 0755 $$h $(DESTDIR)$(LIBEXECDIR)/; done
+	if [ -f docs/mpictr.1 ]; then install -m 0644 docs/mpictr.1 $(DESTDIR)$(MANDIR)/man1/; fi
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/mpictr $(DESTDIR)$(LIBDIR)/libmpictr.a \
+		$(DESTDIR)$(LIBDIR)/libmpictr.so* $(DESTDIR)$(INCLUDEDIR)/mpictr.h \
+		$(DESTDIR)$(PKGCONFIGDIR)/mpictr.pc $(DESTDIR)$(MANDIR)/man1/mpictr.1
+	rm -rf $(DESTDIR)$(LIBEXECDIR)
+
+clean:
+	rm -rf $(B)
+
+FORMAT_SRCS = $(wildcard runtime/*.[ch] sif/*.[ch] pmi/*.[ch])
+format:
+	clang-format --style=file:docs/clang-format -i $(FORMAT_SRCS)
+format-check:
+	clang-format --style=file:docs/clang-format --dry-run --Werror $(FORMAT_SRCS)
+
+-include $(LIB_OBJS:.o=.d) $(B)/obj/runtime/main.d

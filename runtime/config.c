@@ -1,0 +1,329 @@
+/* config.c - mpictr_config setters and the -B/--bind parser. Pure: nothing
+ * here touches the file system; validation against the host happens when
+ * the plan is built.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "error.h"
+#include "util.h"
+
+extern char **environ;
+
+MPICTR_PUBLIC mpictr_config *mpictr_config_new(void)
+{
+	mpictr_config *cfg = xcalloc(1, sizeof(*cfg));
+
+	cfg->transport_env = true;
+	cfg->host_env = strv_dup(environ);
+	return cfg;
+}
+
+void bind_specs_free(struct bind_spec *binds, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(binds[i].src);
+		free(binds[i].dst);
+	}
+	free(binds);
+}
+
+MPICTR_PUBLIC void mpictr_config_free(mpictr_config *cfg)
+{
+	if (!cfg)
+		return;
+	free(cfg->image);
+	strv_free(cfg->argv);
+	bind_specs_free(cfg->binds, cfg->nbinds);
+	strv_free(cfg->user_env);
+	free(cfg->pwd);
+	strv_free(cfg->host_env);
+	free(cfg->devices);
+	free(cfg->bind_to);
+	free(cfg);
+}
+
+static int check_arg(const void *p, const char *what, mpictr_err **err)
+{
+	if (!p)
+		return err_set(err, EINVAL, "missing %s", what);
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_config_set_image(mpictr_config *cfg,
+					  const char *path, mpictr_err **err)
+{
+	if (check_arg(cfg, "config", err) < 0 ||
+	    check_arg(path, "image path", err) < 0)
+		return -1;
+	if (!*path)
+		return err_set(err, 0, "empty image path");
+	free(cfg->image);
+	cfg->image = xstrdup(path);
+	return 0;
+}
+
+static int set_argv(mpictr_config *cfg, int argc, char *const argv[],
+		    bool runscript, mpictr_err **err)
+{
+	if (check_arg(cfg, "config", err) < 0)
+		return -1;
+	if (argc < (runscript ? 0 : 1) || (argc > 0 && !argv))
+		return err_set(err, 0, "missing command");
+	if (argc > 65536)
+		return err_set(err, 0, "too many arguments (%d, at most "
+				       "65536)",
+			       argc);
+	strv_free(cfg->argv);
+	cfg->argv = xcalloc((size_t)argc + 1, sizeof(char *));
+	for (int i = 0; i < argc; i++) {
+		if (!argv[i]) {
+			strv_free(cfg->argv);
+			cfg->argv = NULL;
+			return err_set(err, 0, "argument %d is NULL", i);
+		}
+		cfg->argv[i] = xstrdup(argv[i]);
+	}
+	if (!runscript && !*cfg->argv[0])
+		return err_set(err, 0, "empty command name");
+	cfg->runscript = runscript;
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_config_set_command(mpictr_config *cfg, int argc,
+					    char *const argv[],
+					    mpictr_err **err)
+{
+	return set_argv(cfg, argc, argv, false, err);
+}
+
+MPICTR_PUBLIC int mpictr_config_set_runscript(mpictr_config *cfg, int argc,
+					      char *const argv[],
+					      mpictr_err **err)
+{
+	return set_argv(cfg, argc, argv, true, err);
+}
+
+/* Parse "SRC[:DST[:ro|rw]]" (one element of a comma list). */
+static int bind_parse_one(const char *elem, struct bind_spec *b,
+			  mpictr_err **err)
+{
+	cleanup_free char *copy = xstrdup(elem);
+	char *parts[4] = {NULL, NULL, NULL, NULL};
+	size_t np = 0;
+	char *p = copy;
+
+	for (;;) {
+		char *colon = strchr(p, ':');
+		if (np == 3)
+			return err_set(err, 0,
+				       "invalid bind '%s': too many ':' "
+				       "fields (expected SRC[:DST[:ro|rw]])",
+				       elem);
+		parts[np++] = p;
+		if (!colon)
+			break;
+		*colon = '\0';
+		p = colon + 1;
+	}
+	if (!*parts[0])
+		return err_set(err, 0, "invalid bind '%s': empty source path",
+			       elem);
+	if (np >= 2 && !*parts[1])
+		return err_set(err, 0,
+			       "invalid bind '%s': empty destination path",
+			       elem);
+	if (np >= 2 && parts[1][0] != '/')
+		return err_set(err, 0,
+			       "invalid bind '%s': destination '%s' is not "
+			       "an absolute path",
+			       elem, parts[1]);
+	if (np == 3 && strcmp(parts[2], "ro") && strcmp(parts[2], "rw"))
+		return err_set(err, 0,
+			       "invalid bind '%s': unknown option '%s' "
+			       "(expected ro or rw)",
+			       elem, parts[2]);
+	if (np == 1 && parts[0][0] != '/')
+		return err_set(err, 0,
+			       "invalid bind '%s': a relative source needs "
+			       "an explicit destination (SRC:DST)",
+			       elem);
+	b->src = xstrdup(parts[0]);
+	b->dst = xstrdup(np >= 2 ? parts[1] : parts[0]);
+	b->ro = np == 3 && strcmp(parts[2], "ro") == 0;
+	return 0;
+}
+
+int bind_parse(const char *spec, struct bind_spec **binds, size_t *n,
+	       mpictr_err **err)
+{
+	cleanup_free char *copy = NULL;
+	struct bind_spec *out = NULL;
+	size_t nout = 0;
+	char *save = NULL, *tok;
+
+	if (!spec || !*spec)
+		return err_set(err, 0, "invalid bind '': empty");
+	if (strlen(spec) > 65536)
+		return err_set(err, 0, "invalid bind: longer than 65536 bytes");
+	copy = xstrdup(spec);
+	if (spec[0] == ',' || spec[strlen(spec) - 1] == ',' ||
+	    strstr(spec, ",,"))
+		return err_set(err, 0, "invalid bind '%s': empty list element",
+			       spec);
+	for (tok = strtok_r(copy, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		out = xrealloc(out, (nout + 1) * sizeof(*out));
+		if (bind_parse_one(tok, &out[nout], err) < 0) {
+			bind_specs_free(out, nout);
+			return -1;
+		}
+		nout++;
+	}
+	*binds = xrealloc(*binds, (*n + nout) * sizeof(**binds));
+	memcpy(*binds + *n, out, nout * sizeof(*out));
+	*n += nout;
+	free(out);
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_config_add_bind(mpictr_config *cfg, const char *spec,
+					 mpictr_err **err)
+{
+	if (check_arg(cfg, "config", err) < 0)
+		return -1;
+	return bind_parse(spec, &cfg->binds, &cfg->nbinds, err);
+}
+
+static bool valid_env_name(const char *s)
+{
+	if (!*s || (*s >= '0' && *s <= '9'))
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '_'))
+			return false;
+	return true;
+}
+
+MPICTR_PUBLIC int mpictr_config_set_env(mpictr_config *cfg, const char *name,
+					const char *value, mpictr_err **err)
+{
+	if (check_arg(cfg, "config", err) < 0 ||
+	    check_arg(name, "variable name", err) < 0 ||
+	    check_arg(value, "variable value", err) < 0)
+		return -1;
+	if (!valid_env_name(name))
+		return err_set(err, 0,
+			       "invalid environment variable name '%s' "
+			       "(letters, digits and '_', not starting with "
+			       "a digit)",
+			       name);
+	env_set(&cfg->user_env, name, value);
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_config_set_pwd(mpictr_config *cfg, const char *dir,
+					mpictr_err **err)
+{
+	if (check_arg(cfg, "config", err) < 0 ||
+	    check_arg(dir, "directory", err) < 0)
+		return -1;
+	if (dir[0] != '/')
+		return err_set(err, 0,
+			       "invalid --pwd '%s': not an absolute path", dir);
+	free(cfg->pwd);
+	cfg->pwd = xstrdup(dir);
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_config_set_host_env(mpictr_config *cfg,
+					     char *const envp[],
+					     mpictr_err **err)
+{
+	if (check_arg(cfg, "config", err) < 0)
+		return -1;
+	strv_free(cfg->host_env);
+	cfg->host_env = strv_dup(envp);
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_config_set_flag(mpictr_config *cfg,
+					 enum mpictr_flag flag, int on,
+					 mpictr_err **err)
+{
+	bool v = on != 0;
+
+	if (check_arg(cfg, "config", err) < 0)
+		return -1;
+	switch (flag) {
+	case MPICTR_FLAG_CONTAIN:
+		cfg->contain = v;
+		break;
+	case MPICTR_FLAG_FAKEROOT:
+		cfg->fakeroot = v;
+		break;
+	case MPICTR_FLAG_NO_SHARE:
+		cfg->no_share = v;
+		break;
+	case MPICTR_FLAG_TAG_OUTPUT:
+		cfg->tag_output = v;
+		break;
+	case MPICTR_FLAG_TRANSPORT_ENV:
+		cfg->transport_env = v;
+		break;
+	case MPICTR_FLAG_GPU:
+		cfg->gpu = v;
+		break;
+	case MPICTR_FLAG_INJECT_VERBS:
+		cfg->inject_verbs = v;
+		break;
+	default:
+		return err_set(err, EINVAL, "unknown flag %d", (int)flag);
+	}
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_config_set_nranks(mpictr_config *cfg, int n,
+					   mpictr_err **err)
+{
+	if (check_arg(cfg, "config", err) < 0)
+		return -1;
+	if (n < 0 || n > 4096)
+		return err_set(err, 0,
+			       "invalid rank count %d (expected 1..4096)", n);
+	cfg->nranks = n;
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_config_set_devices(mpictr_config *cfg,
+					    const char *spec, mpictr_err **err)
+{
+	if (check_arg(cfg, "config", err) < 0 ||
+	    check_arg(spec, "device list", err) < 0)
+		return -1;
+	if (!*spec)
+		return err_set(err, 0, "invalid --devices '': empty (use "
+				       "none, all or a comma list)");
+	free(cfg->devices);
+	cfg->devices = xstrdup(spec);
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_config_set_bind_to(mpictr_config *cfg,
+					    const char *policy,
+					    mpictr_err **err)
+{
+	if (check_arg(cfg, "config", err) < 0 ||
+	    check_arg(policy, "binding policy", err) < 0)
+		return -1;
+	if (strcmp(policy, "none") && strcmp(policy, "core"))
+		return err_set(err, 0,
+			       "invalid --bind-to '%s' (expected core or "
+			       "none)",
+			       policy);
+	free(cfg->bind_to);
+	cfg->bind_to = xstrdup(policy);
+	return 0;
+}

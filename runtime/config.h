@@ -1,0 +1,40 @@
+/* config.h - the configuration object behind mpictr_config and the pure
+ * parsers that fill it (bind specs). Planning (plan.c) reads it.
+ */
+#ifndef MPICTR_CONFIG_H
+#define MPICTR_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "mpictr.h"
+
+struct bind_spec {
+	char *src; /* as typed; resolved against cwd when planning */
+	char *dst; /* absolute path inside the container */
+	bool ro;
+};
+
+struct mpictr_config {
+	char *image;
+	char **argv;    /* command (or runscript arguments) */
+	bool runscript; /* `mpictr run` */
+	struct bind_spec *binds;
+	size_t nbinds;
+	char **user_env; /* NAME=VALUE from --env, in order */
+	char *pwd;
+	char **host_env;
+	bool contain, fakeroot, no_share, tag_output, transport_env, gpu,
+		inject_verbs;
+	int nranks; /* 0: single process, no PMI */
+	char *devices;
+	char *bind_to;
+};
+
+/* Parse one -B argument (comma list of SRC[:DST[:ro|rw]]) and append the
+ * results to *binds and *n. On error nothing is appended. */
+int bind_parse(const char *spec, struct bind_spec **binds, size_t *n,
+	       mpictr_err **err);
+void bind_specs_free(struct bind_spec *binds, size_t n);
+
+#endif

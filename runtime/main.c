@@ -1,0 +1,480 @@
+/* main.c - the mpictr command line. Parses options with one getopt_long
+ * table, fills a config through the public API only, prints errors from the
+ * library and maps them to the documented exit codes (R1, R3, R7).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "mpictr.h"
+
+static const char *progname = "mpictr";
+static int verbosity = MPICTR_LOG_NOTICE;
+
+static void stderr_sink(enum mpictr_log_level level, const char *line,
+			void *data)
+{
+	static const char *const prefix[] = {
+		[MPICTR_LOG_ERROR] = "error: ",
+		[MPICTR_LOG_WARNING] = "warning: ",
+		[MPICTR_LOG_NOTICE] = "",
+		[MPICTR_LOG_INFO] = "",
+		[MPICTR_LOG_DEBUG] = "debug: ",
+	};
+	char buf[2300];
+	int n;
+
+	/* One write() per line, so lines of concurrent ranks never mix. */
+	n = snprintf(buf, sizeof(buf), "%s: %s%s\n", progname,
+		     prefix[level], line);
+	if (n > (int)sizeof(buf))
+		n = (int)sizeof(buf);
+	if (n > 0 && write(STDERR_FILENO, buf, (size_t)n) < 0) {
+		/* nowhere left to report */
+	}
+}
+
+static int fail(mpictr_err *err)
+{
+	int code = mpictr_err_exit_code(err);
+
+	fprintf(stderr, "%s: %s\n", progname, mpictr_err_message(err));
+	mpictr_err_free(err);
+	return code ? code : MPICTR_EXIT_FAILURE;
+}
+
+__attribute__((format(printf, 1, 2))) static int
+usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", progname);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see '%s --help')\n", progname);
+	return MPICTR_EXIT_FAILURE;
+}
+
+static void print_help(void)
+{
+	printf("usage: %s [exec] [OPTIONS] IMAGE COMMAND [ARGS...]\n"
+	       "       %s run [OPTIONS] IMAGE [ARGS...]\n"
+	       "       %s -n N [OPTIONS] IMAGE COMMAND [ARGS...]\n"
+	       "       %s sif list FILE\n"
+	       "       %s sif info FILE ID\n"
+	       "       %s sif create -o OUT.sif SOURCE [--deffile F] "
+	       "[--env-script F] [--labels F]\n"
+	       "       %s check\n"
+	       "\n"
+	       "IMAGE is a SIF file, a squashfs file or a directory.\n"
+	       "\n"
+	       "options:\n"
+	       "  -n, --nranks N          launch N ranks on this node, one "
+	       "namespace set\n"
+	       "  -B, --bind SRC[:DST[:ro|rw]]  bind a host path "
+	       "(repeatable, comma lists)\n"
+	       "  -e, --env NAME=VALUE    set a variable in the container\n"
+	       "      --pwd DIR           start directory in the container\n"
+	       "  -c, --contain           do not bind $HOME, the working "
+	       "directory or /tmp\n"
+	       "      --fakeroot          appear as uid 0 (single process, "
+	       "no PMI)\n"
+	       "      --no-share          debug: one namespace set per rank\n"
+	       "      --tag-output        prefix rank output with [rank]\n"
+	       "      --transport-env=on|off  set MPI transport variables "
+	       "(default on)\n"
+	       "      --devices=none|all|LIST  override device discovery\n"
+	       "      --gpu               expose GPUs and driver libraries\n"
+	       "      --inject-verbs      bind the host's verbs providers "
+	       "in\n"
+	       "      --bind-to=core|none CPU binding of ranks (default "
+	       "none)\n"
+	       "      --dry-run           print the plan as JSON and run "
+	       "nothing\n"
+	       "  -v, --verbose           more messages (repeatable)\n"
+	       "  -q, --quiet             only errors\n"
+	       "  -h, --help              this text\n"
+	       "  -V, --version           print the version\n"
+	       "\n"
+	       "exit status: the command's, 128+signal if it was killed, 126 "
+	       "not executable,\n"
+	       "127 not found, 255 when mpictr itself fails. See mpictr(1).\n",
+	       progname, progname, progname, progname, progname, progname,
+	       progname);
+}
+
+enum {
+	OPT_PWD = 1000,
+	OPT_FAKEROOT,
+	OPT_NO_SHARE,
+	OPT_TAG_OUTPUT,
+	OPT_TRANSPORT_ENV,
+	OPT_DEVICES,
+	OPT_GPU,
+	OPT_INJECT_VERBS,
+	OPT_BIND_TO,
+	OPT_DRY_RUN,
+};
+
+/* Option identifiers are permanent: scripts depend on them. */
+static const struct option run_options[] = {
+	{"nranks", required_argument, NULL, 'n'},
+	{"bind", required_argument, NULL, 'B'},
+	{"env", required_argument, NULL, 'e'},
+	{"pwd", required_argument, NULL, OPT_PWD},
+	{"contain", no_argument, NULL, 'c'},
+	{"fakeroot", no_argument, NULL, OPT_FAKEROOT},
+	{"no-share", no_argument, NULL, OPT_NO_SHARE},
+	{"tag-output", no_argument, NULL, OPT_TAG_OUTPUT},
+	{"transport-env", required_argument, NULL, OPT_TRANSPORT_ENV},
+	{"devices", required_argument, NULL, OPT_DEVICES},
+	{"gpu", no_argument, NULL, OPT_GPU},
+	{"inject-verbs", no_argument, NULL, OPT_INJECT_VERBS},
+	{"bind-to", required_argument, NULL, OPT_BIND_TO},
+	{"dry-run", no_argument, NULL, OPT_DRY_RUN},
+	{"verbose", no_argument, NULL, 'v'},
+	{"quiet", no_argument, NULL, 'q'},
+	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, 'V'},
+	{NULL, 0, NULL, 0},
+};
+
+static int set_flag(mpictr_config *cfg, enum mpictr_flag f, int on,
+		    mpictr_err **err)
+{
+	return mpictr_config_set_flag(cfg, f, on, err);
+}
+
+/* `mpictr [exec|run] ...` and `mpictr -n N ...`. */
+static int cmd_run(int argc, char **argv, int runscript)
+{
+	mpictr_config *cfg = mpictr_config_new();
+	mpictr_err *err = NULL;
+	int dry_run = 0, c, status = 0, rc = 0;
+	long n;
+	char *end;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+n:B:e:cvqhV", run_options,
+				NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			errno = 0;
+			n = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || n < 1 ||
+			    n > 4096) {
+				rc = usage_error("invalid rank count '%s' for "
+						 "-n (expected 1..4096)",
+						 optarg);
+				goto out;
+			}
+			rc = mpictr_config_set_nranks(cfg, (int)n, &err);
+			break;
+		case 'B':
+			rc = mpictr_config_add_bind(cfg, optarg, &err);
+			break;
+		case 'e': {
+			char *eq = strchr(optarg, '=');
+			char *name;
+			if (!eq || eq == optarg) {
+				rc = usage_error("invalid --env '%s' (expected "
+						 "NAME=VALUE)",
+						 optarg);
+				goto out;
+			}
+			name = strndup(optarg, (size_t)(eq - optarg));
+			if (!name)
+				abort();
+			rc = mpictr_config_set_env(cfg, name, eq + 1, &err);
+			free(name);
+			break;
+		}
+		case OPT_PWD:
+			rc = mpictr_config_set_pwd(cfg, optarg, &err);
+			break;
+		case 'c':
+			rc = set_flag(cfg, MPICTR_FLAG_CONTAIN, 1, &err);
+			break;
+		case OPT_FAKEROOT:
+			rc = set_flag(cfg, MPICTR_FLAG_FAKEROOT, 1, &err);
+			break;
+		case OPT_NO_SHARE:
+			rc = set_flag(cfg, MPICTR_FLAG_NO_SHARE, 1, &err);
+			break;
+		case OPT_TAG_OUTPUT:
+			rc = set_flag(cfg, MPICTR_FLAG_TAG_OUTPUT, 1, &err);
+			break;
+		case OPT_TRANSPORT_ENV:
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				rc = usage_error("invalid --transport-env '%s' "
+						 "(expected on or off)",
+						 optarg);
+				goto out;
+			}
+			rc = set_flag(cfg, MPICTR_FLAG_TRANSPORT_ENV,
+				      strcmp(optarg, "on") == 0, &err);
+			break;
+		case OPT_DEVICES:
+			rc = mpictr_config_set_devices(cfg, optarg, &err);
+			break;
+		case OPT_GPU:
+			rc = set_flag(cfg, MPICTR_FLAG_GPU, 1, &err);
+			break;
+		case OPT_INJECT_VERBS:
+			rc = set_flag(cfg, MPICTR_FLAG_INJECT_VERBS, 1, &err);
+			break;
+		case OPT_BIND_TO:
+			rc = mpictr_config_set_bind_to(cfg, optarg, &err);
+			break;
+		case OPT_DRY_RUN:
+			dry_run = 1;
+			break;
+		case 'v':
+			if (verbosity < MPICTR_LOG_DEBUG)
+				verbosity++;
+			break;
+		case 'q':
+			verbosity = MPICTR_LOG_ERROR;
+			break;
+		case 'h':
+			print_help();
+			goto out;
+		case 'V':
+			printf("mpictr %s\n", mpictr_version());
+			goto out;
+		case '?':
+		default:
+			if (optopt)
+				fprintf(stderr,
+					"%s: unknown option or missing "
+					"argument for '-%c' (see '%s --help')\n",
+					progname, optopt, progname);
+			else
+				fprintf(stderr,
+					"%s: unknown option or missing "
+					"argument '%s' (see '%s --help')\n",
+					progname, argv[optind - 1], progname);
+			rc = MPICTR_EXIT_FAILURE;
+			goto out;
+		}
+		if (rc < 0) {
+			rc = fail(err);
+			goto out;
+		}
+	}
+	mpictr_set_log_sink(stderr_sink, NULL, verbosity);
+
+	if (optind >= argc) {
+		rc = usage_error("%s", "missing IMAGE");
+		goto out;
+	}
+	if (mpictr_config_set_image(cfg, argv[optind], &err) < 0) {
+		rc = fail(err);
+		goto out;
+	}
+	optind++;
+	if (runscript) {
+		rc = mpictr_config_set_runscript(cfg, argc - optind,
+						 argv + optind, &err);
+	} else {
+		if (optind >= argc) {
+			rc = usage_error("%s", "missing COMMAND after IMAGE");
+			goto out;
+		}
+		rc = mpictr_config_set_command(cfg, argc - optind,
+					       argv + optind, &err);
+	}
+	if (rc < 0) {
+		rc = fail(err);
+		goto out;
+	}
+
+	if (dry_run) {
+		char *json = NULL;
+		if (mpictr_plan_json(cfg, &json, &err) < 0) {
+			rc = fail(err);
+			goto out;
+		}
+		fputs(json, stdout);
+		fputc('\n', stdout);
+		free(json);
+		rc = 0;
+		goto out;
+	}
+
+	fflush(NULL);
+	if (mpictr_run(cfg, &status, &err) < 0)
+		rc = fail(err);
+	else
+		rc = status;
+out:
+	mpictr_config_free(cfg);
+	return rc;
+}
+
+static int print_and_free(int rc, char *text, mpictr_err *err)
+{
+	if (rc < 0)
+		return fail(err);
+	if (text)
+		fputs(text, stdout);
+	free(text);
+	return 0;
+}
+
+static int cmd_sif(int argc, char **argv)
+{
+	mpictr_err *err = NULL;
+	char *text = NULL;
+	const char *sub = argc > 1 ? argv[1] : NULL;
+	int rc;
+
+	if (!sub)
+		return usage_error("%s", "missing sif subcommand (list, info "
+					 "or create)");
+	if (strcmp(sub, "list") == 0) {
+		if (argc != 3)
+			return usage_error("%s", "usage: sif list FILE");
+		rc = mpictr_sif_list(argv[2], &text, &err);
+		return print_and_free(rc, text, err);
+	}
+	if (strcmp(sub, "info") == 0) {
+		long id;
+		char *end;
+		if (argc != 4)
+			return usage_error("%s", "usage: sif info FILE ID");
+		errno = 0;
+		id = strtol(argv[3], &end, 10);
+		if (errno || *end || end == argv[3] || id < 1 ||
+		    id > 0xffffffffL)
+			return usage_error("invalid object ID '%s' (expected "
+					   "a positive number)",
+					   argv[3]);
+		rc = mpictr_sif_info(argv[2], (uint32_t)id, &text, &err);
+		return print_and_free(rc, text, err);
+	}
+	if (strcmp(sub, "create") == 0) {
+		static const struct option opts[] = {
+			{"output", required_argument, NULL, 'o'},
+			{"deffile", required_argument, NULL, 'd'},
+			{"env-script", required_argument, NULL, 'E'},
+			{"labels", required_argument, NULL, 'l'},
+			{NULL, 0, NULL, 0},
+		};
+		mpictr_sif_create_opts *o = mpictr_sif_create_opts_new();
+		const char *out = NULL;
+		int c;
+
+		rc = 0;
+
+		optind = 1;
+		opterr = 0;
+		while ((c = getopt_long(argc - 1, argv + 1, "o:", opts,
+					NULL)) != -1) {
+			switch (c) {
+			case 'o':
+				out = optarg;
+				break;
+			case 'd':
+				rc = mpictr_sif_create_opts_set_deffile(
+					o, optarg, &err);
+				break;
+			case 'E':
+				rc = mpictr_sif_create_opts_set_env_script(
+					o, optarg, &err);
+				break;
+			case 'l':
+				rc = mpictr_sif_create_opts_set_labels(
+					o, optarg, &err);
+				break;
+			default:
+				mpictr_sif_create_opts_free(o);
+				return usage_error(
+					"%s", "usage: sif create -o OUT.sif "
+					      "SOURCE [--deffile F] "
+					      "[--env-script F] [--labels F]");
+			}
+			if (rc < 0) {
+				mpictr_sif_create_opts_free(o);
+				return fail(err);
+			}
+		}
+		if (!out || optind + 1 != argc - 1) {
+			mpictr_sif_create_opts_free(o);
+			return usage_error("%s", "usage: sif create -o OUT.sif "
+						 "SOURCE");
+		}
+		rc = mpictr_sif_create(out, argv[1 + optind], o, &err);
+		mpictr_sif_create_opts_free(o);
+		return rc < 0 ? fail(err) : 0;
+	}
+	return usage_error("unknown sif subcommand '%s' (expected list, info "
+			   "or create)",
+			   sub);
+}
+
+/* Refuse to run with elevated privileges (charliecloud's
+ * privs_verify_invoking): mpictr is designed to need none, and a setuid
+ * install would turn every bind option into a privilege escalation. */
+static int refuse_setuid(void)
+{
+	if (getauxval(AT_SECURE) || getuid() != geteuid() ||
+	    getgid() != getegid()) {
+		fprintf(stderr,
+			"%s: refusing to run setuid or setgid (real uid %u, "
+			"effective uid %u; real gid %u, effective gid %u): "
+			"mpictr needs no privileges, remove the setuid/setgid "
+			"bit\n",
+			progname, (unsigned)getuid(), (unsigned)geteuid(),
+			(unsigned)getgid(), (unsigned)getegid());
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *verb;
+
+	if (refuse_setuid() < 0)
+		return MPICTR_EXIT_FAILURE;
+	mpictr_set_log_sink(stderr_sink, NULL, MPICTR_LOG_NOTICE);
+
+	verb = argc > 1 ? argv[1] : NULL;
+	if (!verb) {
+		print_help();
+		return MPICTR_EXIT_FAILURE;
+	}
+	if (strcmp(verb, "exec") == 0)
+		return cmd_run(argc - 1, argv + 1, 0);
+	if (strcmp(verb, "run") == 0)
+		return cmd_run(argc - 1, argv + 1, 1);
+	if (strcmp(verb, "sif") == 0)
+		return cmd_sif(argc - 1, argv + 1);
+	if (strcmp(verb, "check") == 0) {
+		mpictr_err *err = NULL;
+		char *report = NULL;
+		int blocking = 0;
+		if (mpictr_check(&report, &blocking, &err) < 0)
+			return fail(err);
+		fputs(report, stdout);
+		free(report);
+		return blocking ? 1 : 0;
+	}
+	if (strcmp(verb, "help") == 0) {
+		print_help();
+		return 0;
+	}
+	if (strcmp(verb, "version") == 0) {
+		printf("mpictr %s\n", mpictr_version());
+		return 0;
+	}
+	return cmd_run(argc, argv, 0);
+}

@@ -1,0 +1,210 @@
+/* mpictr.h - public interface of libmpictr, the engine behind the mpictr CLI.
+ *
+ * This is the only installed header. It is self-contained (no config.h, no
+ * third-party headers) and every type is opaque, so site wrappers can embed
+ * the library and keep working across versions of the same soname.
+ *
+ * Conventions, for every function below unless it says otherwise:
+ *  - Fallible functions take `mpictr_err **err` last. On failure they return
+ *    -1 (or NULL) and, if err is not NULL, store a newly allocated error in
+ *    *err that the caller releases with mpictr_err_free(). *err must be NULL
+ *    on entry. On success *err is left untouched.
+ *  - Strings passed in are copied; the caller keeps ownership.
+ *  - Strings returned through `char **out` are allocated with malloc() and
+ *    owned by the caller (release with free()).
+ *  - The library never prints and never exits. Diagnostics go to the log
+ *    sink (mpictr_set_log_sink), which discards them by default.
+ *  - Thread rules: a mpictr_config must not be used by two threads at once;
+ *    distinct configs are independent. The log sink is process-global.
+ *  - Out of memory aborts the process (as libcrun does); every other failure
+ *    is reported through err.
+ */
+#ifndef MPICTR_H
+#define MPICTR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) && !defined(MPICTR_STATIC_ONLY)
+#define MPICTR_PUBLIC __attribute__((visibility("default")))
+#else
+#define MPICTR_PUBLIC
+#endif
+
+/* ---- version ------------------------------------------------------- */
+
+#define MPICTR_VERSION_MAJOR 0
+#define MPICTR_VERSION_MINOR 1
+#define MPICTR_VERSION_PATCH 0
+
+/* The library's version string, e.g. "0.1.0". Static storage. */
+MPICTR_PUBLIC const char *mpictr_version(void);
+
+/* ---- exit codes (interface contract) -------------------------------- */
+
+#define MPICTR_EXIT_CANNOT_EXEC 126 /* command found but not executable */
+#define MPICTR_EXIT_NOT_FOUND 127   /* command not found in the image */
+#define MPICTR_EXIT_FAILURE 255     /* mpictr itself failed */
+
+/* ---- errors --------------------------------------------------------- */
+
+typedef struct mpictr_err mpictr_err;
+
+/* The errno value behind the error, or 0 when there is none. */
+MPICTR_PUBLIC int mpictr_err_errno(const mpictr_err *err);
+/* One line, lower-case, naming what failed and on what. Owned by err. */
+MPICTR_PUBLIC const char *mpictr_err_message(const mpictr_err *err);
+/* The exit status the CLI should use for this error: 255 unless the error is
+ * about the payload command (126 not executable, 127 not found). */
+MPICTR_PUBLIC int mpictr_err_exit_code(const mpictr_err *err);
+/* Release an error; NULL is accepted. */
+MPICTR_PUBLIC void mpictr_err_free(mpictr_err *err);
+
+/* ---- logging -------------------------------------------------------- */
+
+enum mpictr_log_level {
+	MPICTR_LOG_ERROR = 0,
+	MPICTR_LOG_WARNING = 1,
+	MPICTR_LOG_NOTICE = 2,
+	MPICTR_LOG_INFO = 3,
+	MPICTR_LOG_DEBUG = 4,
+};
+
+/* The sink gets one complete line (no trailing newline) per call. It may be
+ * called from any thread of the library and from forked helper processes
+ * before they exec; it must be async-signal-tolerant in the sense that it
+ * must not take locks that a fork could leave held (writing to a file
+ * descriptor is fine). */
+typedef void (*mpictr_log_fn)(enum mpictr_log_level level, const char *line,
+			      void *data);
+
+/* Replace the sink (NULL restores the default, which discards everything)
+ * and set the most verbose level passed to it. Process-global; not
+ * thread-safe against concurrent library calls. */
+MPICTR_PUBLIC void mpictr_set_log_sink(mpictr_log_fn fn, void *data,
+				       enum mpictr_log_level max_level);
+
+/* ---- SIF images ----------------------------------------------------- */
+
+/* `mpictr sif list FILE`: one line per object in the form siftool prints
+ * (see docs/). *out receives the whole text. Structure is checked; nothing
+ * is mounted. */
+MPICTR_PUBLIC int mpictr_sif_list(const char *path, char **out,
+				  mpictr_err **err);
+/* `mpictr sif info FILE ID`: every field of object ID. */
+MPICTR_PUBLIC int mpictr_sif_info(const char *path, uint32_t id, char **out,
+				  mpictr_err **err);
+
+typedef struct mpictr_sif_create_opts mpictr_sif_create_opts;
+/* Options for mpictr_sif_create(). New/free own the object; setters copy. */
+MPICTR_PUBLIC mpictr_sif_create_opts *mpictr_sif_create_opts_new(void);
+MPICTR_PUBLIC void mpictr_sif_create_opts_free(mpictr_sif_create_opts *o);
+MPICTR_PUBLIC int mpictr_sif_create_opts_set_deffile(mpictr_sif_create_opts *o,
+						     const char *path,
+						     mpictr_err **err);
+MPICTR_PUBLIC int mpictr_sif_create_opts_set_env_script(
+	mpictr_sif_create_opts *o, const char *path, mpictr_err **err);
+MPICTR_PUBLIC int mpictr_sif_create_opts_set_labels(mpictr_sif_create_opts *o,
+						    const char *path,
+						    mpictr_err **err);
+/* Wrap SOURCE (a squashfs file, or a directory packed with mksquashfs) into
+ * a new SIF at OUT with a primary system partition. opts may be NULL. OUT is
+ * written to a temporary name and renamed, so a failure leaves no file. */
+MPICTR_PUBLIC int mpictr_sif_create(const char *out, const char *source,
+				    const mpictr_sif_create_opts *opts,
+				    mpictr_err **err);
+
+/* ---- container configuration ---------------------------------------- */
+
+typedef struct mpictr_config mpictr_config;
+
+MPICTR_PUBLIC mpictr_config *mpictr_config_new(void);
+MPICTR_PUBLIC void mpictr_config_free(mpictr_config *cfg);
+
+/* The image: a SIF file, a squashfs file or a directory. */
+MPICTR_PUBLIC int mpictr_config_set_image(mpictr_config *cfg, const char *path,
+					  mpictr_err **err);
+/* The command and its arguments (argv[0] is the program, looked up on the
+ * container's PATH). argc >= 1. */
+MPICTR_PUBLIC int mpictr_config_set_command(mpictr_config *cfg, int argc,
+					    char *const argv[],
+					    mpictr_err **err);
+/* Run the image's /.singularity.d/runscript with argv as its arguments
+ * (`mpictr run`) instead of a command; argc may be 0. */
+MPICTR_PUBLIC int mpictr_config_set_runscript(mpictr_config *cfg, int argc,
+					      char *const argv[],
+					      mpictr_err **err);
+/* A bind in the form users type: SRC[:DST[:ro|rw]]; several may be given
+ * comma-separated. Repeatable; applied in order. */
+MPICTR_PUBLIC int mpictr_config_add_bind(mpictr_config *cfg, const char *spec,
+					 mpictr_err **err);
+/* Set NAME=VALUE in the command's environment (wins over the host and the
+ * image's env scripts). */
+MPICTR_PUBLIC int mpictr_config_set_env(mpictr_config *cfg, const char *name,
+					const char *value, mpictr_err **err);
+/* Start directory inside the container (default: the current directory). */
+MPICTR_PUBLIC int mpictr_config_set_pwd(mpictr_config *cfg, const char *dir,
+					mpictr_err **err);
+/* The host environment the container starts from; NULL-terminated, copied.
+ * Default: environ at the time of mpictr_config_new(). */
+MPICTR_PUBLIC int mpictr_config_set_host_env(mpictr_config *cfg,
+					     char *const envp[],
+					     mpictr_err **err);
+
+enum mpictr_flag {
+	MPICTR_FLAG_CONTAIN = 1,       /* no $HOME, cwd, /tmp binds */
+	MPICTR_FLAG_FAKEROOT = 2,      /* map the user to uid 0 inside */
+	MPICTR_FLAG_NO_SHARE = 3,      /* debug: one namespace set per rank */
+	MPICTR_FLAG_TAG_OUTPUT = 4,    /* prefix rank output with [rank] */
+	MPICTR_FLAG_TRANSPORT_ENV = 5, /* set transport variables (default on) */
+	MPICTR_FLAG_GPU = 6,           /* expose GPUs and driver libraries */
+	MPICTR_FLAG_INJECT_VERBS = 7,  /* bind host verbs providers in */
+};
+MPICTR_PUBLIC int mpictr_config_set_flag(mpictr_config *cfg,
+					 enum mpictr_flag flag, int on,
+					 mpictr_err **err);
+
+/* Number of ranks to launch on this node; 0 (default) runs the command
+ * once, with no PMI server. */
+MPICTR_PUBLIC int mpictr_config_set_nranks(mpictr_config *cfg, int n,
+					   mpictr_err **err);
+/* `none`, `all` or a comma list of kinds/paths (--devices). */
+MPICTR_PUBLIC int mpictr_config_set_devices(mpictr_config *cfg,
+					    const char *spec, mpictr_err **err);
+/* `none` or `core` (--bind-to). */
+MPICTR_PUBLIC int mpictr_config_set_bind_to(mpictr_config *cfg,
+					    const char *policy,
+					    mpictr_err **err);
+
+/* ---- planning and running ------------------------------------------- */
+
+/* Validate cfg and print the plan (--dry-run) as JSON into *json. Nothing
+ * is mounted or executed; the image must exist and parse. */
+MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
+				   mpictr_err **err);
+
+/* Run the configured job to completion. On return 0, *status holds the exit
+ * status the CLI should exit with (the command's status, 128+signal, 126 or
+ * 127; with ranks, the first failing rank's). -1 with *err when mpictr
+ * itself failed (nothing it created is left behind). Must be called from a
+ * single-threaded process: it forks and changes signal dispositions while
+ * it runs, restoring them before it returns. */
+MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status,
+			     mpictr_err **err);
+
+/* ---- preflight ------------------------------------------------------ */
+
+/* `mpictr check`: one line per item into *report, "ok:" or "problem:" then
+ * what was checked and, for problems, the fix. *blocking is the number of
+ * problems that prevent running containers at all. */
+MPICTR_PUBLIC int mpictr_check(char **report, int *blocking,
+			       mpictr_err **err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MPICTR_H */

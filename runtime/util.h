@@ -1,0 +1,117 @@
+/* util.h - small helpers shared by every module (R4): scope-bound cleanup,
+ * allocators that abort on out-of-memory, a growable string buffer with a
+ * JSON writer, NULL-terminated string vectors, and full read/write loops.
+ */
+#ifndef MPICTR_UTIL_H
+#define MPICTR_UTIL_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#ifndef MPICTR_VERSION_STRING
+#define MPICTR_VERSION_STRING "0.1.0"
+#endif
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#ifndef TEMP_FAILURE_RETRY
+#define TEMP_FAILURE_RETRY(expr)                                               \
+	({                                                                     \
+		long _r;                                                       \
+		do                                                             \
+			_r = (long)(expr);                                     \
+		while (_r == -1L && errno == EINTR);                           \
+		_r;                                                            \
+	})
+#endif
+
+/* ---- cleanup attributes ---- */
+void cleanup_freep(void *p);
+void cleanup_closep(int *fd);
+void cleanup_fclosep(FILE **f);
+void cleanup_strvp(char ***v);
+#define cleanup_free __attribute__((cleanup(cleanup_freep)))
+#define cleanup_close __attribute__((cleanup(cleanup_closep)))
+#define cleanup_fclose __attribute__((cleanup(cleanup_fclosep)))
+#define cleanup_strv __attribute__((cleanup(cleanup_strvp)))
+
+/* Take ownership out of a cleanup variable. */
+static inline void *steal_ptr(void *pp)
+{
+	void **p = pp;
+	void *v = *p;
+	*p = NULL;
+	return v;
+}
+static inline int steal_fd(int *fd)
+{
+	int v = *fd;
+	*fd = -1;
+	return v;
+}
+
+/* ---- allocation: abort on OOM (documented in mpictr.h) ---- */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t m);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *xvasprintf(const char *fmt, va_list ap)
+	__attribute__((format(printf, 1, 0)));
+
+/* ---- string buffer ---- */
+struct strbuf {
+	char *buf; /* always NUL-terminated once anything was added */
+	size_t len;
+	size_t cap;
+};
+#define STRBUF_INIT {NULL, 0, 0}
+void sb_add(struct strbuf *sb, const char *s, size_t n);
+void sb_puts(struct strbuf *sb, const char *s);
+void sb_putc(struct strbuf *sb, char c);
+void sb_printf(struct strbuf *sb, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Append s as a JSON string literal, quotes included. NULL gives null. */
+void sb_json_str(struct strbuf *sb, const char *s);
+/* Return the buffer (never NULL) and reset sb. */
+char *sb_steal(struct strbuf *sb);
+void sb_free(struct strbuf *sb);
+
+/* ---- string vectors (NULL-terminated char *[]) ---- */
+size_t strv_len(char *const *v);
+void strv_push(char ***v, const char *s);   /* copies s */
+void strv_push_own(char ***v, char *s);     /* takes s */
+char **strv_dup(char *const *v);
+void strv_free(char **v);
+/* For "NAME=VALUE" vectors: find, set (replace or append), remove. */
+const char *env_get(char *const *env, const char *name);
+void env_set(char ***env, const char *name, const char *value);
+void env_unset(char ***env, const char *name);
+
+/* ---- I/O (sets errno on error) ---- */
+/* Read exactly n bytes at off; returns 0, or -1 with errno (EIO on EOF). */
+int pread_full(int fd, void *buf, size_t n, off_t off);
+int write_full(int fd, const void *buf, size_t n);
+/* Read a whole small file (at most max bytes) into a NUL-terminated buffer.
+ * Returns NULL with errno set (EFBIG when larger than max). */
+char *read_file(const char *path, size_t max, size_t *len);
+/* Write s to path (O_WRONLY, no create/truncate semantics beyond open flags
+ * given). Returns 0 or -1 with errno. */
+int write_file(const char *path, const char *s, int flags);
+
+/* Parse a decimal integer in [min,max]; the whole string must be a number.
+ * Returns 0 or -1 with errno (EINVAL, ERANGE). */
+int parse_long(const char *s, long min, long max, long *out);
+
+/* True when a and b are equal C strings (both may be NULL). */
+bool streq0(const char *a, const char *b);
+bool str_has_prefix(const char *s, const char *prefix);
+
+#endif

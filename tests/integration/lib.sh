@@ -1,0 +1,56 @@
+# lib.sh - TAP helpers for the integration tests (sourced).
+#
+#   ok DESC CMD...        passes when CMD exits 0
+#   ok_fail DESC CMD...   passes when CMD exits non-zero
+#   ok_status DESC N CMD...  passes when CMD exits with status N
+#   check DESC COND-CMD...  same as ok, for [ ] / grep style checks
+#   skip DESC REASON      hardware this machine lacks: always a skip
+#   need DESC REASON      an environment requirement: a skip on a
+#                         developer machine, a failure under CI=true
+# Every test prints its output on failure, indented with '# '.
+set -u
+ROOT=${MPICTR_TEST_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+MPICTR=$ROOT/build/mpictr
+export MPICTR ROOT
+T_N=0
+T_FAIL=0
+T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/mpictr-test.XXXXXX")
+T_OUT=$T_TMP/.out
+t_cleanup() { rm -rf "$T_TMP" 2>/dev/null; }
+trap t_cleanup EXIT
+
+t_report() { # DESC RESULT(0/1)
+	T_N=$((T_N + 1))
+	if [ "$2" = 0 ]; then
+		echo "ok $T_N - $1"
+	else
+		T_FAIL=$((T_FAIL + 1))
+		echo "not ok $T_N - $1"
+		sed -n '1,40s/^/#   /p' "$T_OUT"
+	fi
+}
+ok() { local d=$1; shift; "$@" >"$T_OUT" 2>&1; t_report "$d" $(($? != 0)); }
+check() { ok "$@"; }
+ok_fail() { local d=$1; shift; "$@" >"$T_OUT" 2>&1; t_report "$d" $(($? == 0)); }
+ok_status() {
+	local d=$1 want=$2 got; shift 2
+	"$@" >"$T_OUT" 2>&1; got=$?
+	[ "$got" = "$want" ] || echo "exit status $got, expected $want" >>"$T_OUT"
+	t_report "$d" $((got != want))
+}
+skip() { T_N=$((T_N + 1)); echo "ok $T_N - $1 # SKIP $2"; }
+need() {
+	if [ "${CI:-}" = true ]; then
+		echo "required under CI but missing: $2" >"$T_OUT"
+		t_report "$1" 1
+	else
+		skip "$1" "$2"
+	fi
+}
+# Print the output of the last command (for extra assertions).
+last_out() { cat "$T_OUT"; }
+done_testing() { echo "1..$T_N"; [ "$T_FAIL" = 0 ]; }
+
+# Environment probes.
+have_userns() { unshare -U true 2>/dev/null; }
+have_fuse() { [ -r /dev/fuse ] && [ -w /dev/fuse ]; }

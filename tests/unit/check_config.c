@@ -1,0 +1,99 @@
+/* check_config.c - config setters and the -B/--bind parser. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "error.h"
+
+START_TEST(test_bind_forms)
+{
+	struct bind_spec *b = NULL;
+	size_t n = 0;
+	mpictr_err *err = NULL;
+
+	ck_assert_int_eq(bind_parse("/a", &b, &n, &err), 0);
+	ck_assert_int_eq(bind_parse("/b:/c", &b, &n, &err), 0);
+	ck_assert_int_eq(bind_parse("/d:/e:ro,/f:/g:rw,rel:/h", &b, &n, &err),
+			 0);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_str_eq(b[0].src, "/a");
+	ck_assert_str_eq(b[0].dst, "/a");
+	ck_assert(!b[0].ro);
+	ck_assert_str_eq(b[1].dst, "/c");
+	ck_assert(b[2].ro);
+	ck_assert(!b[3].ro);
+	ck_assert_str_eq(b[4].src, "rel");
+	ck_assert_str_eq(b[4].dst, "/h");
+	bind_specs_free(b, n);
+}
+END_TEST
+
+static void expect_bad(const char *spec, const char *needle)
+{
+	struct bind_spec *b = NULL;
+	size_t n = 0;
+	mpictr_err *err = NULL;
+
+	ck_assert_int_eq(bind_parse(spec, &b, &n, &err), -1);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_msg(strstr(mpictr_err_message(err), needle),
+		      "'%s': message '%s' lacks '%s'", spec,
+		      mpictr_err_message(err), needle);
+	mpictr_err_free(err);
+	free(b);
+}
+
+START_TEST(test_bind_errors)
+{
+	expect_bad("", "empty");
+	expect_bad("/a:/b:xx", "unknown option 'xx'");
+	expect_bad("/a:rel", "not an absolute path");
+	expect_bad("/a:/b:ro:x", "too many");
+	expect_bad(":/b", "empty source");
+	expect_bad("/a:", "empty destination");
+	expect_bad("/a,,/b", "empty list element");
+	expect_bad("rel", "relative source");
+}
+END_TEST
+
+START_TEST(test_setters)
+{
+	mpictr_config *cfg = mpictr_config_new();
+	mpictr_err *err = NULL;
+	char *argv[] = {"prog", "arg", NULL};
+
+	ck_assert(cfg->transport_env);
+	ck_assert_int_eq(mpictr_config_set_image(cfg, "x.sif", &err), 0);
+	ck_assert_int_eq(mpictr_config_set_command(cfg, 2, argv, &err), 0);
+	ck_assert_str_eq(cfg->argv[1], "arg");
+	ck_assert_int_eq(mpictr_config_set_env(cfg, "A_1", "v", &err), 0);
+	ck_assert_int_eq(mpictr_config_set_env(cfg, "1A", "v", &err), -1);
+	mpictr_err_free(err);
+	err = NULL;
+	ck_assert_int_eq(mpictr_config_set_nranks(cfg, 5000, &err), -1);
+	mpictr_err_free(err);
+	err = NULL;
+	ck_assert_int_eq(mpictr_config_set_bind_to(cfg, "socket", &err), -1);
+	ck_assert(strstr(mpictr_err_message(err), "'socket'"));
+	mpictr_err_free(err);
+	err = NULL;
+	ck_assert_int_eq(mpictr_config_set_pwd(cfg, "rel", &err), -1);
+	mpictr_err_free(err);
+	mpictr_config_free(cfg);
+}
+END_TEST
+
+Suite *suite_config(void);
+Suite *suite_config(void)
+{
+	Suite *s = suite_create("config");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_bind_forms);
+	tcase_add_test(tc, test_bind_errors);
+	tcase_add_test(tc, test_setters);
+	suite_add_tcase(s, tc);
+	return s;
+}
