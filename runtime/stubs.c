@@ -5,18 +5,6 @@
 #include "error.h"
 #include "util.h"
 
-MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
-				   mpictr_err **err)
-{
-	return err_set(err, ENOSYS, "plan");
-}
-
-MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status,
-			     mpictr_err **err)
-{
-	return err_set(err, ENOSYS, "run");
-}
-
 MPICTR_PUBLIC int mpictr_check(char **report, int *blocking, mpictr_err **err)
 {
 	return err_set(err, ENOSYS, "check");

@@ -1,0 +1,848 @@
+/* container.c - mpictr_run(): config -> plan -> holder -> PMI -> ranks.
+ *
+ * Process model (docs/architecture.md):
+ *   supervisor (the caller, host namespaces): PMI servers, signal
+ *     forwarding, exit status; forks, in order:
+ *   janitor: waits for the supervisor to go away, however it ends, and
+ *     removes the job's private run directory (so SIGKILL leaves nothing);
+ *   holder: creates the user+mount namespace, mounts the image (its FUSE
+ *     workers are its children), assembles the root, then waits until the
+ *     supervisor closes its control pipe. It outlives every rank, so the
+ *     mount does too;
+ *   ranks: join the holder's namespaces, drop capabilities, exec.
+ * Every child has PR_SET_PDEATHSIG(SIGKILL) except the janitor, so killing
+ * the supervisor ends the job and the namespace with it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bindm.h"
+#include "caps.h"
+#include "error.h"
+#include "ns.h"
+#include "plan.h"
+#include "pmi.h"
+#include "squash.h"
+
+#define RELAY_MSG_MAX 1024
+#define TERM_GRACE_MS 3000
+
+/* What a child reports over its CLOEXEC sync pipe before _exit (R3). An
+ * exec that succeeds closes the pipe with nothing written. */
+struct relay {
+	int errnum;
+	int exit_code;
+	char msg[RELAY_MSG_MAX];
+};
+
+static void relay_send(int fd, const mpictr_err *e)
+{
+	struct relay r;
+
+	memset(&r, 0, sizeof(r));
+	r.errnum = mpictr_err_errno(e);
+	r.exit_code = mpictr_err_exit_code(e);
+	snprintf(r.msg, sizeof(r.msg), "%s", mpictr_err_message(e));
+	if (write_full(fd, &r, sizeof(r)) < 0) {
+		/* the parent is gone; nothing more to do */
+	}
+}
+
+/* Read a relay: 0 when the pipe closed empty (success), -1 with *err. */
+static int relay_recv(int fd, const char *who, mpictr_err **err)
+{
+	struct relay r;
+	ssize_t n = TEMP_FAILURE_RETRY(read(fd, &r, sizeof(r)));
+
+	if (n == 0)
+		return 0;
+	if (n != (ssize_t)sizeof(r))
+		return err_set(err, n < 0 ? errno : EIO,
+			       "read the status of the %s", who);
+	r.msg[sizeof(r.msg) - 1] = '\0';
+	return err_from_relay(err, r.errnum, r.exit_code, r.msg);
+}
+
+struct job {
+	const mpictr_config *cfg;
+	struct plan plan;
+	char *run_dir;
+	int nranks;       /* processes to start (1 without -n) */
+	bool with_pmi;
+	sigset_t old_mask;
+	pid_t supervisor;
+	pid_t janitor;
+	int janitor_fd;   /* write end; closing it lets the janitor clean */
+	pid_t *holders;   /* one, or one per rank with --no-share */
+	int *holder_ctl;  /* write ends of the holders' control pipes */
+	int *userns_fd, *mntns_fd;
+	size_t nholders;
+	pid_t *ranks;
+	int *status;      /* wait status per rank, -1 while running */
+	int *out_fd;      /* --tag-output: read ends of rank stdout/stderr */
+	bool *midline;    /* --tag-output: last byte of rank r was not \n */
+	struct pmi_server *pmi;
+	int abort_pipe[2];
+	int sfd;          /* signalfd */
+};
+
+/* ---- children ------------------------------------------------------- */
+
+static void child_common(const struct job *j)
+{
+	/* Default dispositions and mask, die with the supervisor. */
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			signal(s, SIG_DFL);
+	sigprocmask(SIG_SETMASK, &j->old_mask, NULL);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != j->supervisor)
+		_exit(MPICTR_EXIT_FAILURE);
+}
+
+static int rm_rf(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	int rc = 0;
+
+	if (!d)
+		return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+	while ((de = readdir(d))) {
+		cleanup_free char *p = NULL;
+		struct stat st;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		p = xasprintf("%s/%s", path, de->d_name);
+		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+			rc |= rm_rf(p);
+		else if (unlink(p) < 0 && errno != ENOENT)
+			rc = -1;
+	}
+	closedir(d);
+	if (rmdir(path) < 0 && errno != ENOENT)
+		rc = -1;
+	return rc;
+}
+
+static void janitor_main(int rfd, const char *dir)
+{
+	char c;
+
+	/* Survive the terminal's ^C and a TERM to the process group: the
+	 * janitor's only job is to run after everything else has ended. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	while (TEMP_FAILURE_RETRY(read(rfd, &c, 1)) > 0)
+		;
+	rm_rf(dir);
+	_exit(0);
+}
+
+static int fuse_workers(const struct job *j)
+{
+	const char *s = env_get(j->cfg->host_env, "MPICTR_FUSE_WORKERS");
+	long n, ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (s && parse_long(s, 1, 64, &n) == 0)
+		return (int)n;
+	n = j->cfg->nranks > 0 ? j->cfg->nranks : 2;
+	if (ncpu > 0 && n > ncpu)
+		n = ncpu;
+	return (int)(n < 1 ? 1 : n > 8 ? 8 : n);
+}
+
+static void holder_main(const struct job *j, int ctl_rfd, int sync_wfd)
+{
+	struct squash_mount *sq = NULL;
+	mpictr_err *err = NULL;
+	char c;
+
+	child_common(j);
+	/* The holder keeps the namespace alive; it must not be the target of
+	 * the terminal's signals meant for the job. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	if (ns_create(j->plan.uid_in, j->plan.gid_in, &err) < 0 ||
+	    rootfs_build(&j->plan, fuse_workers(j), &sq, &err) < 0) {
+		relay_send(sync_wfd, err);
+		_exit(MPICTR_EXIT_FAILURE);
+	}
+	close(sync_wfd); /* ready */
+	while (TEMP_FAILURE_RETRY(read(ctl_rfd, &c, 1)) > 0)
+		;
+	squash_umount(sq, NULL);
+	_exit(0);
+}
+
+/* Find cmd on PATH (from env) as execvp would, for 126/127. */
+static int resolve_command(const char *cmd, char *const *env, char **out,
+			   mpictr_err **err)
+{
+	const char *path = env_get(env, "PATH");
+	int saw_eacces = 0;
+	cleanup_free char *copy = NULL;
+	char *save = NULL;
+
+	if (strchr(cmd, '/')) {
+		if (access(cmd, X_OK) == 0) {
+			*out = xstrdup(cmd);
+			return 0;
+		}
+		if (errno == ENOENT || errno == ENOTDIR)
+			return err_set_exit(err, MPICTR_EXIT_NOT_FOUND, errno,
+					    "command '%s' in the container",
+					    cmd);
+		return err_set_exit(err, MPICTR_EXIT_CANNOT_EXEC, errno,
+				    "command '%s' in the container", cmd);
+	}
+	copy = xstrdup(path ? path : CONTAINER_DEFAULT_PATH);
+	for (char *d = strtok_r(copy, ":", &save); d;
+	     d = strtok_r(NULL, ":", &save)) {
+		cleanup_free char *cand = xasprintf("%s/%s", *d ? d : ".", cmd);
+		struct stat st;
+
+		if (stat(cand, &st) < 0 || S_ISDIR(st.st_mode))
+			continue;
+		if (access(cand, X_OK) == 0) {
+			*out = steal_ptr(&cand);
+			return 0;
+		}
+		saw_eacces = 1;
+	}
+	if (saw_eacces)
+		return err_set_exit(err, MPICTR_EXIT_CANNOT_EXEC, EACCES,
+				    "command '%s' in the container", cmd);
+	return err_set_exit(err, MPICTR_EXIT_NOT_FOUND, 0,
+			    "command '%s' not found in the container (PATH=%s)",
+			    cmd, path ? path : CONTAINER_DEFAULT_PATH);
+}
+
+static bool valid_name(const char *s, size_t n)
+{
+	if (n == 0 || (s[0] >= '0' && s[0] <= '9'))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+			return false;
+	return true;
+}
+
+/* The image's env scripts are sourced by the image's own /bin/sh before
+ * the command (Apptainer's order); the user's variables are exported again
+ * afterwards so they win. Names are validated, values travel in the
+ * environment, so nothing user-supplied is parsed by the shell. */
+static char **wrap_with_env_scripts(char ***env, char *const *user_env,
+				    char *const *argv)
+{
+	struct strbuf sb = STRBUF_INIT;
+	char **out = NULL;
+	DIR *d = opendir("/.singularity.d/env");
+	bool any = false;
+	struct dirent *de;
+	int k = 0;
+
+	if (!d)
+		return NULL;
+	while ((de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+		if (l > 3 && strcmp(de->d_name + l - 3, ".sh") == 0)
+			any = true;
+	}
+	closedir(d);
+	if (!any || access("/bin/sh", X_OK) < 0)
+		return NULL;
+	sb_puts(&sb, "for __mpictr_f in /.singularity.d/env/*.sh; do "
+		     "[ -r \"$__mpictr_f\" ] && . \"$__mpictr_f\"; done; "
+		     "unset __mpictr_f; ");
+	for (size_t i = 0; user_env && user_env[i]; i++) {
+		const char *eq = strchr(user_env[i], '=');
+		cleanup_free char *name = NULL, *var = NULL;
+
+		if (!eq || !valid_name(user_env[i],
+				       (size_t)(eq - user_env[i])))
+			continue;
+		name = xstrndup(user_env[i], (size_t)(eq - user_env[i]));
+		var = xasprintf("__mpictr_u%d", k++);
+		env_set(env, var, eq + 1);
+		sb_printf(&sb, "export %s=\"$%s\"; unset %s; ", name, var, var);
+	}
+	sb_puts(&sb, "command -v \"$1\" >/dev/null 2>&1 || { echo \"mpictr: "
+		     "command '$1' not found in the container (PATH=$PATH)\" "
+		     ">&2; exit 127; }; exec \"$@\"");
+	strv_push(&out, "/bin/sh");
+	strv_push(&out, "-c");
+	strv_push_own(&out, sb_steal(&sb));
+	strv_push(&out, "mpictr-env");
+	for (size_t i = 0; argv[i]; i++)
+		strv_push(&out, argv[i]);
+	return out;
+}
+
+static void close_fds_except(int keep)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		long fd;
+		if (parse_long(de->d_name, 0, INT_MAX, &fd) < 0)
+			continue;
+		if (fd > 2 && fd != keep && fd != dirfd(d))
+			fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+	}
+	closedir(d);
+}
+
+static void rank_main(struct job *j, int rank, int sync_wfd, int pmi_fd,
+		      char **env, int out_wfd)
+{
+	mpictr_err *err = NULL;
+	size_t h = j->nholders > 1 ? (size_t)rank : 0;
+	cleanup_free char *exe = NULL;
+	char **argv = j->plan.argv, **wrapped;
+
+	child_common(j);
+	if (rank > 0 && j->cfg->nranks > 0) {
+		int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (nul >= 0) {
+			dup2(nul, STDIN_FILENO);
+			close(nul);
+		}
+	}
+	if (out_wfd >= 0) {
+		dup2(out_wfd, STDOUT_FILENO);
+		dup2(out_wfd, STDERR_FILENO);
+		close(out_wfd);
+	}
+	if (ns_join(j->userns_fd[h], j->mntns_fd[h], &err) < 0)
+		goto fail;
+	if (chdir(j->plan.cwd) < 0) {
+		err_set(&err, errno, "start directory '%s' in the container",
+			j->plan.cwd);
+		err_hint(&err, "bind it with -B or choose another with --pwd");
+		goto fail;
+	}
+	wrapped = wrap_with_env_scripts(&env, j->plan.user_env, argv);
+	if (wrapped) {
+		argv = wrapped;
+		exe = xstrdup("/bin/sh");
+	} else if (resolve_command(argv[0], env, &exe, &err) < 0) {
+		goto fail;
+	}
+	close_fds_except(pmi_fd);
+	if (caps_drop_all(&err) < 0)
+		goto fail;
+	execve(exe, argv, env);
+	if (errno == ENOENT)
+		err_set_exit(&err, MPICTR_EXIT_NOT_FOUND, errno,
+			     "execute '%s' in the container", exe);
+	else
+		err_set_exit(&err, MPICTR_EXIT_CANNOT_EXEC, errno,
+			     "execute '%s' in the container", exe);
+fail:
+	if (j->cfg->nranks > 0)
+		err_wrap(&err, "rank %d", rank);
+	relay_send(sync_wfd, err);
+	_exit(mpictr_err_exit_code(err));
+}
+
+/* ---- supervisor ----------------------------------------------------- */
+
+static int make_run_dir(struct job *j, mpictr_err **err)
+{
+	const char *base = env_get(j->cfg->host_env, "TMPDIR");
+	struct stat st;
+
+	if (!base || base[0] != '/' || access(base, W_OK) < 0)
+		base = "/tmp";
+	j->run_dir = xasprintf("%s/mpictr-%u.XXXXXX", base, (unsigned)getuid());
+	if (!mkdtemp(j->run_dir))
+		return err_set(err, errno, "create the job directory '%s'",
+			       j->run_dir);
+	/* mkdtemp made it 0700 and ours; check anyway before trusting it. */
+	if (lstat(j->run_dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != getuid() || (st.st_mode & 077))
+		return err_set(err, EPERM, "job directory '%s' is not a private "
+				       "directory of ours", j->run_dir);
+	return 0;
+}
+
+static int start_janitor(struct job *j, mpictr_err **err)
+{
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return err_set(err, errno, "pipe");
+	j->janitor = fork();
+	if (j->janitor < 0) {
+		close(p[0]);
+		close(p[1]);
+		return err_set(err, errno, "fork the cleanup process");
+	}
+	if (j->janitor == 0) {
+		close(p[1]);
+		janitor_main(p[0], j->run_dir);
+	}
+	close(p[0]);
+	j->janitor_fd = p[1];
+	return 0;
+}
+
+static int start_holder(struct job *j, size_t h, mpictr_err **err)
+{
+	int ctl[2], sync[2];
+	cleanup_free char *u = NULL, *m = NULL;
+	pid_t pid;
+
+	if (pipe2(ctl, O_CLOEXEC) < 0)
+		return err_set(err, errno, "pipe");
+	if (pipe2(sync, O_CLOEXEC) < 0) {
+		close(ctl[0]);
+		close(ctl[1]);
+		return err_set(err, errno, "pipe");
+	}
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(ctl[0]);
+		close(ctl[1]);
+		close(sync[0]);
+		close(sync[1]);
+		return err_set(err, e, "fork the namespace holder");
+	}
+	if (pid == 0) {
+		close(ctl[1]);
+		close(sync[0]);
+		holder_main(j, ctl[0], sync[1]);
+	}
+	close(ctl[0]);
+	close(sync[1]);
+	j->holders[h] = pid;
+	j->holder_ctl[h] = ctl[1];
+	if (relay_recv(sync[0], "namespace holder", err) < 0) {
+		close(sync[0]);
+		return -1;
+	}
+	close(sync[0]);
+	u = xasprintf("/proc/%d/ns/user", (int)pid);
+	m = xasprintf("/proc/%d/ns/mnt", (int)pid);
+	j->userns_fd[h] = open(u, O_RDONLY | O_CLOEXEC);
+	j->mntns_fd[h] = open(m, O_RDONLY | O_CLOEXEC);
+	if (j->userns_fd[h] < 0 || j->mntns_fd[h] < 0)
+		return err_set(err, errno, "open the namespaces of the holder");
+	return 0;
+}
+
+static void on_pmi_abort(int code, const char *msg, void *data)
+{
+	struct job *j = data;
+	unsigned char c = (unsigned char)(code & 0xff);
+
+	if (write(j->abort_pipe[1], &c, 1) < 0) {
+		/* the supervisor is already tearing down */
+	}
+}
+
+static int rank_env(struct job *j, int rank, char ***env, int *pmi_fd,
+		    mpictr_err **err)
+{
+	*env = strv_dup(j->plan.env);
+	*pmi_fd = -1;
+	if (!j->with_pmi)
+		return 0;
+	return pmi_server_rank_env(j->pmi, (uint32_t)rank, env, pmi_fd, err);
+}
+
+static int start_rank(struct job *j, int rank, mpictr_err **err)
+{
+	int sync[2], out[2] = {-1, -1}, pmi_fd;
+	char **env = NULL;
+	pid_t pid;
+
+	if (rank_env(j, rank, &env, &pmi_fd, err) < 0)
+		return -1;
+	if (pipe2(sync, O_CLOEXEC) < 0) {
+		strv_free(env);
+		return err_set(err, errno, "pipe");
+	}
+	if (j->cfg->tag_output && pipe2(out, O_CLOEXEC) < 0) {
+		strv_free(env);
+		close(sync[0]);
+		close(sync[1]);
+		return err_set(err, errno, "pipe");
+	}
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		strv_free(env);
+		close(sync[0]);
+		close(sync[1]);
+		return err_set(err, e, "fork rank %d", rank);
+	}
+	if (pid == 0) {
+		close(sync[0]);
+		if (out[0] >= 0)
+			close(out[0]);
+		rank_main(j, rank, sync[1], pmi_fd, env, out[1]);
+	}
+	strv_free(env);
+	close(sync[1]);
+	if (out[1] >= 0)
+		close(out[1]);
+	j->out_fd[rank] = out[0];
+	j->ranks[rank] = pid;
+	if (j->with_pmi)
+		pmi_server_rank_forked(j->pmi, (uint32_t)rank);
+	if (relay_recv(sync[0], "rank", err) < 0) {
+		int st;
+		close(sync[0]);
+		TEMP_FAILURE_RETRY(waitpid(pid, &st, 0));
+		j->ranks[rank] = 0;
+		j->status[rank] = st;
+		return -1;
+	}
+	close(sync[0]);
+	return 0;
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+static void signal_ranks(struct job *j, int sig)
+{
+	for (int r = 0; r < j->nranks; r++)
+		if (j->ranks[r] > 0 && j->status[r] < 0)
+			kill(j->ranks[r], sig);
+}
+
+static int exit_code_of(int st)
+{
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return MPICTR_EXIT_FAILURE;
+}
+
+/* Copy one chunk of a rank's output, prefixing each line with [rank]. */
+static void pump_output(struct job *j, int r)
+{
+	char buf[4096];
+	ssize_t n = TEMP_FAILURE_RETRY(read(j->out_fd[r], buf, sizeof(buf)));
+	struct strbuf sb = STRBUF_INIT;
+
+	if (n <= 0) {
+		close(j->out_fd[r]);
+		j->out_fd[r] = -1;
+		return;
+	}
+	for (ssize_t i = 0; i < n; i++) {
+		if (!j->midline[r])
+			sb_printf(&sb, "[%d] ", r);
+		sb_putc(&sb, buf[i]);
+		j->midline[r] = buf[i] != '\n';
+	}
+	if (write_full(STDOUT_FILENO, sb.buf, sb.len) < 0) {
+		/* stdout closed: keep draining */
+	}
+	sb_free(&sb);
+}
+
+/* Wait for every rank; forward signals; on the first failure (or an
+ * abort) terminate the others, then kill them after a grace period. */
+static int supervise(struct job *j, int *status)
+{
+	int first_fail = -1, abort_code = -1, live = 0;
+	long kill_at = -1;
+
+	for (int r = 0; r < j->nranks; r++)
+		if (j->ranks[r] > 0 && j->status[r] < 0)
+			live++;
+	while (live > 0 || kill_at >= 0) {
+		struct pollfd pfd[2 + 4096];
+		nfds_t np = 0;
+		int timeout = -1;
+
+		if (live == 0)
+			break;
+		pfd[np++] = (struct pollfd){.fd = j->sfd, .events = POLLIN};
+		pfd[np++] = (struct pollfd){.fd = j->abort_pipe[0],
+					    .events = POLLIN};
+		for (int r = 0; r < j->nranks && np < ARRAY_SIZE(pfd); r++)
+			if (j->out_fd[r] >= 0)
+				pfd[np++] = (struct pollfd){
+					.fd = j->out_fd[r], .events = POLLIN};
+		if (kill_at >= 0) {
+			long left = kill_at - now_ms();
+			timeout = left > 0 ? (int)left : 0;
+		}
+		if (poll(pfd, np, timeout) < 0 && errno != EINTR)
+			break;
+		if (kill_at >= 0 && now_ms() >= kill_at) {
+			signal_ranks(j, SIGKILL);
+			kill_at = -1;
+		}
+		if (pfd[1].revents & POLLIN) {
+			unsigned char c;
+			if (read(j->abort_pipe[0], &c, 1) == 1 &&
+			    abort_code < 0) {
+				abort_code = c;
+				log_notice("job aborted by a rank with code %d",
+					   abort_code);
+				signal_ranks(j, SIGTERM);
+				kill_at = now_ms() + TERM_GRACE_MS;
+			}
+		}
+		for (nfds_t i = 2; i < np; i++)
+			if (pfd[i].revents)
+				for (int r = 0; r < j->nranks; r++)
+					if (j->out_fd[r] == pfd[i].fd) {
+						pump_output(j, r);
+						break;
+					}
+		if (pfd[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			if (read(j->sfd, &si, sizeof(si)) == sizeof(si) &&
+			    si.ssi_signo != SIGCHLD)
+				signal_ranks(j, (int)si.ssi_signo);
+		}
+		for (;;) {
+			int st;
+			pid_t pid = waitpid(-1, &st, WNOHANG);
+			if (pid <= 0)
+				break;
+			for (int r = 0; r < j->nranks; r++) {
+				if (j->ranks[r] != pid)
+					continue;
+				j->status[r] = st;
+				live--;
+				if (j->with_pmi)
+					pmi_server_rank_exited(j->pmi,
+							       (uint32_t)r);
+				if (exit_code_of(st) != 0 && first_fail < 0) {
+					first_fail = r;
+					if (live > 0) {
+						signal_ranks(j, SIGTERM);
+						kill_at = now_ms() +
+							  TERM_GRACE_MS;
+					}
+				}
+			}
+			for (size_t h = 0; h < j->nholders; h++)
+				if (j->holders[h] == pid) {
+					j->holders[h] = 0;
+					if (live > 0) {
+						log_error("the namespace holder "
+							  "exited early "
+							  "(status 0x%x); "
+							  "ending the job",
+							  st);
+						signal_ranks(j, SIGKILL);
+					}
+				}
+		}
+	}
+	for (int r = 0; r < j->nranks; r++)
+		while (j->out_fd[r] >= 0)
+			pump_output(j, r);
+	if (abort_code >= 0)
+		*status = abort_code;
+	else if (first_fail >= 0)
+		*status = exit_code_of(j->status[first_fail]);
+	else
+		*status = 0;
+	return 0;
+}
+
+static void teardown(struct job *j)
+{
+	/* Ranks first (a failed start may leave some), then the holders,
+	 * then the PMI server, then the janitor's directory. */
+	for (int r = 0; r < j->nranks; r++)
+		if (j->ranks && j->ranks[r] > 0 && j->status[r] < 0) {
+			kill(j->ranks[r], SIGKILL);
+			TEMP_FAILURE_RETRY(waitpid(j->ranks[r], NULL, 0));
+		}
+	for (size_t h = 0; h < j->nholders; h++) {
+		if (j->holder_ctl[h] >= 0)
+			close(j->holder_ctl[h]);
+		if (j->userns_fd[h] >= 0)
+			close(j->userns_fd[h]);
+		if (j->mntns_fd[h] >= 0)
+			close(j->mntns_fd[h]);
+		if (j->holders[h] > 0)
+			TEMP_FAILURE_RETRY(waitpid(j->holders[h], NULL, 0));
+	}
+	if (j->pmi)
+		pmi_server_stop(j->pmi);
+	if (j->run_dir) {
+		rm_rf(j->run_dir);
+		if (j->janitor_fd >= 0)
+			close(j->janitor_fd);
+		if (j->janitor > 0)
+			TEMP_FAILURE_RETRY(waitpid(j->janitor, NULL, 0));
+	}
+	for (int r = 0; r < j->nranks; r++)
+		if (j->out_fd && j->out_fd[r] >= 0)
+			close(j->out_fd[r]);
+	if (j->sfd >= 0)
+		close(j->sfd);
+	if (j->abort_pipe[0] >= 0) {
+		close(j->abort_pipe[0]);
+		close(j->abort_pipe[1]);
+	}
+	sigprocmask(SIG_SETMASK, &j->old_mask, NULL);
+	free(j->holders);
+	free(j->holder_ctl);
+	free(j->userns_fd);
+	free(j->mntns_fd);
+	free(j->ranks);
+	free(j->status);
+	free(j->out_fd);
+	free(j->midline);
+	free(j->run_dir);
+	plan_free(&j->plan);
+}
+
+static int refuse_privileged(mpictr_err **err)
+{
+	if (getuid() != geteuid() || getgid() != getegid())
+		return err_set(err, EPERM,
+			       "refusing to run setuid or setgid: mpictr needs "
+			       "no privileges");
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status,
+			     mpictr_err **err)
+{
+	struct job j;
+	sigset_t mask;
+	int rc = -1;
+
+	memset(&j, 0, sizeof(j));
+	j.cfg = cfg;
+	j.janitor_fd = j.sfd = j.abort_pipe[0] = j.abort_pipe[1] = -1;
+	if (!cfg || !status)
+		return err_set(err, EINVAL, "mpictr_run: missing argument");
+	if (refuse_privileged(err) < 0)
+		return -1;
+	j.supervisor = getpid();
+	j.nranks = cfg->nranks > 0 ? cfg->nranks : 1;
+	j.with_pmi = cfg->nranks > 0;
+
+	/* Block the signals we forward before any child exists, so none is
+	 * lost between fork and the loop; children restore old_mask. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR1);
+	sigaddset(&mask, SIGUSR2);
+	sigaddset(&mask, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &mask, &j.old_mask);
+	j.sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (j.sfd < 0) {
+		err_set(err, errno, "signalfd");
+		sigprocmask(SIG_SETMASK, &j.old_mask, NULL);
+		return -1;
+	}
+	if (pipe2(j.abort_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		err_set(err, errno, "pipe");
+		goto out;
+	}
+	if (make_run_dir(&j, err) < 0) {
+		free(j.run_dir);
+		j.run_dir = NULL;
+		goto out;
+	}
+	if (start_janitor(&j, err) < 0)
+		goto out;
+	if (plan_build(cfg, j.run_dir, &j.plan, err) < 0)
+		goto out;
+	for (size_t i = 0; j.plan.notices && j.plan.notices[i]; i++)
+		log_notice("%s", j.plan.notices[i]);
+
+	j.nholders = cfg->no_share ? (size_t)j.nranks : 1;
+	j.holders = xcalloc(j.nholders, sizeof(pid_t));
+	j.holder_ctl = xcalloc(j.nholders, sizeof(int));
+	j.userns_fd = xcalloc(j.nholders, sizeof(int));
+	j.mntns_fd = xcalloc(j.nholders, sizeof(int));
+	for (size_t h = 0; h < j.nholders; h++)
+		j.holder_ctl[h] = j.userns_fd[h] = j.mntns_fd[h] = -1;
+	j.ranks = xcalloc((size_t)j.nranks, sizeof(pid_t));
+	j.status = xcalloc((size_t)j.nranks, sizeof(int));
+	j.out_fd = xcalloc((size_t)j.nranks, sizeof(int));
+	j.midline = xcalloc((size_t)j.nranks, sizeof(bool));
+	for (int r = 0; r < j.nranks; r++)
+		j.status[r] = j.out_fd[r] = -1;
+
+	/* Holders before the PMI server: fork while single-threaded. */
+	for (size_t h = 0; h < j.nholders; h++)
+		if (start_holder(&j, h, err) < 0)
+			goto out;
+	if (j.with_pmi) {
+		struct pmi_job pj;
+		int prc;
+
+		if (pmi_job_single_node((uint32_t)j.nranks, j.plan.uid_in,
+					j.plan.gid_in, &pj, err) < 0)
+			goto out;
+		prc = pmi_server_start(&pj, j.run_dir, on_pmi_abort, &j,
+				       &j.pmi, err);
+		pmi_job_free(&pj);
+		if (prc < 0)
+			goto out;
+	}
+	for (int r = 0; r < j.nranks; r++)
+		if (start_rank(&j, r, err) < 0)
+			goto out; /* 126/127 travel in the error's exit code */
+	rc = supervise(&j, status);
+out:
+	teardown(&j);
+	return rc;
+}
+
+MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
+				   mpictr_err **err)
+{
+	struct plan p;
+
+	if (!cfg || !json)
+		return err_set(err, EINVAL, "mpictr_plan_json: missing "
+					    "argument");
+	if (plan_build(cfg, NULL, &p, err) < 0) {
+		plan_free(&p);
+		return -1;
+	}
+	*json = plan_to_json(&p);
+	plan_free(&p);
+	return 0;
+}

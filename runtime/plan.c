@@ -1,0 +1,551 @@
+/* plan.c - turn a validated config into the plan: mount operations in
+ * execution order, the command's environment and start directory. Apart
+ * from stat()s of host paths and probing the image, nothing here touches
+ * the system, so the rules live here and are unit-tested.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <pwd.h>
+#include <grp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "plan.h"
+
+extern char **environ;
+
+bool plan_env_excluded(const char *name)
+{
+	/* Loader variables name host libraries that do not match the image's
+	 * libc; PATH names host directories. MPICTR_* configure mpictr. */
+	static const char *const exact[] = {"PATH", NULL};
+	static const char *const prefix[] = {"LD_", "MPICTR_", NULL};
+
+	for (size_t i = 0; exact[i]; i++)
+		if (strcmp(name, exact[i]) == 0)
+			return true;
+	for (size_t i = 0; prefix[i]; i++)
+		if (str_has_prefix(name, prefix[i]))
+			return true;
+	return false;
+}
+
+static struct mount_op *add_op(struct plan *p, enum mop_kind kind,
+			       const char *source, const char *target,
+			       unsigned long flags, const char *why)
+{
+	struct mount_op *op;
+
+	p->ops = xrealloc(p->ops, (p->nops + 1) * sizeof(*p->ops));
+	op = &p->ops[p->nops++];
+	memset(op, 0, sizeof(*op));
+	op->kind = kind;
+	op->source = source ? xstrdup(source) : NULL;
+	op->target = xstrdup(target);
+	op->flags = flags;
+	op->why = why;
+	return op;
+}
+
+/* Is a bind of src onto dst already provided by an earlier bind of an
+ * ancestor (same relative path on both sides)? */
+static bool bind_covered(const struct plan *p, const char *src,
+			 const char *dst)
+{
+	for (size_t i = 0; i < p->nops; i++) {
+		const struct mount_op *op = &p->ops[i];
+		size_t ls, ld;
+
+		if (op->kind != MOP_BIND || !op->src_is_dir)
+			continue;
+		ls = strlen(op->source);
+		ld = strlen(op->target);
+		if (strncmp(src, op->source, ls) ||
+		    (src[ls] != '/' && src[ls] != '\0'))
+			continue;
+		if (strncmp(dst, op->target, ld) ||
+		    (dst[ld] != '/' && dst[ld] != '\0'))
+			continue;
+		if (strcmp(src + ls, dst + ld) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Add a bind of host path src (must be absolute) onto dst. Returns -1
+ * when a required source is missing. */
+static int add_bind(struct plan *p, const char *src, const char *dst,
+		    unsigned long flags, bool optional, const char *why,
+		    mpictr_err **err)
+{
+	struct stat st;
+	struct mount_op *op;
+
+	if (stat(src, &st) < 0) {
+		if (optional)
+			return 0;
+		return err_set(err, errno, "bind source '%s'", src);
+	}
+	if (S_ISDIR(st.st_mode) && bind_covered(p, src, dst) &&
+	    !(flags & MS_RDONLY))
+		return 0;
+	op = add_op(p, MOP_BIND, src, dst, flags | MS_NOSUID | MS_NODEV, why);
+	op->src_is_dir = S_ISDIR(st.st_mode);
+	op->optional = optional;
+	return 0;
+}
+
+static char *clean_path(const char *path)
+{
+	/* Collapse "//", "/./" and trailing "/"; ".." is rejected by the
+	 * callers that need it to be. */
+	struct strbuf sb = STRBUF_INIT;
+	const char *s = path;
+
+	while (*s) {
+		const char *e;
+		size_t n;
+
+		while (*s == '/')
+			s++;
+		if (!*s)
+			break;
+		e = strchrnul(s, '/');
+		n = (size_t)(e - s);
+		if (!(n == 1 && s[0] == '.')) {
+			sb_putc(&sb, '/');
+			sb_add(&sb, s, n);
+		}
+		s = e;
+	}
+	if (sb.len == 0)
+		sb_putc(&sb, '/');
+	return sb_steal(&sb);
+}
+
+static bool has_dotdot(const char *path)
+{
+	for (const char *s = path; (s = strstr(s, "..")); s += 2)
+		if ((s == path || s[-1] == '/') && (s[2] == '/' || !s[2]))
+			return true;
+	return false;
+}
+
+static int user_binds(const struct mpictr_config *cfg, struct plan *p,
+		      const char *cwd, mpictr_err **err)
+{
+	for (size_t i = 0; i < cfg->nbinds; i++) {
+		const struct bind_spec *b = &cfg->binds[i];
+		cleanup_free char *src = NULL, *abs = NULL, *dst = NULL;
+
+		if (b->src[0] == '/')
+			abs = xstrdup(b->src);
+		else
+			abs = xasprintf("%s/%s", cwd, b->src);
+		src = realpath(abs, NULL);
+		if (!src)
+			return err_set(err, errno, "bind source '%s'", b->src);
+		if (has_dotdot(b->dst))
+			return err_set(err, 0,
+				       "bind destination '%s' contains '..' "
+				       "(destinations must stay inside the "
+				       "container)",
+				       b->dst);
+		dst = clean_path(b->dst);
+		if (strcmp(dst, "/") == 0)
+			return err_set(err, 0,
+				       "bind destination '/' would replace the "
+				       "image root (bind below it instead)");
+		if (add_bind(p, src, dst, b->ro ? MS_RDONLY : 0, false,
+			     "user bind", err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int default_mounts(const struct mpictr_config *cfg, struct plan *p,
+			  mpictr_err **err)
+{
+	static const char *const devs[] = {"null",   "zero",    "full",
+					   "random", "urandom", "tty"};
+	const unsigned long nsd = MS_NOSUID | MS_NODEV;
+
+	add_op(p, MOP_IMAGE, p->image.path, "/", MS_RDONLY | nsd, "image");
+	add_op(p, MOP_BIND, "/proc", "/proc", nsd | MS_NOEXEC, "host pid ns")
+		->src_is_dir = true;
+	add_op(p, MOP_BIND, "/sys", "/sys", MS_RDONLY | nsd | MS_NOEXEC,
+	       "host sysfs, read-only")
+		->src_is_dir = true;
+	add_op(p, MOP_TMPFS, "tmpfs", "/dev", MS_NOSUID | MS_NOEXEC,
+	       "minimal /dev")
+		->data = xstrdup("mode=755,size=1m");
+	for (size_t i = 0; i < ARRAY_SIZE(devs); i++) {
+		cleanup_free char *path = xasprintf("/dev/%s", devs[i]);
+		struct mount_op *op = add_op(p, MOP_DEV, path, path,
+					     MS_NOSUID | MS_NOEXEC,
+					     "minimal /dev");
+		op->optional = strcmp(devs[i], "tty") == 0;
+	}
+	add_op(p, MOP_DEVPTS, "devpts", "/dev/pts", MS_NOSUID | MS_NOEXEC,
+	       "pseudo terminals")
+		->data = xstrdup("newinstance,ptmxmode=0666,mode=0620");
+	add_op(p, MOP_SYMLINK, "pts/ptmx", "/dev/ptmx", 0, "pseudo terminals");
+	add_op(p, MOP_TMPFS, "tmpfs", "/dev/shm", nsd,
+	       "private shared memory of the job")
+		->data = xstrdup("mode=1777");
+	add_op(p, MOP_SYMLINK, "/proc/self/fd", "/dev/fd", 0, "standard");
+	add_op(p, MOP_SYMLINK, "/proc/self/fd/0", "/dev/stdin", 0, "standard");
+	add_op(p, MOP_SYMLINK, "/proc/self/fd/1", "/dev/stdout", 0,
+	       "standard");
+	add_op(p, MOP_SYMLINK, "/proc/self/fd/2", "/dev/stderr", 0,
+	       "standard");
+	/* Without them images stall about 5 s in DNS per MPI start. */
+	if (add_bind(p, "/etc/hosts", "/etc/hosts", MS_RDONLY, true,
+		     "name resolution", err) < 0 ||
+	    add_bind(p, "/etc/resolv.conf", "/etc/resolv.conf", MS_RDONLY,
+		     true, "name resolution", err) < 0)
+		return -1;
+	add_op(p, MOP_FILE, "passwd", "/etc/passwd", MS_RDONLY | nsd,
+	       "user entry");
+	add_op(p, MOP_FILE, "group", "/etc/group", MS_RDONLY | nsd,
+	       "group entry");
+	return 0;
+}
+
+static int user_identity(const struct mpictr_config *cfg, struct plan *p,
+			 mpictr_err **err)
+{
+	struct passwd *pw;
+	const char *home;
+
+	p->uid = getuid();
+	p->gid = getgid();
+	p->uid_in = cfg->fakeroot ? 0 : p->uid;
+	p->gid_in = cfg->fakeroot ? 0 : p->gid;
+	pw = getpwuid(p->uid);
+	home = env_get(cfg->host_env, "HOME");
+	if (!home || home[0] != '/')
+		home = pw && pw->pw_dir ? pw->pw_dir : "/";
+	p->home = clean_path(home);
+	p->user = pw ? xstrdup(pw->pw_name) : xasprintf("user%u", p->uid);
+	return 0;
+}
+
+static int host_binds(const struct mpictr_config *cfg, struct plan *p,
+		      const char *cwd, mpictr_err **err)
+{
+	const char *pmix_tmp;
+
+	if (!cfg->contain) {
+		if (strcmp(p->home, "/") &&
+		    add_bind(p, p->home, p->home, 0, true, "home directory",
+			     err) < 0)
+			return -1;
+		if (strcmp(cwd, "/") &&
+		    add_bind(p, cwd, cwd, 0, false, "working directory",
+			     err) < 0)
+			return -1;
+		if (add_bind(p, "/tmp", "/tmp", 0, false, "host /tmp", err) < 0)
+			return -1;
+	} else {
+		add_op(p, MOP_TMPFS, "tmpfs", "/tmp", MS_NOSUID | MS_NODEV,
+		       "private /tmp (--contain)")
+			->data = xstrdup("mode=1777");
+		add_op(p, MOP_TMPFS, "tmpfs", p->home, MS_NOSUID | MS_NODEV,
+		       "empty home (--contain)")
+			->data = xstrdup("mode=700");
+	}
+	/* The job's private directory (PMIx server files) at the same path,
+	 * so PMIx clients find their shared-memory store. */
+	if (p->run_dir && add_bind(p, p->run_dir, p->run_dir, 0, false,
+				   "PMIx server directory", err) < 0)
+		return -1;
+	/* Slurm's PMIx server directory (join mode): same path inside, or
+	 * every rank prints a dstore error and falls back. */
+	pmix_tmp = env_get(cfg->host_env, "PMIX_SERVER_TMPDIR");
+	if (pmix_tmp && pmix_tmp[0] == '/' && cfg->nranks == 0) {
+		cleanup_free char *d = clean_path(pmix_tmp);
+		if (add_bind(p, d, d, 0, true, "Slurm PMIx server directory",
+			     err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void build_env(const struct mpictr_config *cfg, struct plan *p)
+{
+	char **env = NULL;
+
+	for (size_t i = 0; cfg->host_env && cfg->host_env[i]; i++) {
+		const char *kv = cfg->host_env[i];
+		const char *eq = strchr(kv, '=');
+		cleanup_free char *name = NULL;
+
+		if (!eq || eq == kv)
+			continue;
+		name = xstrndup(kv, (size_t)(eq - kv));
+		if (plan_env_excluded(name))
+			continue;
+		/* In launch mode mpictr is the PMI server: variables of an
+		 * outer launcher would point the ranks at the wrong one. */
+		if (cfg->nranks > 0 &&
+		    (str_has_prefix(name, "PMI_") ||
+		     str_has_prefix(name, "PMIX_")))
+			continue;
+		strv_push(&env, kv);
+	}
+	env_set(&env, "PATH", CONTAINER_DEFAULT_PATH);
+	env_set(&env, "MPICTR_CONTAINER", p->image.path);
+	if (cfg->contain && !cfg->pwd)
+		env_set(&env, "PWD", p->home);
+	else
+		env_set(&env, "PWD", p->cwd);
+
+	/* The user's own variables win over the host and the image's env
+	 * scripts: MPICTR_ENV_NAME first, then --env, which wins over both
+	 * (as APPTAINERENV_ and --env do). */
+	for (size_t i = 0; cfg->host_env && cfg->host_env[i]; i++) {
+		const char *kv = cfg->host_env[i];
+		const char *eq = strchr(kv, '=');
+		cleanup_free char *name = NULL;
+
+		if (!str_has_prefix(kv, "MPICTR_ENV_") || !eq)
+			continue;
+		name = xstrndup(kv + 11, (size_t)(eq - kv - 11));
+		if (*name)
+			env_set(&p->user_env, name, eq + 1);
+	}
+	for (size_t i = 0; cfg->user_env && cfg->user_env[i]; i++) {
+		const char *kv = cfg->user_env[i];
+		const char *eq = strchr(kv, '=');
+		cleanup_free char *name = xstrndup(kv, (size_t)(eq - kv));
+		env_set(&p->user_env, name, eq + 1);
+	}
+	for (size_t i = 0; p->user_env && p->user_env[i]; i++) {
+		const char *kv = p->user_env[i];
+		const char *eq = strchr(kv, '=');
+		cleanup_free char *name = xstrndup(kv, (size_t)(eq - kv));
+		env_set(&env, name, eq + 1);
+	}
+	p->env = env;
+}
+
+/* The image's env scripts, when they can be listed without mounting. */
+static void find_env_scripts(struct plan *p)
+{
+	cleanup_free char *dir = NULL;
+	struct dirent **names = NULL;
+	int n;
+
+	if (p->image.kind != IMAGE_DIR)
+		return; /* listed inside the container at run time */
+	p->env_scripts_known = true;
+	dir = xasprintf("%s/.singularity.d/env", p->image.path);
+	n = scandir(dir, &names, NULL, alphasort);
+	for (int i = 0; i < n; i++) {
+		const char *nm = names[i]->d_name;
+		size_t len = strlen(nm);
+		if (len > 3 && strcmp(nm + len - 3, ".sh") == 0)
+			strv_push_own(&p->env_scripts,
+				      xasprintf("/.singularity.d/env/%s", nm));
+		free(names[i]);
+	}
+	free(names);
+}
+
+int plan_build(const struct mpictr_config *cfg, const char *run_dir,
+	       struct plan *p, mpictr_err **err)
+{
+	cleanup_free char *cwd = NULL;
+
+	memset(p, 0, sizeof(*p));
+	if (!cfg->image)
+		return err_set(err, 0, "no image given");
+	if (!cfg->argv && !cfg->runscript)
+		return err_set(err, 0, "no command given");
+	if (cfg->fakeroot && cfg->nranks > 0)
+		return err_set(err, 0,
+			       "--fakeroot cannot be used with -n: PMIx "
+			       "rejects ranks whose uid differs from the "
+			       "server's (hint: --fakeroot is for single "
+			       "processes)");
+	if (cfg->fakeroot && (env_get(cfg->host_env, "PMIX_SERVER_URI41") ||
+			      env_get(cfg->host_env, "PMIX_SERVER_URI4") ||
+			      env_get(cfg->host_env, "PMI_FD")))
+		return err_set(err, 0,
+			       "--fakeroot cannot be used under a PMI server "
+			       "(srun --mpi=...): the server rejects a rank "
+			       "whose uid changed and the step hangs (hint: "
+			       "drop --fakeroot)");
+	if (image_probe(cfg->image, &p->image, err) < 0)
+		return -1;
+	cwd = getcwd(NULL, 0);
+	if (!cwd)
+		return err_set(err, errno, "get the current directory");
+	if (user_identity(cfg, p, err) < 0)
+		return -1;
+	if (cfg->pwd)
+		p->cwd = clean_path(cfg->pwd);
+	else if (cfg->contain)
+		p->cwd = xstrdup(p->home);
+	else
+		p->cwd = xstrdup(cwd);
+	p->run_dir = run_dir ? xstrdup(run_dir) : NULL;
+	if (default_mounts(cfg, p, err) < 0 ||
+	    host_binds(cfg, p, cwd, err) < 0 || user_binds(cfg, p, cwd, err) < 0)
+		return -1;
+	if (cfg->runscript) {
+		strv_push(&p->argv, "/.singularity.d/runscript");
+		for (size_t i = 0; cfg->argv && cfg->argv[i]; i++)
+			strv_push(&p->argv, cfg->argv[i]);
+	} else {
+		p->argv = strv_dup(cfg->argv);
+	}
+	build_env(cfg, p);
+	find_env_scripts(p);
+	return 0;
+}
+
+void plan_free(struct plan *p)
+{
+	image_info_free(&p->image);
+	for (size_t i = 0; i < p->nops; i++) {
+		free(p->ops[i].source);
+		free(p->ops[i].target);
+		free(p->ops[i].data);
+	}
+	free(p->ops);
+	strv_free(p->env);
+	strv_free(p->user_env);
+	strv_free(p->env_scripts);
+	strv_free(p->argv);
+	free(p->cwd);
+	free(p->run_dir);
+	free(p->home);
+	free(p->user);
+	for (size_t i = 0; i < p->ndevices; i++) {
+		free(p->devices[i].path);
+		free(p->devices[i].kind);
+		free(p->devices[i].reason);
+	}
+	free(p->devices);
+	strv_free(p->notices);
+	memset(p, 0, sizeof(*p));
+}
+
+char *mop_options(const struct mount_op *op)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	switch (op->kind) {
+	case MOP_IMAGE:
+		if (op->flags & MS_RDONLY)
+			sb_puts(&sb, "ro");
+		break;
+	case MOP_BIND:
+		sb_puts(&sb, op->src_is_dir ? "rbind" : "bind");
+		sb_puts(&sb, op->flags & MS_RDONLY ? ",ro" : ",rw");
+		break;
+	case MOP_DEV:
+	case MOP_FILE:
+		sb_puts(&sb, "bind");
+		sb_puts(&sb, op->flags & MS_RDONLY ? ",ro" : ",rw");
+		break;
+	case MOP_TMPFS:
+	case MOP_DEVPTS:
+		sb_puts(&sb, "rw");
+		break;
+	case MOP_SYMLINK:
+		sb_puts(&sb, "symlink");
+		break;
+	default:
+		break;
+	}
+	if (op->flags & MS_NOSUID)
+		sb_puts(&sb, ",nosuid");
+	if (op->flags & MS_NODEV)
+		sb_puts(&sb, ",nodev");
+	if (op->flags & MS_NOEXEC)
+		sb_puts(&sb, ",noexec");
+	if (op->data) {
+		sb_putc(&sb, ',');
+		sb_puts(&sb, op->data);
+	}
+	return sb_steal(&sb);
+}
+
+static void json_strv(struct strbuf *sb, char *const *v)
+{
+	sb_putc(sb, '[');
+	for (size_t i = 0; v && v[i]; i++) {
+		if (i)
+			sb_puts(sb, ", ");
+		sb_json_str(sb, v[i]);
+	}
+	sb_putc(sb, ']');
+}
+
+char *plan_to_json(const struct plan *p)
+{
+	static const char *const kinds[] = {"dir", "squashfs", "sif"};
+	struct strbuf sb = STRBUF_INIT;
+
+	sb_puts(&sb, "{\n  \"command\": ");
+	json_strv(&sb, p->argv);
+	sb_puts(&sb, ",\n  \"image\": {\"path\": ");
+	sb_json_str(&sb, p->image.path);
+	sb_printf(&sb, ", \"kind\": \"%s\", \"offset\": %llu}",
+		  kinds[p->image.kind], (unsigned long long)p->image.offset);
+	sb_puts(&sb, ",\n  \"mounts\": [");
+	for (size_t i = 0; i < p->nops; i++) {
+		const struct mount_op *op = &p->ops[i];
+		cleanup_free char *opts = mop_options(op);
+		const char *src = op->source;
+
+		if (op->kind == MOP_FILE)
+			src = "generated";
+		else if (op->kind == MOP_IMAGE && p->image.kind != IMAGE_DIR)
+			src = p->image.path;
+		sb_puts(&sb, i ? ",\n    " : "\n    ");
+		sb_puts(&sb, "{\"source\": ");
+		sb_json_str(&sb, src);
+		sb_puts(&sb, ", \"target\": ");
+		sb_json_str(&sb, op->target);
+		sb_puts(&sb, ", \"options\": ");
+		if (op->kind == MOP_IMAGE && p->image.kind != IMAGE_DIR) {
+			cleanup_free char *o = xasprintf(
+				"%s,squashfs,offset=%llu", opts,
+				(unsigned long long)p->image.offset);
+			sb_json_str(&sb, o);
+		} else {
+			sb_json_str(&sb, opts);
+		}
+		sb_putc(&sb, '}');
+	}
+	sb_puts(&sb, "\n  ],\n  \"env\": ");
+	json_strv(&sb, p->env);
+	sb_puts(&sb, ",\n  \"env_scripts\": ");
+	json_strv(&sb, p->env_scripts);
+	sb_puts(&sb, ",\n  \"cwd\": ");
+	sb_json_str(&sb, p->cwd);
+	sb_printf(&sb, ",\n  \"uid\": %u,\n  \"gid\": %u", (unsigned)p->uid_in,
+		  (unsigned)p->gid_in);
+	sb_puts(&sb, ",\n  \"devices\": [");
+	for (size_t i = 0; i < p->ndevices; i++) {
+		sb_puts(&sb, i ? ",\n    " : "\n    ");
+		sb_puts(&sb, "{\"path\": ");
+		sb_json_str(&sb, p->devices[i].path);
+		sb_puts(&sb, ", \"kind\": ");
+		sb_json_str(&sb, p->devices[i].kind);
+		sb_puts(&sb, ", \"reason\": ");
+		sb_json_str(&sb, p->devices[i].reason);
+		sb_putc(&sb, '}');
+	}
+	sb_puts(&sb, p->ndevices ? "\n  ]\n}" : "]\n}");
+	return sb_steal(&sb);
+}

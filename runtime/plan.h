@@ -1,0 +1,79 @@
+/* plan.h - the plan: an ordered list of mount operations plus the
+ * environment and command, built from a config before anything runs (R7).
+ * Building it is pure apart from stat()s of host paths and probing the
+ * image, so unit tests hit it directly; `--dry-run` prints it as JSON.
+ */
+#ifndef MPICTR_PLAN_H
+#define MPICTR_PLAN_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "image.h"
+#include "util.h"
+
+enum mop_kind {
+	MOP_IMAGE,   /* the image, read-only, at the container root */
+	MOP_BIND,    /* bind a host file or directory tree (recursive) */
+	MOP_TMPFS,   /* a tmpfs (data: its options) */
+	MOP_DEVPTS,  /* a new devpts instance */
+	MOP_DEV,     /* bind a device node: keeps dev, adds nosuid,noexec */
+	MOP_FILE,    /* a generated file (source holds its content) */
+	MOP_SYMLINK, /* a symlink at target whose text is source */
+};
+
+struct mount_op {
+	enum mop_kind kind;
+	char *source; /* host path, file content or link text */
+	char *target; /* path inside the container */
+	unsigned long flags; /* MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC */
+	char *data;          /* fs options for tmpfs/devpts */
+	bool optional;       /* a missing source is skipped */
+	bool src_is_dir;     /* what the target must be */
+	const char *why;     /* short reason, for debugging output */
+};
+
+struct plan_device {
+	char *path;   /* path in the container */
+	char *kind;   /* "ib", "opa", "gpu", ... */
+	char *reason; /* why chosen */
+};
+
+struct plan {
+	struct image_info image;
+	struct mount_op *ops;
+	size_t nops;
+	char **env;         /* environment of the command (rank 0) */
+	char **user_env;    /* NAME=VALUE that win over the env scripts */
+	char **env_scripts; /* paths inside the image, sourced in order */
+	bool env_scripts_known; /* false: decided at run time */
+	char **argv;        /* the command as the user asked for it */
+	char *cwd;          /* start directory inside the container */
+	char *run_dir;      /* private host dir for this job (PMIx tmpdir) */
+	uid_t uid, uid_in;  /* host uid and uid inside the container */
+	gid_t gid, gid_in;
+	char *home;         /* the user's home directory */
+	char *user;         /* login name */
+	struct plan_device *devices;
+	size_t ndevices;
+	char **notices;     /* lines to log before running */
+};
+
+/* Build the plan of cfg. run_dir may be NULL (dry-run: not created). */
+int plan_build(const struct mpictr_config *cfg, const char *run_dir,
+	       struct plan *p, mpictr_err **err);
+void plan_free(struct plan *p);
+/* The --dry-run JSON (interface contract keys). */
+char *plan_to_json(const struct plan *p);
+/* "rbind,ro,nosuid,nodev" style options of one op. */
+char *mop_options(const struct mount_op *op);
+
+/* Environment rules (documented in docs/): the host environment minus
+ * these exclusions, PATH reset to the container default. Exposed for
+ * unit tests. */
+bool plan_env_excluded(const char *name);
+#define CONTAINER_DEFAULT_PATH                                                 \
+	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+#endif
