@@ -32,5 +32,7 @@ int pmi_server_rank_env(struct pmi_server *s, uint32_t rank, char ***env,
 void pmi_server_rank_forked(struct pmi_server *s, uint32_t rank);
 void pmi_server_rank_exited(struct pmi_server *s, uint32_t rank);
 void pmi_server_stop(struct pmi_server *s);
+/* The PMIx library version string (static storage), or NULL. */
+const char *pmi_library_version(void);
 
 #endif

@@ -1,0 +1,128 @@
+/* check.c - `mpictr check`, the preflight doctor: one line per item, "ok:"
+ * or "problem:", with the fix for each problem. Blocking problems are the
+ * ones that stop every container from starting. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "ns.h"
+#include "pmi.h"
+#include "util.h"
+
+static void line(struct strbuf *sb, bool ok, const char *what,
+		 const char *fix)
+{
+	sb_printf(sb, "%s %s", ok ? "ok:     " : "problem:", what);
+	if (!ok && fix)
+		sb_printf(sb, " (fix: %s)", fix);
+	sb_putc(sb, '\n');
+}
+
+static void check_userns(struct strbuf *sb, int *blocking)
+{
+	mpictr_err *e = NULL;
+	long left = ns_userns_left();
+
+	if (ns_probe(&e) == 0) {
+		cleanup_free char *s = xasprintf(
+			"unprivileged user namespaces work "
+			"(user.max_user_namespaces = %ld)",
+			left);
+		line(sb, true, s, NULL);
+		return;
+	}
+	line(sb, false, mpictr_err_message(e),
+	     "see the hint; a site administrator must allow unprivileged "
+	     "user namespaces");
+	mpictr_err_free(e);
+	(*blocking)++;
+}
+
+static void check_fuse(struct strbuf *sb, int *blocking)
+{
+	struct stat st;
+	int fd;
+
+	if (stat("/dev/fuse", &st) < 0) {
+		line(sb, false, "/dev/fuse is missing: SIF and squashfs images "
+				"cannot be mounted",
+		     "modprobe fuse, or install fuse3 (directory images still "
+		     "work)");
+		(*blocking)++;
+		return;
+	}
+	fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		cleanup_free char *s = xasprintf(
+			"/dev/fuse is not usable by this user (mode %o): %s",
+			(unsigned)(st.st_mode & 07777), strerror(errno));
+		line(sb, false, s,
+		     "chmod 0666 /dev/fuse, as udev does on a standard system");
+		(*blocking)++;
+		return;
+	}
+	close(fd);
+	line(sb, true, "/dev/fuse is usable (squashfuse mounts in-process, "
+		       "libsquashfuse linked in)",
+	     NULL);
+}
+
+static void check_memlock(struct strbuf *sb)
+{
+	struct rlimit rl;
+	cleanup_free char *s = NULL;
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) < 0)
+		return;
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= (64UL << 20)) {
+		s = rl.rlim_cur == RLIM_INFINITY
+			    ? xstrdup("RLIMIT_MEMLOCK is unlimited")
+			    : xasprintf("RLIMIT_MEMLOCK is %lu MiB",
+					(unsigned long)(rl.rlim_cur >> 20));
+		line(sb, true, s, NULL);
+		return;
+	}
+	s = xasprintf("RLIMIT_MEMLOCK is %lu KiB: too low for RDMA "
+		      "(InfiniBand, Omni-Path) registration",
+		      (unsigned long)(rl.rlim_cur >> 10));
+	line(sb, false, s,
+	     "raise memlock in /etc/security/limits.conf or Slurm's "
+	     "PropagateResourceLimits; only matters with RDMA hardware");
+}
+
+static void check_setuid(struct strbuf *sb, int *blocking)
+{
+	if (getuid() != geteuid() || getgid() != getegid()) {
+		line(sb, false, "mpictr runs setuid or setgid",
+		     "remove the setuid/setgid bit: mpictr needs no privileges");
+		(*blocking)++;
+		return;
+	}
+	line(sb, true, "not setuid or setgid", NULL);
+}
+
+MPICTR_PUBLIC int mpictr_check(char **report, int *blocking, mpictr_err **err)
+{
+	struct strbuf sb = STRBUF_INIT;
+	int nblock = 0;
+
+	if (!report || !blocking)
+		return err_set(err, EINVAL, "mpictr_check: missing argument");
+	sb_printf(&sb, "mpictr %s\n", mpictr_version());
+	check_setuid(&sb, &nblock);
+	check_userns(&sb, &nblock);
+	check_fuse(&sb, &nblock);
+	check_memlock(&sb);
+	{
+		const char *v = pmi_library_version();
+		cleanup_free char *s = xasprintf("PMIx library %s", v ? v : "unknown");
+		line(&sb, v != NULL, s, "install libpmix2 (Debian) or openpmix");
+	}
+	*report = sb_steal(&sb);
+	*blocking = nblock;
+	return 0;
+}
