@@ -54,3 +54,14 @@ done_testing() { echo "1..$T_N"; [ "$T_FAIL" = 0 ]; }
 # Environment probes.
 have_userns() { unshare -U true 2>/dev/null; }
 have_fuse() { [ -r /dev/fuse ] && [ -w /dev/fuse ]; }
+
+# Build (if needed) and print the directory holding the test images:
+# test_images tiny|mpi|all. Images live in build/images, shared by tests.
+test_images() {
+	local dir=${MPICTR_TEST_IMAGES:-$ROOT/build/images}
+	if ! "$ROOT/tests/images/build.sh" "$dir" "${1:-all}" >"$T_TMP/images.log" 2>&1; then
+		sed 's/^/# /' "$T_TMP/images.log" >&2
+		return 1
+	fi
+	echo "$dir"
+}

@@ -1,0 +1,132 @@
+#!/bin/bash
+# 30-container.sh - `mpictr IMAGE CMD`: one process in the image, as the
+# invoking (unprivileged) user, on the tiny image in its three forms.
+. "$(dirname "$0")/lib.sh"
+
+if ! have_userns; then
+	need "user namespaces" "unprivileged user namespaces are not available"
+	done_testing; exit
+fi
+IMG=$(test_images tiny) || { need "tiny image" "tests/images/build.sh failed"; done_testing; exit; }
+UID_=$(id -u); GID_=$(id -g)
+cd "$T_TMP" || exit 1
+
+forms="$IMG/tiny"
+if have_fuse; then
+	forms="$forms $IMG/tiny.sqfs $IMG/tiny.sif"
+else
+	need "squashfs and SIF images" "/dev/fuse is not usable (chmod 0666 /dev/fuse)"
+fi
+
+for I in $forms; do
+	n=$(basename "$I")
+	ok "$n: runs as the invoking user" bash -c "[ \"\$('$MPICTR' '$I' id -u)\" = $UID_ ] && [ \"\$('$MPICTR' '$I' id -g)\" = $GID_ ]"
+	ok "$n: no capabilities, empty bounding set, no_new_privs" bash -c "
+		s=\$('$MPICTR' '$I' cat /proc/self/status) &&
+		echo \"\$s\" | grep -q '^CapEff:[[:space:]]*0000000000000000' &&
+		echo \"\$s\" | grep -q '^CapPrm:[[:space:]]*0000000000000000' &&
+		echo \"\$s\" | grep -q '^CapBnd:[[:space:]]*0000000000000000' &&
+		echo \"\$s\" | grep -q '^CapAmb:[[:space:]]*0000000000000000' &&
+		echo \"\$s\" | grep -q '^NoNewPrivs:[[:space:]]*1'"
+	ok "$n: a setuid-root binary in the image does not elevate" bash -c "[ \"\$('$MPICTR' '$I' /usr/bin/suidbox id -u)\" = $UID_ ]"
+	ok "$n: the image is read-only" bash -c "'$MPICTR' '$I' touch /usr/bin/x 2>&1 | grep -q 'Read-only file system'"
+	ok "$n: the root is read-only too" bash -c "'$MPICTR' '$I' mkdir /newdir 2>&1 | grep -q 'Read-only file system'"
+	ok "$n: exit status is the command's" bash -c "'$MPICTR' '$I' sh -c 'exit 7'; [ \$? = 7 ]"
+done
+
+I=$IMG/tiny.sif; have_fuse || I=$IMG/tiny
+n=$(basename "$I")
+
+# Default binds.
+echo "marker $$" >"$T_TMP/hostfile"
+ok "host /tmp is shared" bash -c "[ \"\$('$MPICTR' '$I' cat '$T_TMP/hostfile')\" = 'marker $$' ]"
+ok "the working directory is bound and is the start directory" bash -c "[ \"\$('$MPICTR' '$I' pwd)\" = '$T_TMP' ]"
+ok "HOME is bound" bash -c "'$MPICTR' '$I' test -d \"\$HOME\" && [ \"\$('$MPICTR' '$I' sh -c 'echo \$HOME')\" = \"\$HOME\" ]"
+ok "/etc/hosts is the host's" bash -c "[ \"\$('$MPICTR' '$I' cat /etc/hosts | md5sum)\" = \"\$(md5sum </etc/hosts)\" ]"
+ok "/etc/passwd has the user's entry" bash -c "'$MPICTR' '$I' grep -q '^[^:]*:x:$UID_:' /etc/passwd"
+ok "minimal /dev" bash -c "[ \"\$('$MPICTR' '$I' ls /dev | tr '\n' ' ')\" = 'fd full null ptmx pts random shm stderr stdin stdout tty urandom zero ' ]"
+ok "/dev/null works" bash -c "'$MPICTR' '$I' sh -c 'echo x >/dev/null && head -c 4 /dev/urandom | wc -c' | grep -qx 4"
+ok "/dev/shm is private to the job" bash -c "'$MPICTR' '$I' sh -c 'echo s >/dev/shm/mpictr-test-$$ && cat /dev/shm/mpictr-test-$$' | grep -qx s && [ ! -e /dev/shm/mpictr-test-$$ ]"
+ok "host paths that were not bound are invisible" bash -c "! '$MPICTR' '$I' test -e /usr/lib/x86_64-linux-gnu/libc.so.6 && ! '$MPICTR' '$I' test -e /etc/shadow"
+ok "/sys is read-only" bash -c "'$MPICTR' '$I' sh -c 'echo 1 >/sys/kernel/mm/ksm/run' 2>&1 | grep -q 'Read-only file system'"
+
+# User binds.
+mkdir -p "$T_TMP/data/sub" && echo d >"$T_TMP/data/sub/f"
+ok "-B SRC:DST to a destination missing from the image" bash -c "[ \"\$('$MPICTR' -B '$T_TMP/data:/newtop/deep' '$I' cat /newtop/deep/sub/f)\" = d ]"
+ok "-B into an image directory (created in the writable layer, not the image)" bash -c "[ \"\$('$MPICTR' -B '$T_TMP/data:/usr/share/mpictr-x' '$I' cat /usr/share/mpictr-x/sub/f)\" = d ]"
+ok "-B comma list and :ro" bash -c "'$MPICTR' -B '$T_TMP/data:/a:ro,$T_TMP/data:/b' '$I' sh -c 'touch /b/w && ! touch /a/w2' && [ -e '$T_TMP/data/w' ] && [ ! -e '$T_TMP/data/w2' ]"
+ok "-B relative source" bash -c "cd '$T_TMP' && [ \"\$('$MPICTR' -B data:/rel '$I' cat /rel/sub/f)\" = d ]"
+ok_status "-B with a missing source fails with 255" 255 "$MPICTR" -B /nonexistent-$$:/x "$I" true
+ok "... and names the path" bash -c "'$MPICTR' -B /nonexistent-$$:/x '$I' true 2>&1 | grep -q \"'/nonexistent-$$'\""
+ok_status "-B destination with '..' is refused" 255 "$MPICTR" -B "$T_TMP/data:/../../etc" "$I" true
+ok "a destination inside a host bind is refused, not created on the host" bash -c "! '$MPICTR' -B '$T_TMP/data:$T_TMP/newdir-$$' '$I' true 2>/dev/null; [ ! -e '$T_TMP/newdir-$$' ]"
+
+# Environment.
+ok "the image's env scripts are sourced" bash -c "[ \"\$('$MPICTR' '$I' sh -c 'echo \$TINY_IMAGE')\" = 1 ]"
+ok "PATH is the container default plus the image's additions" bash -c "'$MPICTR' '$I' sh -c 'echo \$PATH' | grep -q '^/opt/tiny/bin:.*/usr/bin'"
+ok "host variables pass through" bash -c "[ \"\$(MYVAR=hv '$MPICTR' '$I' sh -c 'echo \$MYVAR')\" = hv ]"
+ok "LD_LIBRARY_PATH of the host is not passed" bash -c "[ -z \"\$(LD_LIBRARY_PATH=/host/lib '$MPICTR' '$I' sh -c 'echo \$LD_LIBRARY_PATH')\" ]"
+ok "--env wins over the image's env script" bash -c "[ \"\$('$MPICTR' --env TINY_IMAGE=mine '$I' sh -c 'echo \$TINY_IMAGE')\" = mine ]"
+ok "MPICTR_ENV_NAME sets NAME and wins over the image" bash -c "[ \"\$(MPICTR_ENV_TINY_IMAGE=e '$MPICTR' '$I' sh -c 'echo \$TINY_IMAGE')\" = e ]"
+ok "--env wins over MPICTR_ENV_" bash -c "[ \"\$(MPICTR_ENV_X=e '$MPICTR' -e X=o '$I' sh -c 'echo \$X')\" = o ]"
+ok "values with shell metacharacters survive" bash -c "[ \"\$('$MPICTR' --env 'Q=\$(id) \"x\" ;' '$I' sh -c 'echo \"\$Q\"')\" = '\$(id) \"x\" ;' ]"
+
+# Options.
+ok "--pwd sets the start directory" bash -c "[ \"\$('$MPICTR' --pwd /usr '$I' pwd)\" = /usr ]"
+ok "--contain: no host /tmp, empty HOME" bash -c "'$MPICTR' --contain '$I' sh -c '[ ! -e \"$T_TMP/hostfile\" ] && [ -z \"\$(ls -A \$HOME)\" ] && [ \"\$(pwd)\" = \"\$HOME\" ]'"
+ok "--fakeroot maps the user to uid 0" bash -c "[ \"\$('$MPICTR' --fakeroot '$I' id -u)\" = 0 ]"
+ok "--fakeroot still has no capabilities" bash -c "'$MPICTR' --fakeroot '$I' cat /proc/self/status | grep -q '^CapEff:[[:space:]]*0000000000000000'"
+ok_status "--fakeroot under a PMI server is refused" 255 env PMI_FD=9 "$MPICTR" --fakeroot "$I" true
+ok "exec is the explicit verb" bash -c "[ \"\$('$MPICTR' exec '$I' echo hi)\" = hi ]"
+ok "run executes the runscript with arguments" bash -c "'$MPICTR' run '$I' a 'b c' | grep -q 'runscript: a b c'"
+
+# Exit codes.
+ok_status "command not found: 127" 127 "$MPICTR" "$I" no-such-command
+ok "... and the message names it" bash -c "'$MPICTR' '$I' no-such-command 2>&1 | grep -q \"'no-such-command' not found\""
+ok_status "not executable: 126" 126 "$MPICTR" "$I" /etc/hosts
+ok_status "killed by a signal: 128+signal" 137 "$MPICTR" "$I" sh -c 'kill -9 $$'
+ok_status "missing image: 255" 255 "$MPICTR" "$T_TMP/no-such-image" true
+ok_status "not an image: 255" 255 "$MPICTR" "$T_TMP/hostfile" true
+
+# Signals are forwarded.
+sig_test() {
+	"$MPICTR" "$I" sh -c 'trap "echo got-TERM; exit 42" TERM; echo ready; while :; do sleep 0.1; done' >"$T_TMP/sig.out" 2>&1 &
+	local pid=$! i
+	for i in $(seq 50); do grep -q ready "$T_TMP/sig.out" && break; sleep 0.1; done
+	kill -TERM $pid
+	wait $pid
+	local rc=$?
+	grep -q got-TERM "$T_TMP/sig.out" && [ $rc = 42 ]
+}
+ok "SIGTERM is forwarded to the command" sig_test
+
+# Nothing left behind, also after SIGKILL of mpictr.
+leftovers() { ls -d "${TMPDIR:-/tmp}"/mpictr-"$UID_".* 2>/dev/null; pgrep -u "$UID_" -f "mpictr-leftover-$$" ; }
+ok "no job directory or process left after a run" bash -c "'$MPICTR' '$I' true; sleep 0.2; [ -z \"\$( $(declare -f leftovers); leftovers)\" ]"
+kill_test() {
+	"$MPICTR" "$I" sh -c "exec sleep 30 mpictr-leftover-$$" &
+	local pid=$! i
+	sleep 1
+	kill -KILL $pid
+	wait $pid 2>/dev/null
+	for i in $(seq 50); do
+		[ -z "$(leftovers)" ] && return 0
+		sleep 0.1
+	done
+	leftovers
+	return 1
+}
+ok "SIGKILL of mpictr leaves no process, mount or directory" kill_test
+
+# --dry-run.
+if command -v jq >/dev/null; then
+	ok "--dry-run prints the plan as JSON with the contract's keys" bash -c "'$MPICTR' --dry-run -B '$T_TMP/data:/d:ro' '$I' echo hi | jq -e '(.command == [\"echo\",\"hi\"]) and (.mounts|length > 5) and (.mounts[0].target == \"/\") and (.env|type == \"array\") and (.env_scripts|type == \"array\") and (.devices|type == \"array\") and ([.mounts[] | select(.target == \"/d\" and (.options|test(\"ro\")))] | length == 1)'"
+	ok "--dry-run executes nothing" bash -c "'$MPICTR' --dry-run '$I' touch '$T_TMP/dry-$$' >/dev/null && [ ! -e '$T_TMP/dry-$$' ]"
+	ok "--dry-run env has the --env value and no host PATH" bash -c "'$MPICTR' --dry-run -e A=b '$I' true | jq -e '(.env | index(\"A=b\")) and (.env | map(select(startswith(\"PATH=\"))) == [\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"])'"
+else
+	need "--dry-run JSON" "jq is not installed"
+fi
+ok_status "--dry-run of a missing image fails" 255 "$MPICTR" --dry-run "$T_TMP/nope" true
+
+ok "mpictr check reports user namespaces and FUSE" bash -c "'$MPICTR' check | grep -q '^ok: .*user namespaces' && '$MPICTR' check | grep -q 'fuse'"
+done_testing
