@@ -550,6 +550,14 @@ static int exit_code_of(int st)
 	return MPICTR_EXIT_FAILURE;
 }
 
+/* ^C and ^\ from the terminal reach the whole foreground process group,
+ * ranks included: forwarding them again would deliver them twice. */
+static bool from_tty(const struct signalfd_siginfo *si)
+{
+	return (si->ssi_signo == SIGINT || si->ssi_signo == SIGQUIT) &&
+	       si->ssi_code == SI_KERNEL;
+}
+
 /* Copy one chunk of a rank's output, prefixing each line with [rank]. */
 static void pump_output(struct job *j, int r)
 {
@@ -629,7 +637,7 @@ static int supervise(struct job *j, int *status)
 		if (pfd[0].revents & POLLIN) {
 			struct signalfd_siginfo si;
 			if (read(j->sfd, &si, sizeof(si)) == sizeof(si) &&
-			    si.ssi_signo != SIGCHLD)
+			    si.ssi_signo != SIGCHLD && !from_tty(&si))
 				signal_ranks(j, (int)si.ssi_signo);
 		}
 		for (;;) {
