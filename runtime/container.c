@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "bindm.h"
+#include "container.h"
 #include "caps.h"
 #include "error.h"
 #include "ns.h"
@@ -86,9 +87,7 @@ struct job {
 	pid_t supervisor;
 	pid_t janitor;
 	int janitor_fd;   /* write end; closing it lets the janitor clean */
-	pid_t *holders;   /* one, or one per rank with --no-share */
-	int *holder_ctl;  /* write ends of the holders' control pipes */
-	int *userns_fd, *mntns_fd;
+	struct holder *holders; /* one, or one per rank with --no-share */
 	size_t nholders;
 	pid_t *ranks;
 	int *status;      /* wait status per rank, -1 while running */
@@ -101,19 +100,19 @@ struct job {
 
 /* ---- children ------------------------------------------------------- */
 
-static void child_common(const struct job *j)
+/* Default dispositions and the caller's mask; die with the parent. */
+static void child_common(const sigset_t *mask, pid_t parent)
 {
-	/* Default dispositions and mask, die with the supervisor. */
 	for (int s = 1; s < NSIG; s++)
 		if (s != SIGKILL && s != SIGSTOP)
 			signal(s, SIG_DFL);
-	sigprocmask(SIG_SETMASK, &j->old_mask, NULL);
+	sigprocmask(SIG_SETMASK, mask, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != j->supervisor)
+	if (getppid() != parent)
 		_exit(MPICTR_EXIT_FAILURE);
 }
 
-static int rm_rf(const char *path)
+int rm_rf(const char *path)
 {
 	DIR *d = opendir(path);
 	struct dirent *de;
@@ -155,32 +154,34 @@ static void janitor_main(int rfd, const char *dir)
 	_exit(0);
 }
 
-static int fuse_workers(const struct job *j)
+int container_fuse_workers(const struct mpictr_config *cfg)
 {
-	const char *s = env_get(j->cfg->host_env, "MPICTR_FUSE_WORKERS");
+	const char *s = env_get(cfg->host_env, "MPICTR_FUSE_WORKERS");
 	long n, ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
 	if (s && parse_long(s, 1, 64, &n) == 0)
 		return (int)n;
-	n = j->cfg->nranks > 0 ? j->cfg->nranks : 2;
+	n = cfg->nranks > 0 ? cfg->nranks : 2;
 	if (ncpu > 0 && n > ncpu)
 		n = ncpu;
 	return (int)(n < 1 ? 1 : n > 8 ? 8 : n);
 }
 
-static void holder_main(const struct job *j, int ctl_rfd, int sync_wfd)
+static void holder_main(const struct plan *p, int nworkers,
+			const sigset_t *mask, pid_t parent, int ctl_rfd,
+			int sync_wfd)
 {
 	struct squash_mount *sq = NULL;
 	mpictr_err *err = NULL;
 	char c;
 
-	child_common(j);
+	child_common(mask, parent);
 	/* The holder keeps the namespace alive; it must not be the target of
 	 * the terminal's signals meant for the job. */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
-	if (ns_create(j->plan.uid_in, j->plan.gid_in, &err) < 0 ||
-	    rootfs_build(&j->plan, fuse_workers(j), &sq, &err) < 0) {
+	if (ns_create(p->uid_in, p->gid_in, &err) < 0 ||
+	    rootfs_build(p, nworkers, &sq, &err) < 0) {
 		relay_send(sync_wfd, err);
 		_exit(MPICTR_EXIT_FAILURE);
 	}
@@ -189,6 +190,68 @@ static void holder_main(const struct job *j, int ctl_rfd, int sync_wfd)
 		;
 	squash_umount(sq, NULL);
 	_exit(0);
+}
+
+int holder_start(const struct plan *p, int nworkers, const sigset_t *mask,
+		 struct holder *h, mpictr_err **err)
+{
+	int ctl[2], sync[2];
+	cleanup_free char *u = NULL, *m = NULL;
+	pid_t pid, self = getpid();
+
+	h->pid = 0;
+	h->ctl = h->userns = h->mntns = -1;
+	if (pipe2(ctl, O_CLOEXEC) < 0)
+		return err_set(err, errno, "pipe");
+	if (pipe2(sync, O_CLOEXEC) < 0) {
+		close(ctl[0]);
+		close(ctl[1]);
+		return err_set(err, errno, "pipe");
+	}
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(ctl[0]);
+		close(ctl[1]);
+		close(sync[0]);
+		close(sync[1]);
+		return err_set(err, e, "fork the namespace holder");
+	}
+	if (pid == 0) {
+		close(ctl[1]);
+		close(sync[0]);
+		holder_main(p, nworkers, mask, self, ctl[0], sync[1]);
+	}
+	close(ctl[0]);
+	close(sync[1]);
+	h->pid = pid;
+	h->ctl = ctl[1];
+	if (relay_recv(sync[0], "namespace holder", err) < 0) {
+		close(sync[0]);
+		return -1;
+	}
+	close(sync[0]);
+	u = xasprintf("/proc/%d/ns/user", (int)pid);
+	m = xasprintf("/proc/%d/ns/mnt", (int)pid);
+	h->userns = open(u, O_RDONLY | O_CLOEXEC);
+	h->mntns = open(m, O_RDONLY | O_CLOEXEC);
+	if (h->userns < 0 || h->mntns < 0)
+		return err_set(err, errno, "open the namespaces of the holder");
+	return 0;
+}
+
+void holder_stop(struct holder *h)
+{
+	if (h->ctl >= 0)
+		close(h->ctl);
+	if (h->userns >= 0)
+		close(h->userns);
+	if (h->mntns >= 0)
+		close(h->mntns);
+	if (h->pid > 0)
+		TEMP_FAILURE_RETRY(waitpid(h->pid, NULL, 0));
+	h->pid = 0;
+	h->ctl = h->userns = h->mntns = -1;
 }
 
 /* Find cmd on PATH (from env) as execvp would, for 126/127. */
@@ -314,15 +377,45 @@ static void close_fds_except(int keep)
 	closedir(d);
 }
 
+int container_exec(const struct plan *p, char **env, int userns_fd,
+		   int mntns_fd, int keep_fd, mpictr_err **err)
+{
+	cleanup_free char *exe = NULL;
+	char **argv = p->argv, **wrapped;
+
+	if (ns_join(userns_fd, mntns_fd, err) < 0)
+		return -1;
+	if (chdir(p->cwd) < 0) {
+		err_set(err, errno, "start directory '%s' in the container",
+			p->cwd);
+		return err_hint(err, "bind it with -B or choose another with "
+				     "--pwd");
+	}
+	wrapped = wrap_with_env_scripts(&env, p->user_env, argv);
+	if (wrapped) {
+		argv = wrapped;
+		exe = xstrdup("/bin/sh");
+	} else if (resolve_command(argv[0], env, &exe, err) < 0) {
+		return -1;
+	}
+	close_fds_except(keep_fd);
+	if (caps_drop_all(err) < 0)
+		return -1;
+	execve(exe, argv, env);
+	if (errno == ENOENT)
+		return err_set_exit(err, MPICTR_EXIT_NOT_FOUND, errno,
+				    "execute '%s' in the container", exe);
+	return err_set_exit(err, MPICTR_EXIT_CANNOT_EXEC, errno,
+			    "execute '%s' in the container", exe);
+}
+
 static void rank_main(struct job *j, int rank, int sync_wfd, int pmi_fd,
 		      char **env, int out_wfd)
 {
 	mpictr_err *err = NULL;
 	size_t h = j->nholders > 1 ? (size_t)rank : 0;
-	cleanup_free char *exe = NULL;
-	char **argv = j->plan.argv, **wrapped;
 
-	child_common(j);
+	child_common(&j->old_mask, j->supervisor);
 	if (rank > 0 && j->cfg->nranks > 0) {
 		int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (nul >= 0) {
@@ -335,32 +428,8 @@ static void rank_main(struct job *j, int rank, int sync_wfd, int pmi_fd,
 		dup2(out_wfd, STDERR_FILENO);
 		close(out_wfd);
 	}
-	if (ns_join(j->userns_fd[h], j->mntns_fd[h], &err) < 0)
-		goto fail;
-	if (chdir(j->plan.cwd) < 0) {
-		err_set(&err, errno, "start directory '%s' in the container",
-			j->plan.cwd);
-		err_hint(&err, "bind it with -B or choose another with --pwd");
-		goto fail;
-	}
-	wrapped = wrap_with_env_scripts(&env, j->plan.user_env, argv);
-	if (wrapped) {
-		argv = wrapped;
-		exe = xstrdup("/bin/sh");
-	} else if (resolve_command(argv[0], env, &exe, &err) < 0) {
-		goto fail;
-	}
-	close_fds_except(pmi_fd);
-	if (caps_drop_all(&err) < 0)
-		goto fail;
-	execve(exe, argv, env);
-	if (errno == ENOENT)
-		err_set_exit(&err, MPICTR_EXIT_NOT_FOUND, errno,
-			     "execute '%s' in the container", exe);
-	else
-		err_set_exit(&err, MPICTR_EXIT_CANNOT_EXEC, errno,
-			     "execute '%s' in the container", exe);
-fail:
+	container_exec(&j->plan, env, j->holders[h].userns,
+		       j->holders[h].mntns, pmi_fd, &err);
 	if (j->cfg->nranks > 0)
 		err_wrap(&err, "rank %d", rank);
 	relay_send(sync_wfd, err);
@@ -406,51 +475,6 @@ static int start_janitor(struct job *j, mpictr_err **err)
 	}
 	close(p[0]);
 	j->janitor_fd = p[1];
-	return 0;
-}
-
-static int start_holder(struct job *j, size_t h, mpictr_err **err)
-{
-	int ctl[2], sync[2];
-	cleanup_free char *u = NULL, *m = NULL;
-	pid_t pid;
-
-	if (pipe2(ctl, O_CLOEXEC) < 0)
-		return err_set(err, errno, "pipe");
-	if (pipe2(sync, O_CLOEXEC) < 0) {
-		close(ctl[0]);
-		close(ctl[1]);
-		return err_set(err, errno, "pipe");
-	}
-	pid = fork();
-	if (pid < 0) {
-		int e = errno;
-		close(ctl[0]);
-		close(ctl[1]);
-		close(sync[0]);
-		close(sync[1]);
-		return err_set(err, e, "fork the namespace holder");
-	}
-	if (pid == 0) {
-		close(ctl[1]);
-		close(sync[0]);
-		holder_main(j, ctl[0], sync[1]);
-	}
-	close(ctl[0]);
-	close(sync[1]);
-	j->holders[h] = pid;
-	j->holder_ctl[h] = ctl[1];
-	if (relay_recv(sync[0], "namespace holder", err) < 0) {
-		close(sync[0]);
-		return -1;
-	}
-	close(sync[0]);
-	u = xasprintf("/proc/%d/ns/user", (int)pid);
-	m = xasprintf("/proc/%d/ns/mnt", (int)pid);
-	j->userns_fd[h] = open(u, O_RDONLY | O_CLOEXEC);
-	j->mntns_fd[h] = open(m, O_RDONLY | O_CLOEXEC);
-	if (j->userns_fd[h] < 0 || j->mntns_fd[h] < 0)
-		return err_set(err, errno, "open the namespaces of the holder");
 	return 0;
 }
 
@@ -663,8 +687,8 @@ static int supervise(struct job *j, int *status)
 				}
 			}
 			for (size_t h = 0; h < j->nholders; h++)
-				if (j->holders[h] == pid) {
-					j->holders[h] = 0;
+				if (j->holders[h].pid == pid) {
+					j->holders[h].pid = 0;
 					if (live > 0) {
 						log_error("the namespace holder "
 							  "exited early "
@@ -698,14 +722,7 @@ static void teardown(struct job *j)
 			TEMP_FAILURE_RETRY(waitpid(j->ranks[r], NULL, 0));
 		}
 	for (size_t h = 0; h < j->nholders; h++) {
-		if (j->holder_ctl[h] >= 0)
-			close(j->holder_ctl[h]);
-		if (j->userns_fd[h] >= 0)
-			close(j->userns_fd[h]);
-		if (j->mntns_fd[h] >= 0)
-			close(j->mntns_fd[h]);
-		if (j->holders[h] > 0)
-			TEMP_FAILURE_RETRY(waitpid(j->holders[h], NULL, 0));
+		holder_stop(&j->holders[h]);
 	}
 	if (j->pmi)
 		pmi_server_stop(j->pmi);
@@ -727,9 +744,6 @@ static void teardown(struct job *j)
 	}
 	sigprocmask(SIG_SETMASK, &j->old_mask, NULL);
 	free(j->holders);
-	free(j->holder_ctl);
-	free(j->userns_fd);
-	free(j->mntns_fd);
 	free(j->ranks);
 	free(j->status);
 	free(j->out_fd);
@@ -799,12 +813,10 @@ MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status,
 		log_notice("%s", j.plan.notices[i]);
 
 	j.nholders = cfg->no_share ? (size_t)j.nranks : 1;
-	j.holders = xcalloc(j.nholders, sizeof(pid_t));
-	j.holder_ctl = xcalloc(j.nholders, sizeof(int));
-	j.userns_fd = xcalloc(j.nholders, sizeof(int));
-	j.mntns_fd = xcalloc(j.nholders, sizeof(int));
+	j.holders = xcalloc(j.nholders, sizeof(*j.holders));
 	for (size_t h = 0; h < j.nholders; h++)
-		j.holder_ctl[h] = j.userns_fd[h] = j.mntns_fd[h] = -1;
+		j.holders[h].ctl = j.holders[h].userns = j.holders[h].mntns =
+			-1;
 	j.ranks = xcalloc((size_t)j.nranks, sizeof(pid_t));
 	j.status = xcalloc((size_t)j.nranks, sizeof(int));
 	j.out_fd = xcalloc((size_t)j.nranks, sizeof(int));
@@ -814,7 +826,8 @@ MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status,
 
 	/* Holders before the PMI server: fork while single-threaded. */
 	for (size_t h = 0; h < j.nholders; h++)
-		if (start_holder(&j, h, err) < 0)
+		if (holder_start(&j.plan, container_fuse_workers(cfg),
+				 &j.old_mask, &j.holders[h], err) < 0)
 			goto out;
 	if (j.with_pmi) {
 		struct pmi_job pj;
