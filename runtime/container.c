@@ -31,6 +31,7 @@
 
 #include "bindm.h"
 #include "container.h"
+#include "join.h"
 #include "caps.h"
 #include "error.h"
 #include "ns.h"
@@ -775,6 +776,8 @@ MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status,
 		return err_set(err, EINVAL, "mpictr_run: missing argument");
 	if (refuse_privileged(err) < 0)
 		return -1;
+	if (join_wanted(cfg))
+		return join_run(cfg, err);
 	j.supervisor = getpid();
 	j.nranks = cfg->nranks > 0 ? cfg->nranks : 1;
 	j.with_pmi = cfg->nranks > 0;

@@ -25,3 +25,13 @@ int sys_mount_setattr(int dfd, const char *path, unsigned int flags,
 	return -1;
 #endif
 }
+
+int sys_pidfd_open(pid_t pid, unsigned int flags)
+{
+#ifdef __NR_pidfd_open
+	return (int)syscall(__NR_pidfd_open, pid, flags);
+#else
+	errno = ENOSYS;
+	return -1;
+#endif
+}

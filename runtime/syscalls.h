@@ -23,6 +23,7 @@ struct mount_attr {
 #define AT_RECURSIVE 0x8000
 #endif
 
+int sys_pidfd_open(pid_t pid, unsigned int flags);
 int sys_pivot_root(const char *new_root, const char *put_old);
 int sys_mount_setattr(int dfd, const char *path, unsigned int flags,
 		      struct mount_attr *attr, size_t size);

@@ -1,0 +1,473 @@
+/* join.c - Slurm join mode: `srun mpictr IMAGE CMD`, one mpictr per task.
+ *
+ * The first task of a node to arrive starts the *keeper* for the node and
+ * step: a detached process that starts the namespace holder (container.c)
+ * and serves its namespace fds over a Unix socket in a private directory.
+ * Every task, the first included, connects, receives the fds (SCM_RIGHTS),
+ * joins and execs in place, so slurmstepd stays the rank's parent and
+ * PMI_FD, signals, exit codes and accounting are Slurm's as usual.
+ *
+ * Rendezvous: DIR = /tmp/mpictr-join-UID (0700, owner and mode checked on
+ * every use; the tasks never follow a symlink there). The key holds the
+ * job, step, node id and a hash of the host name, the image and the uid:
+ * two steps, two jobs or two simulated nodes never meet by mistake. Peers
+ * are checked with SO_PEERCRED: another user can never join. A lock file
+ * (flock) elects the task that starts the keeper; a stale socket of a
+ * killed keeper is replaced under the same lock.
+ *
+ * Lifetime: the keeper counts tasks in (accept) and out (pidfd of the
+ * peer); it exits when the node's exact count (SLURM_STEP_TASKS_PER_NODE,
+ * SLURM_NODEID) has come and gone, or when every task that came is gone
+ * and none arrived for JOIN_IDLE_S (a task that never starts). Its holder
+ * then unmounts the image and the namespaces disappear.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "container.h"
+#include "error.h"
+#include "join.h"
+#include "slurm.h"
+#include "syscalls.h"
+
+#define JOIN_MAGIC 0x6d706a31u /* "mpj1" */
+#define JOIN_WAIT_S 120        /* a task waits this long for its keeper */
+#define JOIN_IDLE_S 60         /* keeper: no task left, none arriving */
+
+struct join_msg {
+	uint32_t magic;
+	int32_t status; /* 0: two fds follow */
+};
+
+static long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	return h * 0x100000001b3ULL;
+}
+
+/* The private rendezvous directory: create it 0700 or verify an existing
+ * one is ours, a directory, not a symlink, and private. */
+static int join_dir(char **out, mpictr_err **err)
+{
+	char *dir = xasprintf("/tmp/mpictr-join-%u", (unsigned)getuid());
+	struct stat st;
+
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		err_set(err, errno, "create the rendezvous directory '%s'", dir);
+		free(dir);
+		return -1;
+	}
+	if (lstat(dir, &st) < 0) {
+		err_set(err, errno, "rendezvous directory '%s'", dir);
+		free(dir);
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+	    (st.st_mode & 077)) {
+		err_set(err, 0,
+			"rendezvous directory '%s' is not a private directory "
+			"owned by uid %u (owner %u, mode %o): refusing to use it",
+			dir, (unsigned)getuid(), (unsigned)st.st_uid,
+			(unsigned)(st.st_mode & 07777));
+		free(dir);
+		return -1;
+	}
+	*out = dir;
+	return 0;
+}
+
+static char *join_key(const struct slurm_step *s, const struct plan *p)
+{
+	char host[256] = "";
+	uint64_t h = 0xcbf29ce484222325ULL;
+	char uid[32];
+
+	gethostname(host, sizeof(host) - 1);
+	snprintf(uid, sizeof(uid), "%u", (unsigned)getuid());
+	h = fnv1a(h, host);
+	h = fnv1a(h, p->image.path);
+	h = fnv1a(h, uid);
+	return xasprintf("%s.%s.%u.%016llx", s->job_id, s->step_id, s->node_id,
+			 (unsigned long long)h);
+}
+
+static int send_fds(int sock, int32_t status, int fd1, int fd2)
+{
+	struct join_msg m = {.magic = JOIN_MAGIC, .status = status};
+	struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
+	union {
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct cmsghdr *c;
+
+	if (status == 0) {
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof(u.buf);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+		memcpy(CMSG_DATA(c), (int[]){fd1, fd2}, 2 * sizeof(int));
+	}
+	return TEMP_FAILURE_RETRY(sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 ? -1
+									  : 0;
+}
+
+static int recv_fds(int sock, int *fd1, int *fd2, mpictr_err **err)
+{
+	struct join_msg m;
+	struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
+	union {
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
+	struct cmsghdr *c;
+	ssize_t n = TEMP_FAILURE_RETRY(recvmsg(sock, &mh, MSG_CMSG_CLOEXEC));
+
+	if (n != (ssize_t)sizeof(m) || m.magic != JOIN_MAGIC)
+		return err_set(err, n < 0 ? errno : EPROTO,
+			       "receive the namespaces from the node's keeper");
+	if (m.status != 0)
+		return err_set(err, m.status,
+			       "the node's keeper could not set up the "
+			       "container");
+	c = CMSG_FIRSTHDR(&mh);
+	if (!c || c->cmsg_type != SCM_RIGHTS ||
+	    c->cmsg_len != CMSG_LEN(2 * sizeof(int)))
+		return err_set(err, EPROTO, "the node's keeper sent no "
+					    "namespace fds");
+	memcpy(fd1, CMSG_DATA(c), sizeof(int));
+	memcpy(fd2, CMSG_DATA(c) + sizeof(int), sizeof(int));
+	return 0;
+}
+
+static int sock_connect(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+struct keeper {
+	const struct plan *plan;
+	int nworkers;
+	uint32_t expected;
+	char *sock_path, *lock_path;
+	int listen_fd;
+};
+
+static void keeper_loop(struct keeper *k, struct holder *h)
+{
+	struct pollfd *pfd = xcalloc(k->expected + 2, sizeof(*pfd));
+	int *pidfd = xcalloc(k->expected + 1, sizeof(int));
+	uint32_t joined = 0, gone = 0, npid = 0;
+	long idle_until = mono_ms() + JOIN_IDLE_S * 1000L;
+
+	for (;;) {
+		nfds_t np = 0;
+		long left;
+
+		if (joined >= k->expected && gone == joined)
+			break;
+		left = idle_until - mono_ms();
+		if (gone == joined && left <= 0)
+			break;
+		pfd[np++] = (struct pollfd){.fd = joined < k->expected
+							  ? k->listen_fd
+							  : -1,
+					    .events = POLLIN};
+		for (uint32_t i = 0; i < npid; i++)
+			pfd[np++] = (struct pollfd){.fd = pidfd[i],
+						    .events = POLLIN};
+		if (poll(pfd, np, gone == joined ? (int)left : 1000) < 0 &&
+		    errno != EINTR)
+			break;
+		if (pfd[0].revents & POLLIN) {
+			int c = accept4(k->listen_fd, NULL, NULL,
+					SOCK_CLOEXEC);
+			struct ucred cr;
+			socklen_t cl = sizeof(cr);
+
+			if (c >= 0 &&
+			    getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) ==
+				    0 &&
+			    cr.uid == getuid() &&
+			    send_fds(c, 0, h->userns, h->mntns) == 0) {
+				int pf = sys_pidfd_open(cr.pid, 0);
+				joined++;
+				if (pf >= 0)
+					pidfd[npid++] = pf;
+				else
+					gone++; /* cannot follow it: count it
+						   as gone at once */
+				idle_until = mono_ms() + JOIN_IDLE_S * 1000L;
+			}
+			if (c >= 0)
+				close(c);
+		}
+		for (nfds_t i = 1; i < np; i++) {
+			if (!pfd[i].revents)
+				continue;
+			for (uint32_t q = 0; q < npid; q++)
+				if (pidfd[q] == pfd[i].fd) {
+					close(pidfd[q]);
+					pidfd[q] = pidfd[--npid];
+					gone++;
+					idle_until = mono_ms() +
+						     JOIN_IDLE_S * 1000L;
+					break;
+				}
+		}
+		if (h->pid > 0 && waitpid(h->pid, NULL, WNOHANG) == h->pid) {
+			h->pid = 0; /* the holder died: nothing to serve */
+			break;
+		}
+	}
+	for (uint32_t i = 0; i < npid; i++)
+		close(pidfd[i]);
+	free(pidfd);
+	free(pfd);
+}
+
+/* The keeper process: detached from the task that started it. */
+static void keeper_main(struct keeper *k, int lock_fd, int ready_fd)
+{
+	struct holder h = {.pid = 0, .ctl = -1, .userns = -1, .mntns = -1};
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	mpictr_err *err = NULL;
+	sigset_t none;
+	int nul;
+
+	setsid();
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* Never hold the step's output pipes open: srun waits for them. */
+	nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (nul >= 0) {
+		dup2(nul, 0);
+		dup2(nul, 1);
+		dup2(nul, 2);
+		close(nul);
+	}
+	mpictr_set_log_sink(NULL, NULL, MPICTR_LOG_ERROR);
+	unlink(k->sock_path); /* a stale socket of a killed keeper */
+	k->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", k->sock_path);
+	if (k->listen_fd < 0 ||
+	    bind(k->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(k->listen_fd, 128) < 0) {
+		err_set(&err, errno, "listen on '%s'", k->sock_path);
+		goto fail;
+	}
+	if (holder_start(k->plan, k->nworkers, &none, &h, &err) < 0)
+		goto fail;
+	if (write(ready_fd, "", 1) < 0) {
+		/* the task is gone; serve the others anyway */
+	}
+	close(ready_fd);
+	keeper_loop(k, &h);
+	unlink(k->sock_path);
+	unlink(k->lock_path);
+	holder_stop(&h);
+	close(lock_fd);
+	_exit(0);
+fail: {
+	char buf[1024];
+	int n = snprintf(buf, sizeof(buf), "%s", mpictr_err_message(err));
+	if (write(ready_fd, buf, (size_t)(n > 0 ? n : 0)) < 0) {
+		/* nothing more to do */
+	}
+}
+	unlink(k->sock_path);
+	unlink(k->lock_path);
+	holder_stop(&h);
+	_exit(1);
+}
+
+/* Start the keeper, detached (double fork); wait until it serves. */
+static int start_keeper(struct keeper *k, int lock_fd, mpictr_err **err)
+{
+	int ready[2];
+	pid_t pid;
+	char buf[1024];
+	ssize_t n;
+
+	if (pipe2(ready, O_CLOEXEC) < 0)
+		return err_set(err, errno, "pipe");
+	pid = fork();
+	if (pid < 0) {
+		close(ready[0]);
+		close(ready[1]);
+		return err_set(err, errno, "fork the node's keeper");
+	}
+	if (pid == 0) {
+		close(ready[0]);
+		if (fork() == 0)
+			keeper_main(k, lock_fd, ready[1]);
+		_exit(0);
+	}
+	close(ready[1]);
+	TEMP_FAILURE_RETRY(waitpid(pid, NULL, 0));
+	n = TEMP_FAILURE_RETRY(read(ready[0], buf, sizeof(buf) - 1));
+	close(ready[0]);
+	if (n == 1 && buf[0] == '\0')
+		return 0;
+	if (n <= 0)
+		return err_set(err, EIO, "the node's keeper exited at start");
+	buf[n] = '\0';
+	return err_set(err, 0, "the node's keeper failed: %s", buf);
+}
+
+/* Connect to the node's keeper, starting it if this task is the first. */
+static int join_connect(struct keeper *k, mpictr_err **err)
+{
+	long deadline = mono_ms() + JOIN_WAIT_S * 1000L;
+	useconds_t delay = 2000;
+
+	for (;;) {
+		int fd = sock_connect(k->sock_path), lock_fd;
+
+		if (fd >= 0)
+			return fd;
+		if (errno != ENOENT && errno != ECONNREFUSED)
+			return err_set(err, errno, "connect to '%s'",
+				       k->sock_path);
+		lock_fd = open(k->lock_path,
+			       O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (lock_fd < 0)
+			return err_set(err, errno, "open '%s'", k->lock_path);
+		if (flock(lock_fd, LOCK_EX | LOCK_NB) == 0) {
+			/* We hold the lock: no keeper is starting. One may
+			 * have finished starting just before: try again. */
+			fd = sock_connect(k->sock_path);
+			if (fd < 0) {
+				int rc = start_keeper(k, lock_fd, err);
+				close(lock_fd);
+				if (rc < 0)
+					return -1;
+				continue;
+			}
+			close(lock_fd);
+			return fd;
+		}
+		close(lock_fd);
+		if (mono_ms() > deadline)
+			return err_set(err, ETIMEDOUT,
+				       "wait for the node's keeper at '%s'",
+				       k->sock_path);
+		usleep(delay);
+		if (delay < 50000)
+			delay *= 2;
+	}
+}
+
+bool join_wanted(const struct mpictr_config *cfg)
+{
+	const char *j = env_get(cfg->host_env, "MPICTR_JOIN");
+
+	if (cfg->nranks > 0 || cfg->no_share || (j && strcmp(j, "0") == 0))
+		return false;
+	return slurm_in_step(cfg->host_env);
+}
+
+int join_run(const struct mpictr_config *cfg, mpictr_err **err)
+{
+	struct slurm_step step;
+	struct plan plan;
+	struct keeper k = {.listen_fd = -1};
+	cleanup_free char *dir = NULL, *key = NULL;
+	int sock, userns = -1, mntns = -1, rc = -1;
+	char **env = NULL;
+
+	if (slurm_step_from_env(cfg->host_env, &step, err) < 0)
+		return err_wrap(err, "join the node's container");
+	if (step.local_tasks > 4096) {
+		err_set(err, 0, "%u local tasks in SLURM_STEP_TASKS_PER_NODE: "
+				"at most 4096 are supported",
+			step.local_tasks);
+		goto out_step;
+	}
+	if (plan_build(cfg, NULL, &plan, err) < 0)
+		goto out_step;
+	if (join_dir(&dir, err) < 0)
+		goto out;
+	key = join_key(&step, &plan);
+	k.plan = &plan;
+	k.nworkers = container_fuse_workers(cfg);
+	k.expected = step.local_tasks;
+	k.sock_path = xasprintf("%s/%s.sock", dir, key);
+	k.lock_path = xasprintf("%s/%s.lock", dir, key);
+	if (strlen(k.sock_path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		err_set(err, ENAMETOOLONG, "rendezvous socket '%s'",
+			k.sock_path);
+		goto out;
+	}
+	sock = join_connect(&k, err);
+	if (sock < 0)
+		goto out;
+	rc = recv_fds(sock, &userns, &mntns, err);
+	close(sock);
+	if (rc < 0)
+		goto out;
+	for (size_t i = 0; plan.notices && plan.notices[i]; i++)
+		log_notice("%s", plan.notices[i]);
+	env = strv_dup(plan.env);
+	container_exec(&plan, env, userns, mntns, -1, err);
+	rc = -1; /* only returns on failure */
+	strv_free(env);
+out:
+	if (userns >= 0)
+		close(userns);
+	if (mntns >= 0)
+		close(mntns);
+	free(k.sock_path);
+	free(k.lock_path);
+	plan_free(&plan);
+out_step:
+	slurm_step_free(&step);
+	return rc;
+}
