@@ -1,0 +1,91 @@
+#!/bin/bash
+# 35-join.sh - join mode without Slurm: tasks started by hand with the step
+# variables srun would set. Checks what does not need slurmstepd: one
+# namespace set per node and step, exact counting, late tasks, separation
+# of steps, nothing left behind. 85-slurm-join.sh runs it under real srun.
+. "$(dirname "$0")/lib.sh"
+
+if ! have_userns; then
+	need "user namespaces" "unprivileged user namespaces are not available"
+	done_testing; exit
+fi
+IMG=$(test_images tiny) || { need "tiny image" "tests/images/build.sh failed"; done_testing; exit; }
+I=$IMG/tiny.sif; have_fuse || I=$IMG/tiny
+cd "$T_TMP" || exit 1
+JOB=$((900000 + $$ % 90000))
+JDIR=/tmp/mpictr-join-$(id -u)
+
+# task STEP NODEID PROCID LOCALID TPN CMD... (in the background)
+task() {
+	local step=$1 node=$2 proc=$3 loc=$4 tpn=$5; shift 5
+	SLURM_JOB_ID=$JOB SLURM_STEP_ID=$step SLURM_NODEID=$node SLURM_PROCID=$proc \
+		SLURM_LOCALID=$loc SLURM_STEP_TASKS_PER_NODE=$tpn "$MPICTR" "$I" "$@"
+}
+nsline='echo $(readlink /proc/self/ns/user) $(readlink /proc/self/ns/mnt)'
+
+four() {
+	for i in 0 1 2 3; do task 0 0 $i $i 4 sh -c "$nsline; sleep 0.$i" >"$T_TMP/t$i" & done
+	wait
+	[ "$(cat "$T_TMP"/t? | sort -u | wc -l)" = 1 ] || { cat "$T_TMP"/t?; return 1; }
+	[ "$(cat "$T_TMP"/t0)" != "$(sh -c "$nsline")" ]
+}
+ok "4 tasks of a step share one user and one mount namespace" four
+
+late() {
+	# 3 local tasks; the last arrives after the first two have exited.
+	task 1 0 0 0 3 sh -c "$nsline" >"$T_TMP/l0" &
+	task 1 0 1 1 3 sh -c "$nsline" >"$T_TMP/l1" &
+	wait
+	sleep 1
+	task 1 0 2 2 3 sh -c "$nsline" >"$T_TMP/l2"
+	[ "$(cat "$T_TMP"/l? | sort -u | wc -l)" = 1 ]
+}
+ok "a task arriving after the others finished still joins" late
+
+steps() {
+	task 2 0 0 0 1 sh -c "$nsline" >"$T_TMP/s2" &
+	task 3 0 0 0 1 sh -c "$nsline" >"$T_TMP/s3" &
+	wait
+	[ "$(cat "$T_TMP/s2")" != "$(cat "$T_TMP/s3")" ]
+}
+ok "two steps never share namespaces" steps
+
+nodes() {
+	task 4 0 0 0 '1(x2)' sh -c "$nsline" >"$T_TMP/n0" &
+	task 4 1 1 0 '1(x2)' sh -c "$nsline" >"$T_TMP/n1" &
+	wait
+	[ "$(cat "$T_TMP/n0")" != "$(cat "$T_TMP/n1")" ]
+}
+ok "two nodes of one step (same kernel) never share namespaces" nodes
+
+ok "the exit status of the task is the command's" bash -c "$(declare -f task); JOB=$JOB MPICTR='$MPICTR' I='$I'; task 5 0 0 0 1 sh -c 'exit 9'; [ \$? = 9 ]"
+ok "a task execs in place (its pid is the command's)" bash -c "$(declare -f task); JOB=$JOB MPICTR='$MPICTR' I='$I'; task 6 0 0 0 1 sh -c 'echo \$\$' >'$T_TMP/pid' & p=\$!; wait; [ \"\$(cat '$T_TMP/pid')\" = \"\$p\" ]"
+
+gone() {
+	local i
+	for i in $(seq 100); do
+		if [ -z "$(ls -A "$JDIR" 2>/dev/null)" ] && ! pgrep -u "$(id -u)" -f "mpictr-join-marker-$$" >/dev/null; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	ls -la "$JDIR"; return 1
+}
+ok "the keeper is gone and the rendezvous directory empty afterwards" gone
+
+killed() {
+	# Two tasks; both are killed while running: the keeper must notice.
+	task 7 0 0 0 2 sh -c "exec sleep 60 mpictr-join-marker-$$" & local a=$!
+	task 7 0 1 1 2 sh -c "exec sleep 60 mpictr-join-marker-$$" & local b=$!
+	sleep 1.5
+	kill -KILL $a $b; wait
+	gone
+}
+ok "tasks killed with SIGKILL: keeper, mounts and socket go away" killed
+
+ok "the rendezvous directory is private" bash -c "[ \"\$(stat -c %a '$JDIR')\" = 700 ]"
+ok_status "a malformed SLURM_STEP_TASKS_PER_NODE is an error naming it" 255 \
+	env SLURM_JOB_ID=$JOB SLURM_STEP_ID=9 SLURM_NODEID=0 SLURM_PROCID=0 SLURM_LOCALID=0 \
+	SLURM_STEP_TASKS_PER_NODE='4(x' "$MPICTR" "$I" true
+ok "MPICTR_JOIN=0 runs the task in its own namespaces" bash -c "$(declare -f task); JOB=$JOB MPICTR='$MPICTR' I='$I'; export MPICTR_JOIN=0; task 10 0 0 0 2 sh -c '$nsline' >'$T_TMP/j0' & task 10 0 1 1 2 sh -c '$nsline' >'$T_TMP/j1' & wait; [ \"\$(cat '$T_TMP/j0')\" != \"\$(cat '$T_TMP/j1')\" ]"
+done_testing
