@@ -136,6 +136,11 @@ check: all $(B)/tests/check_unit $(TEST_HELPERS)
 	MPICTR_TEST_ROOT=$(CURDIR) $(B)/tests/check_unit
 	MPICTR_TEST_ROOT=$(CURDIR) tests/run-integration.sh
 
+# Test images (tests/images/build.sh): tiny and mpi, rootfs + squashfs +
+# SIF in build/images/; does nothing when its inputs did not change.
+test-images: $(CLI)
+	tests/images/build.sh $(B)/images all
+
 bench: all $(TEST_HELPERS)
 	MPICTR_TEST_ROOT=$(CURDIR) tests/bench/run.sh
 
