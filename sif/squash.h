@@ -1,4 +1,9 @@
-/* squash.h - mount a squashfs image with libsquashfuse in-process. */
+/* squash.h - mount a squashfs image (plain file or SIF partition) with
+ * libsquashfuse in-process, served by forked worker processes.
+ *
+ * Design, caching and lifetime rules: docs/mount.md. Only squash.c includes
+ * the squashfuse and libfuse headers (R10); this header is self-contained.
+ */
 #ifndef MPICTR_SQUASH_H
 #define MPICTR_SQUASH_H
 
@@ -8,10 +13,45 @@
 
 #include "mpictr.h"
 
+/* Most worker processes one mount may have. */
+#define SQUASH_MAX_WORKERS 64
+
 struct squash_mount;
+
+/* Mount the squashfs found at byte `offset` of `image` on `mountpoint` (an
+ * existing directory), read-only, nosuid, nodev, in the caller's current
+ * mount namespace.
+ *
+ * Preconditions: the caller has done unshare(CLONE_NEWUSER | CLONE_NEWNS) and
+ * written its uid/gid maps; /dev/fuse is opened here, after that, because the
+ * kernel only accepts a FUSE fd opened in the mount's own user namespace.
+ * SIGCHLD must not be ignored (workers are reaped with waitpid).
+ *
+ * The image is checked (magic, version, compressor, size, root inode) before
+ * anything is mounted. The FUSE INIT handshake is completed here, then
+ * `nworkers` (1..SQUASH_MAX_WORKERS) processes are forked; each holds its own
+ * copy of the libsquashfuse state and reads requests from the same /dev/fuse
+ * connection. Workers get PR_SET_PDEATHSIG(SIGKILL): they die when the
+ * calling *thread* exits, so call this from the thread that owns the mount
+ * for its whole life (the namespace holder is single-threaded). The caller
+ * keeps no /dev/fuse descriptor, so once every worker is gone the connection
+ * is aborted: users of the mount get ENOTCONN, never a hang.
+ *
+ * Returns 0 once the mount is usable, with *out owned by the caller (release
+ * with squash_umount). On error returns -1 with *err set; nothing is left
+ * mounted or running. Not thread-safe against concurrent calls. */
 int squash_mount(const char *image, uint64_t offset, const char *mountpoint,
 		 int nworkers, struct squash_mount **out, mpictr_err **err);
+
+/* Detach the mount (lazy unmount), stop and reap the workers, free m. The
+ * workers get a short grace period to finish requests in flight, then
+ * SIGKILL. A worker the caller already reaped is skipped. NULL is a no-op.
+ * Returns 0, or -1 with *err set when the unmount failed (m is freed and the
+ * workers are stopped all the same). */
 int squash_umount(struct squash_mount *m, mpictr_err **err);
+
+/* The worker pids, so that a caller reaping children with waitpid(-1) can
+ * recognise them. *pids stays valid until squash_umount(m). */
 size_t squash_worker_pids(const struct squash_mount *m, const pid_t **pids);
 
 #endif

@@ -1,0 +1,981 @@
+/* squash.c - mount a squashfs image in-process with libsquashfuse and libfuse3,
+ * served by several forked worker processes (R10: the only file that includes
+ * squashfuse or libfuse headers).
+ *
+ * Sequence (docs/mount.md has the reasoning):
+ *   1. check the image ourselves (magic, version, compressor, size) so that
+ *      the library never prints and every failure has a real message; then
+ *      sqfs_init() and read the root inode;
+ *   2. open /dev/fuse, mount(2) "fuse.squashfuse" with fd=N ourselves (errno
+ *      and hints stay ours), and hand the fd to libfuse as "/dev/fd/N";
+ *   3. answer FUSE_INIT here, in the caller: libfuse keeps the negotiated
+ *      connection state per process, and a process that did not see INIT
+ *      rejects every request;
+ *   4. fork the workers: each inherits the post-INIT libfuse session and its
+ *      own copy of the libsquashfuse state, and reads the shared /dev/fuse fd
+ *      (the kernel gives each request to exactly one reader). The caller then
+ *      drops its own copies, so the connection dies with the last worker.
+ */
+
+/* squashfuse installs its autoconf config.h and includes it from common.h;
+ * it defines _POSIX_C_SOURCE, PACKAGE and friends. Defining its include
+ * guard keeps it out (as charliecloud's bin/ch_fuse.c does, squashfuse issue
+ * #65); we then provide the two settings its headers need. */
+#define SQFS_CONFIG_H
+#define FUSE_USE_VERSION 32
+#define HAVE_LINUX_TYPES_LE16 1
+#include <squashfuse.h>
+#include <fuse_lowlevel.h>
+
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/magic.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "squash.h"
+#include "util.h"
+
+/* The image is immutable: let the kernel cache names, attributes, negative
+ * lookups, directory listings and file pages for as long as it likes. */
+#define SQUASH_TIMEOUT (86400.0 * 365)
+/* How long squash_umount() lets workers finish requests in flight. */
+#define SQUASH_GRACE_MS 2000
+
+/* Inode numbers (nodeids).
+ *
+ * Every worker must hand out and understand the same nodeids: the kernel may
+ * send LOOKUP to one worker and GETATTR/OPEN/READ for the result to another.
+ * squashfuse 0.1.105 (ll_inode.c) picks its mapping in sqfs_ll_init(): on a
+ * 64-bit fuse_ino_t it is "ino64", a pure function of the on-disk inode
+ * reference (sqfs_inode_id = metadata block << 16 | offset): root -> 1,
+ * id 0 -> 2, otherwise the id itself; only 32-bit builds use a per-process
+ * hash map. So the mapping is deterministic and safe across processes; we
+ * compute the same function here (needs no ll state at all).
+ *
+ * What is NOT safe in 0.1.105's ll.c: sqfs_ll_op_open() and
+ * sqfs_ll_op_opendir() malloc() a struct and pass its address to the kernel
+ * in fi->fh, and read/readdir/release dereference it. With several worker
+ * processes a READ may reach a worker whose heap never held that pointer.
+ * Hence our own operations below, on the core API (sqfs_inode_get,
+ * sqfs_read_range, sqfs_dir_*), keep nothing in fi->fh and re-derive the
+ * inode from the nodeid (one metadata-cache lookup) on every request. */
+_Static_assert(sizeof(fuse_ino_t) >= SQFS_INODE_ID_BYTES,
+	       "nodeids must hold a squashfs inode reference");
+
+struct squash_ctx {
+	sqfs fs; /* libsquashfuse state: one copy per process, no locking */
+	int image_fd;
+	bool have_xattrs;
+	bool got_init;
+	/* per worker */
+	char *buf;
+	size_t buf_size;
+	unsigned long long requests;
+	unsigned long long read_bytes;
+};
+
+struct squash_mount {
+	char *mountpoint;
+	pid_t *pids;
+	size_t npids;
+};
+
+/* ---- libfuse messages ---------------------------------------------------- */
+
+/* libfuse logs through fuse_log(); keep the last message for our errors and
+ * pass everything to the debug log instead of stderr. */
+static char squash_fuse_msg[256];
+
+__attribute__((format(printf, 2, 0))) static void
+squash_fuse_log(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	size_t n;
+
+	vsnprintf(squash_fuse_msg, sizeof(squash_fuse_msg), fmt, ap);
+	n = strlen(squash_fuse_msg);
+	while (n && squash_fuse_msg[n - 1] == '\n')
+		squash_fuse_msg[--n] = '\0';
+	if (level <= FUSE_LOG_ERR)
+		log_warn("libfuse: %s", squash_fuse_msg);
+	else
+		log_debug("libfuse: %s", squash_fuse_msg);
+}
+
+static const char *squash_fuse_last(void)
+{
+	return squash_fuse_msg[0] ? squash_fuse_msg : "no details";
+}
+
+/* ---- inode helpers ------------------------------------------------------- */
+
+static sqfs_inode_id squash_node_to_id(struct squash_ctx *c, fuse_ino_t ino)
+{
+	if (ino == FUSE_ROOT_ID)
+		return sqfs_inode_root(&c->fs);
+	if (ino == 2)
+		return 0;
+	return ino;
+}
+
+static fuse_ino_t squash_id_to_node(struct squash_ctx *c, sqfs_inode_id id)
+{
+	if (id == sqfs_inode_root(&c->fs))
+		return FUSE_ROOT_ID;
+	if (id == 0)
+		return 2;
+	return id;
+}
+
+/* Fetch the inode of a nodeid; on failure reply EIO and return -1. */
+static int squash_iget(fuse_req_t req, fuse_ino_t ino, sqfs_inode *in)
+{
+	struct squash_ctx *c = fuse_req_userdata(req);
+
+	if (sqfs_inode_get(&c->fs, in, squash_node_to_id(c, ino)) == SQFS_OK)
+		return 0;
+	fuse_reply_err(req, EIO);
+	return -1;
+}
+
+static int squash_stat(struct squash_ctx *c, sqfs_inode *in, fuse_ino_t ino,
+		       struct stat *st)
+{
+	sqfs_id_t id;
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_mode = in->base.mode;
+	st->st_nlink = in->nlink;
+	st->st_atim.tv_sec = in->base.mtime;
+	st->st_mtim.tv_sec = in->base.mtime;
+	st->st_ctim.tv_sec = in->base.mtime;
+	st->st_blksize = c->fs.sb.block_size;
+	if (S_ISREG(st->st_mode))
+		st->st_size = (off_t)in->xtra.reg.file_size;
+	else if (S_ISLNK(st->st_mode))
+		st->st_size = (off_t)in->xtra.symlink_size;
+	else if (S_ISDIR(st->st_mode))
+		st->st_size = in->xtra.dir.dir_size;
+	else if (S_ISBLK(st->st_mode) || S_ISCHR(st->st_mode))
+		st->st_rdev = makedev(in->xtra.dev.major, in->xtra.dev.minor);
+	st->st_blocks = (st->st_size + 511) / 512;
+	if (sqfs_id_get(&c->fs, in->base.uid, &id) != SQFS_OK)
+		return -1;
+	st->st_uid = id;
+	if (sqfs_id_get(&c->fs, in->base.guid, &id) != SQFS_OK)
+		return -1;
+	st->st_gid = id;
+	return 0;
+}
+
+/* The worker's reply buffer (requests are at most ~1 MiB). */
+static char *squash_buf(struct squash_ctx *c, size_t n)
+{
+	if (n > c->buf_size) {
+		char *b = realloc(c->buf, n);
+		if (!b)
+			return NULL;
+		c->buf = b;
+		c->buf_size = n;
+	}
+	return c->buf;
+}
+
+/* ---- FUSE operations ----------------------------------------------------- */
+
+static void squash_op_init(void *data, struct fuse_conn_info *conn)
+{
+	struct squash_ctx *c = data;
+
+	/* Splice would use a pipe cached per thread in the session; after
+	 * fork() every worker would share the caller's pipe. Plain read/writev
+	 * keep the workers independent. */
+	conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
+				  FUSE_CAP_SPLICE_MOVE);
+	/* Immutable image: nothing to revalidate, symlinks may be cached. */
+	conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
+	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	/* Let readahead of many readers queue up for several workers. */
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
+	c->got_init = true;
+}
+
+static void squash_op_lookup(fuse_req_t req, fuse_ino_t parent,
+			     const char *name)
+{
+	struct squash_ctx *c = fuse_req_userdata(req);
+	struct fuse_entry_param e;
+	sqfs_inode dir, in;
+	sqfs_dir_entry ent;
+	sqfs_name namebuf;
+	bool found = false;
+	size_t len = strlen(name);
+
+	if (squash_iget(req, parent, &dir))
+		return;
+	if (!S_ISDIR(dir.base.mode)) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	sqfs_dentry_init(&ent, namebuf);
+	if (len <= SQUASHFS_NAME_LEN &&
+	    sqfs_dir_lookup(&c->fs, &dir, name, len, &ent, &found) != SQFS_OK) {
+		fuse_reply_err(req, EIO);
+		return;
+	}
+	if (!found) {
+		/* ino 0 with a timeout: the kernel caches the negative entry,
+		 * which matters for the dynamic loader's path probing. */
+		e.entry_timeout = SQUASH_TIMEOUT;
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	e.ino = squash_id_to_node(c, sqfs_dentry_inode(&ent));
+	if (sqfs_inode_get(&c->fs, &in, sqfs_dentry_inode(&ent)) != SQFS_OK ||
+	    squash_stat(c, &in, e.ino, &e.attr)) {
+		fuse_reply_err(req, EIO);
+		return;
+	}
+	e.attr_timeout = e.entry_timeout = SQUASH_TIMEOUT;
+	fuse_reply_entry(req, &e);
+}
+
+static void squash_op_getattr(fuse_req_t req, fuse_ino_t ino,
+			      struct fuse_file_info *fi)
+{
+	struct squash_ctx *c = fuse_req_userdata(req);
+	sqfs_inode in;
+	struct stat st;
+
+	if (squash_iget(req, ino, &in))
+		return;
+	if (squash_stat(c, &in, ino, &st))
+		fuse_reply_err(req, EIO);
+	else
+		fuse_reply_attr(req, &st, SQUASH_TIMEOUT);
+}
+
+static void squash_op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct squash_ctx *c = fuse_req_userdata(req);
+	sqfs_inode in;
+	size_t size;
+	char *buf;
+
+	if (squash_iget(req, ino, &in))
+		return;
+	if (!S_ISLNK(in.base.mode)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (sqfs_readlink(&c->fs, &in, NULL, &size) != SQFS_OK) {
+		fuse_reply_err(req, EIO);
+		return;
+	}
+	buf = squash_buf(c, size + 1);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	size += 1;
+	if (sqfs_readlink(&c->fs, &in, buf, &size) != SQFS_OK)
+		fuse_reply_err(req, EIO);
+	else
+		fuse_reply_readlink(req, buf);
+}
+
+static void squash_op_open(fuse_req_t req, fuse_ino_t ino,
+			   struct fuse_file_info *fi)
+{
+	sqfs_inode in;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		fuse_reply_err(req, EROFS);
+		return;
+	}
+	if (squash_iget(req, ino, &in))
+		return;
+	if (S_ISDIR(in.base.mode)) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	fi->fh = 0; /* nothing per open file: any worker serves its reads */
+	fi->keep_cache = 1;
+	fi->noflush = 1;
+	fuse_reply_open(req, fi);
+}
+
+static void squash_op_read(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t off, struct fuse_file_info *fi)
+{
+	struct squash_ctx *c = fuse_req_userdata(req);
+	sqfs_off_t n = (sqfs_off_t)size;
+	sqfs_inode in;
+	char *buf;
+
+	if (squash_iget(req, ino, &in))
+		return;
+	buf = squash_buf(c, size ? size : 1);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (sqfs_read_range(&c->fs, &in, off, &n, buf) != SQFS_OK) {
+		fuse_reply_err(req, EIO);
+		return;
+	}
+	c->read_bytes += (unsigned long long)n;
+	fuse_reply_buf(req, buf, (size_t)n);
+}
+
+static void squash_op_opendir(fuse_req_t req, fuse_ino_t ino,
+			      struct fuse_file_info *fi)
+{
+	sqfs_inode in;
+
+	if (squash_iget(req, ino, &in))
+		return;
+	if (!S_ISDIR(in.base.mode)) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	fi->fh = 0;
+	fi->keep_cache = 1;
+	fi->cache_readdir = 1;
+	fuse_reply_open(req, fi);
+}
+
+/* READDIR and READDIRPLUS. The offset of an entry is squashfuse's position
+ * of the next one, so a listing can resume on any worker. */
+static void squash_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t off, bool plus)
+{
+	struct squash_ctx *c = fuse_req_userdata(req);
+	sqfs_err serr = SQFS_OK;
+	sqfs_dir_entry ent;
+	sqfs_name namebuf;
+	sqfs_inode dir;
+	sqfs_dir d;
+	size_t used = 0;
+	char *buf;
+
+	if (squash_iget(req, ino, &dir))
+		return;
+	if (!S_ISDIR(dir.base.mode)) {
+		fuse_reply_err(req, ENOTDIR);
+		return;
+	}
+	if (sqfs_dir_open(&c->fs, &dir, &d, off) != SQFS_OK) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	buf = squash_buf(c, size ? size : 1);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	sqfs_dentry_init(&ent, namebuf);
+	while (sqfs_dir_next(&c->fs, &d, &ent, &serr)) {
+		const char *name = sqfs_dentry_name(&ent);
+		off_t next = sqfs_dentry_next_offset(&ent);
+		fuse_ino_t node = squash_id_to_node(c, sqfs_dentry_inode(&ent));
+		size_t esize;
+
+		if (plus) {
+			struct fuse_entry_param e;
+			sqfs_inode in;
+
+			memset(&e, 0, sizeof(e));
+			e.ino = node;
+			if (sqfs_inode_get(&c->fs, &in,
+					   sqfs_dentry_inode(&ent)) != SQFS_OK ||
+			    squash_stat(c, &in, node, &e.attr)) {
+				serr = SQFS_ERR;
+				break;
+			}
+			e.attr_timeout = e.entry_timeout = SQUASH_TIMEOUT;
+			esize = fuse_add_direntry_plus(req, buf + used,
+						       size - used, name, &e,
+						       next);
+		} else {
+			struct stat st;
+
+			memset(&st, 0, sizeof(st));
+			st.st_ino = node;
+			st.st_mode = sqfs_dentry_mode(&ent);
+			esize = fuse_add_direntry(req, buf + used, size - used,
+						  name, &st, next);
+		}
+		if (esize > size - used)
+			break;
+		used += esize;
+	}
+	if (serr != SQFS_OK && used == 0)
+		fuse_reply_err(req, EIO);
+	else
+		fuse_reply_buf(req, buf, used);
+}
+
+static void squash_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
+			      off_t off, struct fuse_file_info *fi)
+{
+	squash_readdir(req, ino, size, off, false);
+}
+
+static void squash_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+				  off_t off, struct fuse_file_info *fi)
+{
+	squash_readdir(req, ino, size, off, true);
+}
+
+static void squash_op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct squash_ctx *c = fuse_req_userdata(req);
+	struct statvfs sv;
+	uint32_t bs = c->fs.sb.block_size;
+
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = sv.f_frsize = bs;
+	sv.f_blocks = (c->fs.sb.bytes_used + bs - 1) / bs;
+	sv.f_files = c->fs.sb.inodes;
+	sv.f_namemax = SQUASHFS_NAME_LEN;
+	fuse_reply_statfs(req, &sv);
+}
+
+static void squash_op_getxattr(fuse_req_t req, fuse_ino_t ino,
+			       const char *name, size_t size)
+{
+	struct squash_ctx *c = fuse_req_userdata(req);
+	size_t real = size;
+	sqfs_inode in;
+	char dummy, *buf = &dummy;
+
+	if (squash_iget(req, ino, &in))
+		return;
+	if (size && !(buf = squash_buf(c, size))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (sqfs_xattr_lookup(&c->fs, &in, name, buf, &real) != SQFS_OK)
+		fuse_reply_err(req, EIO);
+	else if (real == 0)
+		fuse_reply_err(req, ENODATA);
+	else if (size == 0)
+		fuse_reply_xattr(req, real);
+	else if (size < real)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, buf, real);
+}
+
+static void squash_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct squash_ctx *c = fuse_req_userdata(req);
+	size_t count = 0;
+	sqfs_inode in;
+	sqfs_xattr x;
+	char *buf = NULL;
+
+	if (squash_iget(req, ino, &in))
+		return;
+	if (size && !(buf = squash_buf(c, size))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (sqfs_xattr_open(&c->fs, &in, &x) != SQFS_OK) {
+		fuse_reply_err(req, EIO);
+		return;
+	}
+	while (x.remain) {
+		size_t n;
+
+		if (sqfs_xattr_read(&x) != SQFS_OK) {
+			fuse_reply_err(req, EIO);
+			return;
+		}
+		n = sqfs_xattr_name_size(&x);
+		if (buf) {
+			if (count + n + 1 > size) {
+				fuse_reply_err(req, ERANGE);
+				return;
+			}
+			if (sqfs_xattr_name(&x, buf + count, true) != SQFS_OK) {
+				fuse_reply_err(req, EIO);
+				return;
+			}
+			buf[count + n] = '\0';
+		}
+		count += n + 1;
+	}
+	if (buf)
+		fuse_reply_buf(req, buf, count);
+	else
+		fuse_reply_xattr(req, count);
+}
+
+/* Operations left NULL are answered by libfuse: ENOSYS (the kernel then stops
+ * asking: flush, access, xattrs on images without any), or success without a
+ * call (release, releasedir, forget: nothing is kept per open or lookup). */
+static const struct fuse_lowlevel_ops squash_ops = {
+	.init = squash_op_init,
+	.lookup = squash_op_lookup,
+	.getattr = squash_op_getattr,
+	.readlink = squash_op_readlink,
+	.open = squash_op_open,
+	.read = squash_op_read,
+	.opendir = squash_op_opendir,
+	.readdir = squash_op_readdir,
+	.readdirplus = squash_op_readdirplus,
+	.statfs = squash_op_statfs,
+	.getxattr = squash_op_getxattr,
+	.listxattr = squash_op_listxattr,
+};
+
+/* ---- opening the image --------------------------------------------------- */
+
+static const char *squash_comp_name(unsigned id)
+{
+	static const char *const names[] = {
+		[ZLIB_COMPRESSION] = "gzip", [LZMA_COMPRESSION] = "lzma",
+		[LZO_COMPRESSION] = "lzo",   [XZ_COMPRESSION] = "xz",
+		[LZ4_COMPRESSION] = "lz4",   [ZSTD_COMPRESSION] = "zstd",
+	};
+
+	return id < ARRAY_SIZE(names) && names[id] ? names[id] : NULL;
+}
+
+/* Check the superblock ourselves, then let sqfs_init() read the tables. */
+static int squash_open_image(struct squash_ctx *c, const char *image,
+			     uint64_t offset, mpictr_err **err)
+{
+	struct squashfs_super_block sb;
+	struct stat st;
+	uint64_t avail, used;
+	unsigned comp, major, minor;
+	sqfs_inode root;
+	sqfs_err serr;
+
+	c->image_fd = open(image, O_RDONLY | O_CLOEXEC);
+	if (c->image_fd < 0)
+		return err_set(err, errno, "open squashfs image '%s'", image);
+	if (fstat(c->image_fd, &st))
+		return err_set(err, errno, "stat squashfs image '%s'", image);
+	if (!S_ISREG(st.st_mode))
+		return err_set(err, 0, "squashfs image '%s': not a regular file",
+			       image);
+	if (offset >= (uint64_t)st.st_size)
+		return err_set(err, 0,
+			       "squashfs '%s' at offset %" PRIu64
+			       ": offset is beyond the end of the file "
+			       "(%lld bytes)",
+			       image, offset, (long long)st.st_size);
+	avail = (uint64_t)st.st_size - offset;
+	if (avail < sizeof(sb))
+		return err_set(err, 0,
+			       "squashfs '%s' at offset %" PRIu64
+			       ": not a squashfs image (only %" PRIu64
+			       " bytes there)",
+			       image, offset, avail);
+	if (pread_full(c->image_fd, &sb, sizeof(sb), (off_t)offset))
+		return err_set(err, errno, "read squashfs '%s' at offset %" PRIu64,
+			       image, offset);
+	if (le32toh(sb.s_magic) != SQUASHFS_MAGIC)
+		return err_set(err, 0,
+			       "squashfs '%s' at offset %" PRIu64
+			       ": not a squashfs image",
+			       image, offset);
+	major = le16toh(sb.s_major);
+	minor = le16toh(sb.s_minor);
+	if (major != SQUASHFS_MAJOR || minor > SQUASHFS_MINOR)
+		return err_set(err, 0,
+			       "squashfs '%s' at offset %" PRIu64
+			       ": unsupported squashfs version %u.%u (only "
+			       "4.0 is supported)",
+			       image, offset, major, minor);
+	comp = le16toh(sb.compression);
+	if (!sqfs_decompressor_get((sqfs_compression_type)comp)) {
+		const char *name = squash_comp_name(comp);
+
+		if (!name)
+			return err_set(err, 0,
+				       "squashfs '%s' at offset %" PRIu64
+				       ": unknown compression id %u",
+				       image, offset, comp);
+		err_set(err, 0,
+			"squashfs '%s' at offset %" PRIu64
+			": compression '%s' is not supported (supported: "
+			"gzip, xz, zstd, lz4, lzo)",
+			image, offset, name);
+		return err_hint(err, "rebuild the image, e.g. with "
+				     "'mksquashfs DIR IMG -comp xz'");
+	}
+	used = le64toh(sb.bytes_used);
+	if (used > avail)
+		return err_set(err, 0,
+			       "squashfs '%s' at offset %" PRIu64
+			       ": truncated image (the superblock says %" PRIu64
+			       " bytes, the file has %" PRIu64 " from the offset)",
+			       image, offset, used, avail);
+
+	serr = sqfs_init(&c->fs, c->image_fd, (size_t)offset);
+	if (serr != SQFS_OK)
+		return err_set(err, 0,
+			       "squashfs '%s' at offset %" PRIu64
+			       ": cannot read the inode, id or fragment tables "
+			       "(corrupt image, squashfuse error %d)",
+			       image, offset, (int)serr);
+	if (sqfs_inode_get(&c->fs, &root, sqfs_inode_root(&c->fs)) != SQFS_OK ||
+	    !S_ISDIR(root.base.mode)) {
+		sqfs_destroy(&c->fs);
+		return err_set(err, 0,
+			       "squashfs '%s' at offset %" PRIu64
+			       ": cannot read the root directory (corrupt image)",
+			       image, offset);
+	}
+	c->have_xattrs =
+		c->fs.sb.xattr_id_table_start != (uint64_t)SQUASHFS_INVALID_BLK;
+	return 0;
+}
+
+/* ---- workers ------------------------------------------------------------- */
+
+/* Close every descriptor but stderr and the two in keep[] (sorted). */
+static void squash_close_fds(int a, int b)
+{
+	int keep[3] = {2, a < b ? a : b, a < b ? b : a};
+	unsigned lo = 0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(keep); i++) {
+		if ((unsigned)keep[i] > lo)
+			close_range(lo, (unsigned)keep[i] - 1, 0);
+		lo = (unsigned)keep[i] + 1;
+	}
+	close_range(lo, ~0U, 0);
+}
+
+/* The body of one worker: never returns. */
+static _Noreturn void squash_worker(struct fuse_session *se,
+				    struct squash_ctx *c, pid_t parent)
+{
+	static const int ignored[] = {SIGINT,  SIGQUIT, SIGHUP, SIGPIPE,
+				      SIGTSTP, SIGTTIN, SIGTTOU};
+	struct fuse_buf fbuf = {.mem = NULL};
+	struct sigaction sa;
+	sigset_t none;
+	int fd, r = 0;
+
+	/* Die with the caller; if it is already gone, don't start. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+		_exit(1);
+	prctl(PR_SET_NAME, "mpictr-sqfs");
+
+	/* The caller's handlers make no sense here; terminal signals are for
+	 * the payload, and the caller's death already reaches us. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (int s = 1; s < NSIG; s++)
+		sigaction(s, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	for (size_t i = 0; i < ARRAY_SIZE(ignored); i++)
+		sigaction(ignored[i], &sa, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+
+	/* Hold no descriptor of the caller's (a pipe kept open here would
+	 * hide an EOF the caller's peers wait for). */
+	squash_close_fds(fuse_session_fd(se), c->image_fd);
+	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		dup2(fd, 0);
+		dup2(fd, 1);
+		if (fd > 1)
+			close(fd);
+	}
+
+	for (;;) {
+		r = fuse_session_receive_buf(se, &fbuf);
+		if (r == -EINTR)
+			continue;
+		if (r <= 0) /* 0: unmounted or aborted (ENODEV) */
+			break;
+		c->requests++;
+		fuse_session_process_buf(se, &fbuf);
+		if (fuse_session_exited(se))
+			break;
+	}
+	if (r < 0)
+		log_warn("squashfs worker %d: read '/dev/fuse': %s", getpid(),
+			 strerror(-r));
+	log_debug("squashfs worker %d: served %llu requests, %llu bytes read",
+		  getpid(), c->requests, c->read_bytes);
+	_exit(r < 0 ? 1 : 0);
+}
+
+static void squash_sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* Wait up to grace_ms for the workers to exit, then SIGKILL the rest, and
+ * reap all. A pid is only signalled while it is our unreaped child, so it
+ * cannot have been recycled. */
+static void squash_stop_workers(pid_t *pids, size_t n, long grace_ms)
+{
+	long waited = 0;
+	size_t left;
+
+	for (;;) {
+		left = 0;
+		for (size_t i = 0; i < n; i++) {
+			pid_t r;
+
+			if (pids[i] <= 0)
+				continue;
+			r = waitpid(pids[i], NULL, WNOHANG);
+			if (r == pids[i] || (r < 0 && errno == ECHILD))
+				pids[i] = -pids[i];
+			else
+				left++;
+		}
+		if (!left || waited >= grace_ms)
+			break;
+		squash_sleep_ms(5);
+		waited += 5;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (pids[i] <= 0)
+			continue;
+		kill(pids[i], SIGKILL);
+		TEMP_FAILURE_RETRY(waitpid(pids[i], NULL, 0));
+		pids[i] = -pids[i];
+	}
+	for (size_t i = 0; i < n; i++)
+		pids[i] = -pids[i];
+}
+
+/* ---- mount and unmount --------------------------------------------------- */
+
+static int squash_open_fuse(mpictr_err **err)
+{
+	int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	int e = errno;
+
+	if (fd >= 0)
+		return fd;
+	err_set(err, e, "open '/dev/fuse'");
+	if (e == EACCES || e == EPERM)
+		err_hint(err, "/dev/fuse must be readable and writable by "
+			      "every user, as udev makes it: chmod 0666 "
+			      "/dev/fuse (and install fuse3)");
+	else if (e == ENOENT || e == ENODEV || e == ENXIO)
+		err_hint(err, "load the kernel's FUSE support (modprobe fuse) "
+			      "and install fuse3");
+	return -1;
+}
+
+static int squash_kernel_mount(const char *image, const char *mountpoint,
+			       int fd, mpictr_err **err)
+{
+	cleanup_free char *opts = xasprintf(
+		"fd=%d,rootmode=%o,user_id=%u,group_id=%u,default_permissions",
+		fd, (unsigned)S_IFDIR, (unsigned)getuid(), (unsigned)getgid());
+	int e;
+
+	if (!mount(image, mountpoint, "fuse.squashfuse",
+		   MS_RDONLY | MS_NOSUID | MS_NODEV, opts))
+		return 0;
+	e = errno;
+	err_set(err, e, "mount squashfs '%s' on '%s'", image, mountpoint);
+	if (e == EPERM)
+		err_hint(err, "an unprivileged FUSE mount needs a user and "
+			      "mount namespace of its own and Linux 4.18 or "
+			      "later");
+	else if (e == ENODEV)
+		err_hint(err, "load the kernel's FUSE support (modprobe fuse)");
+	else if (e == EINVAL)
+		err_hint(err, "/dev/fuse must be opened inside the user "
+			      "namespace that mounts");
+	return -1;
+}
+
+int squash_mount(const char *image, uint64_t offset, const char *mountpoint,
+		 int nworkers, struct squash_mount **out, mpictr_err **err)
+{
+	char *fargv[] = {"mpictr", NULL};
+	struct fuse_args args = FUSE_ARGS_INIT(1, fargv);
+	struct fuse_lowlevel_ops ops = squash_ops;
+	struct fuse_session *se = NULL;
+	struct fuse_buf fbuf = {.mem = NULL};
+	struct squash_mount *m = NULL;
+	struct squash_ctx *c;
+	struct statfs sfs;
+	struct stat st;
+	char fdpath[32];
+	bool mounted = false;
+	pid_t self = getpid();
+	int fd = -1, r;
+
+	*out = NULL;
+	if (nworkers < 1 || nworkers > SQUASH_MAX_WORKERS)
+		return err_set(err, EINVAL,
+			       "squashfs worker count %d (allowed: 1 to %d)",
+			       nworkers, SQUASH_MAX_WORKERS);
+	if (stat(mountpoint, &st))
+		return err_set(err, errno, "mount point '%s'", mountpoint);
+	if (!S_ISDIR(st.st_mode))
+		return err_set(err, ENOTDIR, "mount point '%s'", mountpoint);
+
+	c = xcalloc(1, sizeof(*c));
+	c->image_fd = -1;
+	if (squash_open_image(c, image, offset, err)) {
+		if (c->image_fd >= 0)
+			close(c->image_fd);
+		free(c);
+		return -1;
+	}
+	if (!c->have_xattrs)
+		ops.getxattr = NULL, ops.listxattr = NULL;
+
+	fuse_set_log_func(squash_fuse_log);
+	squash_fuse_msg[0] = '\0';
+	fd = squash_open_fuse(err);
+	if (fd < 0)
+		goto fail;
+	if (squash_kernel_mount(image, mountpoint, fd, err))
+		goto fail;
+	mounted = true;
+
+	se = fuse_session_new(&args, &ops, sizeof(ops), c);
+	fuse_opt_free_args(&args);
+	if (!se) {
+		err_set(err, 0, "create the FUSE session for '%s': %s",
+			mountpoint, squash_fuse_last());
+		goto fail;
+	}
+	snprintf(fdpath, sizeof(fdpath), "/dev/fd/%d", fd);
+	if (fuse_session_mount(se, fdpath)) {
+		err_set(err, 0, "attach the FUSE session for '%s': %s",
+			mountpoint, squash_fuse_last());
+		goto fail;
+	}
+	fd = -1; /* the session owns it now */
+
+	/* The kernel queued FUSE_INIT when mount(2) returned. */
+	do
+		r = fuse_session_receive_buf(se, &fbuf);
+	while (r == -EINTR);
+	if (r <= 0) {
+		err_set(err, r < 0 ? -r : ENODEV,
+			"read the FUSE INIT request for '%s'", mountpoint);
+		goto fail;
+	}
+	fuse_session_process_buf(se, &fbuf);
+	free(fbuf.mem);
+	if (!c->got_init) {
+		err_set(err, 0, "FUSE handshake for '%s' failed: %s",
+			mountpoint, squash_fuse_last());
+		goto fail;
+	}
+
+	m = xcalloc(1, sizeof(*m));
+	m->mountpoint = xstrdup(mountpoint);
+	m->pids = xcalloc((size_t)nworkers, sizeof(pid_t));
+	for (int i = 0; i < nworkers; i++) {
+		pid_t pid = fork();
+
+		if (pid < 0) {
+			err_set(err, errno, "fork squashfs worker");
+			goto fail;
+		}
+		if (pid == 0)
+			squash_worker(se, c, self);
+		m->pids[m->npids++] = pid;
+	}
+
+	/* Drop the caller's copies: the connection now lives exactly as long
+	 * as some worker holds /dev/fuse. */
+	fuse_session_destroy(se);
+	se = NULL;
+	sqfs_destroy(&c->fs);
+	close(c->image_fd);
+	free(c);
+	c = NULL;
+
+	/* A round trip through a worker: the mount is served. */
+	if (statfs(mountpoint, &sfs)) {
+		err_set(err, errno, "statfs squashfs mount '%s'", mountpoint);
+		goto fail;
+	}
+	if (sfs.f_type != FUSE_SUPER_MAGIC) {
+		err_set(err, 0, "squashfs mount '%s' is not visible after mount",
+			mountpoint);
+		goto fail;
+	}
+	log_debug("squashfs '%s' at offset %" PRIu64
+		  " mounted on '%s' with %d workers",
+		  image, offset, mountpoint, nworkers);
+	*out = m;
+	return 0;
+
+fail:
+	if (mounted && umount2(mountpoint, MNT_DETACH))
+		log_warn("unmount '%s': %s", mountpoint, strerror(errno));
+	if (se)
+		fuse_session_destroy(se);
+	if (fd >= 0)
+		close(fd);
+	if (m) {
+		squash_stop_workers(m->pids, m->npids, 0);
+		free(m->pids);
+		free(m->mountpoint);
+		free(m);
+	}
+	if (c) {
+		sqfs_destroy(&c->fs);
+		close(c->image_fd);
+		free(c);
+	}
+	return -1;
+}
+
+int squash_umount(struct squash_mount *m, mpictr_err **err)
+{
+	int rc = 0;
+
+	if (!m)
+		return 0;
+	/* EINVAL: no longer a mount point (someone unmounted it already). */
+	if (umount2(m->mountpoint, MNT_DETACH) && errno != EINVAL)
+		rc = err_set(err, errno, "unmount '%s'", m->mountpoint);
+	squash_stop_workers(m->pids, m->npids, SQUASH_GRACE_MS);
+	free(m->pids);
+	free(m->mountpoint);
+	free(m);
+	return rc;
+}
+
+size_t squash_worker_pids(const struct squash_mount *m, const pid_t **pids)
+{
+	*pids = m ? m->pids : NULL;
+	return m ? m->npids : 0;
+}
