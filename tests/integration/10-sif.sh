@@ -145,11 +145,11 @@ ok "no temporary files left by successful creates" bash -c "[ -z \"\$(ls -A '$W'
 # ---- failures --------------------------------------------------------------
 F=$T_TMP/f
 mkdir -p "$F"
-cp "$C/one-group.sif" "$F/good.sif"
+cat "$C/one-group.sif" >"$F/good.sif"
 head -c 100 "$C/one-group.sif" >"$F/short.sif"
-cp "$C/one-group.sif" "$F/magic.sif"
+cat "$C/one-group.sif" >"$F/magic.sif"
 printf 'X' | dd of="$F/magic.sif" bs=1 seek=40 conv=notrunc status=none
-cp "$C/one-group.sif" "$F/beyond.sif"
+cat "$C/one-group.sif" >"$F/beyond.sif"
 # descriptor 2's offset (4096 + 585 + 17) := 99999
 printf '\x9f\x86\x01\x00\x00\x00\x00\x00' | dd of="$F/beyond.sif" bs=1 seek=4698 conv=notrunc status=none
 head -c 20000 "$C/one-group.sif" >"$F/cut.sif"
