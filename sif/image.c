@@ -57,11 +57,12 @@ int image_check_squashfs(int fd, uint64_t offset, uint64_t avail,
 	uint64_t used;
 
 	if (avail < sizeof(sb))
-		return err_set(err, 0,
-			       "image '%s': %s at offset %" PRIu64
-			       " is too small for a squashfs superblock (%" PRIu64
-			       " bytes, need %zu)",
-			       name, where, offset, avail, sizeof(sb));
+		return err_set(
+		    err, 0,
+		    "image '%s': %s at offset %" PRIu64
+		    " is too small for a squashfs superblock (%" PRIu64
+		    " bytes, need %zu)",
+		    name, where, offset, avail, sizeof(sb));
 	if (offset > (uint64_t)INT64_MAX ||
 	    pread_full(fd, sb, sizeof(sb), (off_t)offset) < 0)
 		return err_set(err, errno,
@@ -197,8 +198,7 @@ int image_probe_fd(int fd, const char *name, struct image_info *info,
 		       name);
 }
 
-int image_probe(const char *path, struct image_info *info,
-		mpictr_err **err)
+int image_probe(const char *path, struct image_info *info, mpictr_err **err)
 {
 	cleanup_free char *real = realpath(path, NULL);
 	cleanup_close int fd = -1;

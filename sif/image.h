@@ -17,11 +17,11 @@ enum image_kind { IMAGE_DIR, IMAGE_SQUASHFS, IMAGE_SIF };
 
 struct image_info {
 	enum image_kind kind;
-	char *path;       /* absolute, realpath */
-	uint64_t offset;  /* squashfs location in the file; 0 for DIR */
-	uint64_t size;    /* squashfs bytes (partition size, or file size) */
-	int compression;  /* squashfs compressor id, 0 for DIR */
-	char *arch;       /* SIF partition arch name ("amd64"), NULL otherwise */
+	char *path;	 /* absolute, realpath */
+	uint64_t offset; /* squashfs location in the file; 0 for DIR */
+	uint64_t size;	 /* squashfs bytes (partition size, or file size) */
+	int compression; /* squashfs compressor id, 0 for DIR */
+	char *arch;	 /* SIF partition arch name ("amd64"), NULL otherwise */
 };
 
 /* Squashfs compressor ids (superblock field "compression"). */

@@ -48,9 +48,8 @@ static void get_str(char *dst, const uint8_t *p, size_t n)
 /* ---- names (as siftool prints them) ---- */
 
 static const char *const arch_names[] = {
-	"unknown", "386",    "amd64",  "arm",      "arm64",
-	"ppc64",   "ppc64le", "mips",  "mipsle",   "mips64",
-	"mips64le", "s390x",  "riscv64", "loong64",
+    "unknown", "386",	 "amd64",  "arm",      "arm64", "ppc64",   "ppc64le",
+    "mips",    "mipsle", "mips64", "mips64le", "s390x", "riscv64", "loong64",
 };
 
 const char *sif_arch_name(const char *code)
@@ -67,8 +66,8 @@ const char *sif_arch_name(const char *code)
 const char *sif_arch_code(const char *name)
 {
 	static const char *const codes[] = {
-		"00", "01", "02", "03", "04", "05", "06",
-		"07", "08", "09", "10", "11", "12", "13",
+	    "00", "01", "02", "03", "04", "05", "06",
+	    "07", "08", "09", "10", "11", "12", "13",
 	};
 	size_t i;
 
@@ -222,8 +221,8 @@ static const char *messagetype_name(int32_t t)
 static const char *sbom_format_name(int32_t t)
 {
 	static const char *const names[] = {
-		"cyclonedx-json", "cyclonedx-xml", "github-json", "spdx-json",
-		"spdx-rdf",       "spdx-tag-value", "spdx-yaml",  "syft-json",
+	    "cyclonedx-json", "cyclonedx-xml",	"github-json", "spdx-json",
+	    "spdx-rdf",	      "spdx-tag-value", "spdx-yaml",   "syft-json",
 	};
 
 	if (t >= 1 && (size_t)t <= ARRAY_SIZE(names))
@@ -358,12 +357,11 @@ static int check_header(const uint8_t *h, uint64_t fsize, const char *name,
 			       " is out of range (0..%" PRId64 ")",
 			       name, hdr->desc_free, hdr->desc_total);
 	if (hdr->desc_size != hdr->desc_total * SIF_DESC_SIZE)
-		return err_set(err, 0,
-			       "sif '%s': DescriptorsSize %" PRId64
-			       " does not match DescriptorsTotal %" PRId64
-			       " x %d",
-			       name, hdr->desc_size, hdr->desc_total,
-			       SIF_DESC_SIZE);
+		return err_set(
+		    err, 0,
+		    "sif '%s': DescriptorsSize %" PRId64
+		    " does not match DescriptorsTotal %" PRId64 " x %d",
+		    name, hdr->desc_size, hdr->desc_total, SIF_DESC_SIZE);
 	if (hdr->desc_offset < SIF_HEADER_SIZE)
 		return err_set(err, 0,
 			       "sif '%s': DescriptorsOffset %" PRId64
@@ -424,8 +422,9 @@ static int check_descriptor(const struct sif_descriptor *d,
 		      tend = toff + (uint64_t)hdr->desc_size;
 
 	if (d->id == 0)
-		return err_set(err, 0, "sif '%s': descriptor %u: object ID is 0",
-			       name, d->slot);
+		return err_set(err, 0,
+			       "sif '%s': descriptor %u: object ID is 0", name,
+			       d->slot);
 	if (d->offset < 0)
 		return err_set(err, 0,
 			       "sif '%s': descriptor %u (id %u): negative "
@@ -447,16 +446,18 @@ static int check_descriptor(const struct sif_descriptor *d,
 			       name, d->slot, d->id, d->offset, d->size, fsize);
 	if (ranges_meet((uint64_t)d->offset, (uint64_t)d->size, 0,
 			SIF_HEADER_SIZE))
-		return err_set(err, 0,
-			       "sif '%s': descriptor %u (id %u): object %" PRId64
-			       "-%" PRIu64 " overlaps the header",
-			       name, d->slot, d->id, d->offset, end);
+		return err_set(
+		    err, 0,
+		    "sif '%s': descriptor %u (id %u): object %" PRId64
+		    "-%" PRIu64 " overlaps the header",
+		    name, d->slot, d->id, d->offset, end);
 	if (ranges_meet((uint64_t)d->offset, (uint64_t)d->size, toff, tend))
-		return err_set(err, 0,
-			       "sif '%s': descriptor %u (id %u): object %" PRId64
-			       "-%" PRIu64 " overlaps the descriptor table (%" PRIu64
-			       "-%" PRIu64 ")",
-			       name, d->slot, d->id, d->offset, end, toff, tend);
+		return err_set(
+		    err, 0,
+		    "sif '%s': descriptor %u (id %u): object %" PRId64
+		    "-%" PRIu64 " overlaps the descriptor table (%" PRIu64
+		    "-%" PRIu64 ")",
+		    name, d->slot, d->id, d->offset, end, toff, tend);
 	return 0;
 }
 
@@ -481,12 +482,12 @@ static int check_descriptor_set(struct sif_image *img, mpictr_err **err)
 			if (pt == SIF_PART_PRIM_SYS) {
 				if (prim)
 					return err_set(
-						err, 0,
-						"sif '%s': descriptor %u (id "
-						"%u): second primary partition "
-						"(the first is id %u)",
-						img->name, d->slot, d->id,
-						prim->id);
+					    err, 0,
+					    "sif '%s': descriptor %u (id "
+					    "%u): second primary partition "
+					    "(the first is id %u)",
+					    img->name, d->slot, d->id,
+					    prim->id);
 				prim = d;
 			}
 		}
@@ -502,14 +503,14 @@ static int check_descriptor_set(struct sif_image *img, mpictr_err **err)
 			p = v[j];
 			if (p->offset + p->size > d->offset)
 				return err_set(
-					err, 0,
-					"sif '%s': descriptor %u (id %u): "
-					"object %" PRId64 "-%" PRId64
-					" overlaps object id %u (%" PRId64
-					"-%" PRId64 ")",
-					img->name, d->slot, d->id, d->offset,
-					d->offset + d->size, p->id, p->offset,
-					p->offset + p->size);
+				    err, 0,
+				    "sif '%s': descriptor %u (id %u): "
+				    "object %" PRId64 "-%" PRId64
+				    " overlaps object id %u (%" PRId64
+				    "-%" PRId64 ")",
+				    img->name, d->slot, d->id, d->offset,
+				    d->offset + d->size, p->id, p->offset,
+				    p->offset + p->size);
 			/* keep the one reaching furthest */
 			if (d->offset + d->size < p->offset + p->size)
 				continue;
@@ -527,10 +528,11 @@ static int check_descriptor_set(struct sif_image *img, mpictr_err **err)
 				a = v[i];
 				b = v[i - 1];
 			}
-			return err_set(err, 0,
-				       "sif '%s': descriptor %u (id %u): object "
-				       "ID already used by descriptor %u",
-				       img->name, b->slot, b->id, a->slot);
+			return err_set(
+			    err, 0,
+			    "sif '%s': descriptor %u (id %u): object "
+			    "ID already used by descriptor %u",
+			    img->name, b->slot, b->id, a->slot);
 		}
 	return 0;
 }
@@ -651,8 +653,8 @@ const struct sif_descriptor *sif_primary_partition(const struct sif_image *img)
 static void sb_put_clean(struct strbuf *sb, const char *s)
 {
 	for (; *s; s++)
-		sb_putc(sb, ((unsigned char)*s < 0x20 || *s == 0x7f) ? '?'
-								     : *s);
+		sb_putc(sb,
+			((unsigned char)*s < 0x20 || *s == 0x7f) ? '?' : *s);
 }
 
 /* Go's time.Time.String() in UTC: "2020-06-30 00:01:56 +0000 UTC". */
@@ -781,7 +783,8 @@ char *sif_format_list(const struct sif_image *img)
 	size_t i;
 
 	sb_puts(&sb, rule);
-	sb_puts(&sb, "ID   |GROUP   |LINK    |SIF POSITION (start-end)  |TYPE\n");
+	sb_puts(&sb,
+		"ID   |GROUP   |LINK    |SIF POSITION (start-end)  |TYPE\n");
 	sb_puts(&sb, rule);
 	for (i = 0; i < img->ndescs; i++) {
 		const struct sif_descriptor *d = &img->descs[i];
@@ -789,7 +792,7 @@ char *sif_format_list(const struct sif_image *img)
 		cleanup_free char *grp = group_text(d->group_id);
 		cleanup_free char *lnk = link_text(d->linked_id, true);
 		cleanup_free char *pos = xasprintf(
-			"%" PRId64 "-%" PRId64, d->offset, d->offset + d->size);
+		    "%" PRId64 "-%" PRId64, d->offset, d->offset + d->size);
 		cleanup_free char *type = type_text(d);
 
 		sb_printf(&sb, "%-4s |%-7s |%-7s |%-25s |%s\n", id, grp, lnk,
@@ -818,8 +821,9 @@ char *sif_format_info(const struct sif_image *img, uint32_t id,
 
 	if (!d) {
 		if (img->ndescs == 0)
-			err_set(err, 0, "sif '%s': no object with id %u (the "
-					"image has no objects)",
+			err_set(err, 0,
+				"sif '%s': no object with id %u (the "
+				"image has no objects)",
 				img->name, id);
 		else
 			err_set(err, 0, "sif '%s': no object with id %u",
@@ -906,8 +910,8 @@ char *sif_format_header(const struct sif_image *img)
 		row_add(&r, "Modified At:", fmt_time(h->modified_at));
 	row_add(&r, "Descriptors Free:", xasprintf("%" PRId64, h->desc_free));
 	row_add(&r, "Descriptors Total:", xasprintf("%" PRId64, h->desc_total));
-	row_add(&r, "Descriptors Offset:",
-		xasprintf("%" PRId64, h->desc_offset));
+	row_add(&r,
+		"Descriptors Offset:", xasprintf("%" PRId64, h->desc_offset));
 	row_add(&r, "Descriptors Size:", fmt_size(h->desc_size));
 	row_add(&r, "Data Offset:", xasprintf("%" PRId64, h->data_offset));
 	row_add(&r, "Data Size:", fmt_size(h->data_size));

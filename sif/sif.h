@@ -95,7 +95,7 @@ struct sif_descriptor {
 };
 
 struct sif_image {
-	char *name;         /* the path as given, for messages */
+	char *name;	    /* the path as given, for messages */
 	uint64_t file_size; /* at load time */
 	struct sif_header hdr;
 	struct sif_descriptor *descs; /* used descriptors, in slot order */

@@ -96,12 +96,13 @@ MPICTR_PUBLIC int mpictr_sif_create_opts_set_deffile(mpictr_sif_create_opts *o,
 						     const char *path,
 						     mpictr_err **err)
 {
-	return read_option_file("--deffile", path, &o->deffile,
-				&o->deffile_len, err);
+	return read_option_file("--deffile", path, &o->deffile, &o->deffile_len,
+				err);
 }
 
-MPICTR_PUBLIC int mpictr_sif_create_opts_set_env_script(
-	mpictr_sif_create_opts *o, const char *path, mpictr_err **err)
+MPICTR_PUBLIC int
+mpictr_sif_create_opts_set_env_script(mpictr_sif_create_opts *o,
+				      const char *path, mpictr_err **err)
 {
 	return read_option_file("--env-script", path, &o->env_script,
 				&o->env_script_len, err);
@@ -177,8 +178,7 @@ MPICTR_PUBLIC int mpictr_sif_create(const char *out, const char *source,
 	int rc = -1;
 
 	if (!arch)
-		return err_set(err, 0,
-			       "sif create: unknown host architecture");
+		return err_set(err, 0, "sif create: unknown host architecture");
 	src = open_source(out, source, &scratch, err);
 	if (src < 0)
 		goto out;
@@ -188,24 +188,30 @@ MPICTR_PUBLIC int mpictr_sif_create(const char *out, const char *source,
 	}
 	memset(objs, 0, sizeof(objs));
 	if (opts && opts->deffile)
-		objs[n++] = (struct sif_object_input){
-			.datatype = SIF_DATA_DEFFILE, .data = opts->deffile,
-			.len = opts->deffile_len, .fd = -1};
+		objs[n++] =
+		    (struct sif_object_input){.datatype = SIF_DATA_DEFFILE,
+					      .data = opts->deffile,
+					      .len = opts->deffile_len,
+					      .fd = -1};
 	if (opts && opts->env_script)
-		objs[n++] = (struct sif_object_input){
-			.datatype = SIF_DATA_ENVVAR, .data = opts->env_script,
-			.len = opts->env_script_len, .fd = -1};
+		objs[n++] =
+		    (struct sif_object_input){.datatype = SIF_DATA_ENVVAR,
+					      .data = opts->env_script,
+					      .len = opts->env_script_len,
+					      .fd = -1};
 	if (opts && opts->labels)
-		objs[n++] = (struct sif_object_input){
-			.datatype = SIF_DATA_LABELS, .data = opts->labels,
-			.len = opts->labels_len, .fd = -1};
+		objs[n++] =
+		    (struct sif_object_input){.datatype = SIF_DATA_LABELS,
+					      .data = opts->labels,
+					      .len = opts->labels_len,
+					      .fd = -1};
 	objs[n++] = (struct sif_object_input){
-		.datatype = SIF_DATA_PARTITION,
-		.len = (size_t)st.st_size,
-		.fd = src,
-		.fstype = SIF_FS_SQUASH,
-		.parttype = SIF_PART_PRIM_SYS,
-		.arch_code = arch,
+	    .datatype = SIF_DATA_PARTITION,
+	    .len = (size_t)st.st_size,
+	    .fd = src,
+	    .fstype = SIF_FS_SQUASH,
+	    .parttype = SIF_PART_PRIM_SYS,
+	    .arch_code = arch,
 	};
 	fd = sif_open_temp(out, "tmp", 0777, &tmp, err);
 	if (fd < 0) {
@@ -219,7 +225,8 @@ MPICTR_PUBLIC int mpictr_sif_create(const char *out, const char *source,
 		goto out;
 	}
 	if (rename(tmp, out) < 0) {
-		err_set(err, errno, "sif create: rename '%s' to '%s'", tmp, out);
+		err_set(err, errno, "sif create: rename '%s' to '%s'", tmp,
+			out);
 		goto out;
 	}
 	free(tmp);

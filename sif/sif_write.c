@@ -61,9 +61,9 @@ static int copy_range(int in, int out, uint64_t off, uint64_t len)
 	char buf[65536];
 
 	while (len > 0) {
-		ssize_t n = copy_file_range(in, &ioff, out, &ooff,
-					    len > (1u << 30) ? (1u << 30) : len,
-					    0);
+		ssize_t n =
+		    copy_file_range(in, &ioff, out, &ooff,
+				    len > (1u << 30) ? (1u << 30) : len, 0);
 		if (n < 0 && (errno == EXDEV || errno == ENOSYS ||
 			      errno == EINVAL || errno == EOPNOTSUPP))
 			break;
@@ -93,8 +93,8 @@ int sif_write_fd(int fd, const char *name, const struct sif_object_input *objs,
 {
 	uint8_t hdr[SIF_HEADER_SIZE] = {0};
 	cleanup_free uint8_t *table = NULL;
-	const uint64_t data_off = SIF_WRITE_DESC_OFFSET +
-				  SIF_WRITE_DESCRIPTORS * SIF_DESC_SIZE;
+	const uint64_t data_off =
+	    SIF_WRITE_DESC_OFFSET + SIF_WRITE_DESCRIPTORS * SIF_DESC_SIZE;
 	uint64_t cursor = data_off;
 	int64_t now = (int64_t)time(NULL);
 	const char *arch = "00";
@@ -113,8 +113,8 @@ int sif_write_fd(int fd, const char *name, const struct sif_object_input *objs,
 		int rc;
 
 		if (o->datatype == SIF_DATA_PARTITION) {
-			start = (cursor + SIF_PART_ALIGN - 1) /
-				SIF_PART_ALIGN * SIF_PART_ALIGN;
+			start = (cursor + SIF_PART_ALIGN - 1) / SIF_PART_ALIGN *
+				SIF_PART_ALIGN;
 			if (o->parttype == SIF_PART_PRIM_SYS) {
 				if (have_primary)
 					return err_set(err, 0,
@@ -130,9 +130,8 @@ int sif_write_fd(int fd, const char *name, const struct sif_object_input *objs,
 		else
 			rc = pwrite_all(fd, o->data, o->len, start);
 		if (rc < 0)
-			return err_set(err, errno,
-				       "sif '%s': write object %zu", name,
-				       i + 1);
+			return err_set(err, errno, "sif '%s': write object %zu",
+				       name, i + 1);
 		put_u32(d + 0, (uint32_t)o->datatype);
 		d[4] = 1;
 		put_u32(d + 5, (uint32_t)(i + 1));
@@ -203,9 +202,9 @@ int sif_mksquashfs(const char *dir, const char *out, mpictr_err **err)
 	}
 	if (pid == 0) {
 		/* Owners are kept (no -all-root): see docs/sif.md. */
-		const char *argv[] = {prog,   dir,     out,    "-noappend",
-				      "-quiet", "-no-progress", "-comp",
-				      "gzip", NULL};
+		const char *argv[] = {prog,	   dir,	     out,
+				      "-noappend", "-quiet", "-no-progress",
+				      "-comp",	   "gzip",   NULL};
 		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (nul < 0 || dup2(nul, 0) < 0 || dup2(pfd[1], 1) < 0 ||
 		    dup2(pfd[1], 2) < 0)
@@ -217,7 +216,7 @@ int sif_mksquashfs(const char *dir, const char *out, mpictr_err **err)
 	close(pfd[1]);
 	for (;;) {
 		ssize_t n = TEMP_FAILURE_RETRY(
-			read(pfd[0], buf + len, sizeof(buf) - 1 - len));
+		    read(pfd[0], buf + len, sizeof(buf) - 1 - len));
 		if (n <= 0)
 			break;
 		len += (size_t)n;
@@ -259,8 +258,8 @@ int sif_mksquashfs(const char *dir, const char *out, mpictr_err **err)
 /* Create a new file next to target: "<dir>/.<base>.<tag>.XXXXXX", mode
  * 0777 & ~umask (like Apptainer's 0777 create) for the SIF, 0600 for the
  * scratch squashfs. Stores the name in *tmp. Returns the fd or -1. */
-int sif_open_temp(const char *target, const char *tag, mode_t mode,
-		  char **tmp, mpictr_err **err)
+int sif_open_temp(const char *target, const char *tag, mode_t mode, char **tmp,
+		  mpictr_err **err)
 {
 	cleanup_free char *d = xstrdup(target), *b = xstrdup(target);
 	const char *dir = dirname(d), *base = basename(b);

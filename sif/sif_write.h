@@ -11,7 +11,7 @@
 int sif_mksquashfs(const char *dir, const char *out, mpictr_err **err);
 /* Create "<dir of target>/.<base>.<tag>.<random>" with O_EXCL and mode;
  * *tmp receives the name (caller frees). Returns the fd or -1. */
-int sif_open_temp(const char *target, const char *tag, mode_t mode,
-		  char **tmp, mpictr_err **err);
+int sif_open_temp(const char *target, const char *tag, mode_t mode, char **tmp,
+		  mpictr_err **err);
 
 #endif

@@ -86,9 +86,9 @@ static void expect_fail(const char *base, void (*mutate)(uint8_t *, size_t *),
 	ck_assert_ptr_nonnull(err);
 	ck_assert_msg(strstr(mpictr_err_message(err), want) != NULL,
 		      "message '%s' lacks '%s'", mpictr_err_message(err), want);
-	ck_assert_msg(strncmp(mpictr_err_message(err), "sif 'x.sif': ", 13) == 0,
-		      "message '%s' does not name the file",
-		      mpictr_err_message(err));
+	ck_assert_msg(
+	    strncmp(mpictr_err_message(err), "sif 'x.sif': ", 13) == 0,
+	    "message '%s' does not name the file", mpictr_err_message(err));
 	ck_assert_ptr_null(strchr(mpictr_err_message(err), '\n'));
 	mpictr_err_free(err);
 	free(buf);
@@ -99,25 +99,25 @@ static void expect_fail(const char *base, void (*mutate)(uint8_t *, size_t *),
 static const struct {
 	const char *golden, *image;
 } list_golden[] = {
-	{"Empty", "empty"},
-	{"EmptyID", "empty-id"},
-	{"EmptyLaunchScript", "empty-launch-script"},
-	{"OneGroup", "one-group"},
-	{"OneGroupSignedLegacy", "one-group-signed-legacy"},
-	{"OneGroupSignedLegacyAll", "one-group-signed-legacy-all"},
-	{"OneGroupSignedLegacyGroup", "one-group-signed-legacy-group"},
-	{"OneGroupSignedPGP", "one-group-signed-pgp"},
-	{"OneObjectCryptMessage", "one-object-crypt-message"},
-	{"OneObjectGenericJSON", "one-object-generic-json"},
-	{"OneObjectOCIBlob", "one-object-oci-blob"},
-	{"OneObjectOCIRootIndex", "one-object-oci-root-index"},
-	{"OneObjectSBOM", "one-object-sbom"},
-	{"OneObjectTime", "one-object-time"},
-	{"TwoGroups", "two-groups"},
-	{"TwoGroupsSignedLegacy", "two-groups-signed-legacy"},
-	{"TwoGroupsSignedLegacyAll", "two-groups-signed-legacy-all"},
-	{"TwoGroupsSignedLegacyGroup", "two-groups-signed-legacy-group"},
-	{"TwoGroupsSignedPGP", "two-groups-signed-pgp"},
+    {"Empty", "empty"},
+    {"EmptyID", "empty-id"},
+    {"EmptyLaunchScript", "empty-launch-script"},
+    {"OneGroup", "one-group"},
+    {"OneGroupSignedLegacy", "one-group-signed-legacy"},
+    {"OneGroupSignedLegacyAll", "one-group-signed-legacy-all"},
+    {"OneGroupSignedLegacyGroup", "one-group-signed-legacy-group"},
+    {"OneGroupSignedPGP", "one-group-signed-pgp"},
+    {"OneObjectCryptMessage", "one-object-crypt-message"},
+    {"OneObjectGenericJSON", "one-object-generic-json"},
+    {"OneObjectOCIBlob", "one-object-oci-blob"},
+    {"OneObjectOCIRootIndex", "one-object-oci-root-index"},
+    {"OneObjectSBOM", "one-object-sbom"},
+    {"OneObjectTime", "one-object-time"},
+    {"TwoGroups", "two-groups"},
+    {"TwoGroupsSignedLegacy", "two-groups-signed-legacy"},
+    {"TwoGroupsSignedLegacyAll", "two-groups-signed-legacy-all"},
+    {"TwoGroupsSignedLegacyGroup", "two-groups-signed-legacy-group"},
+    {"TwoGroupsSignedPGP", "two-groups-signed-pgp"},
 };
 
 static char *golden(const char *dir, const char *name)
@@ -168,16 +168,16 @@ static const struct {
 	const char *golden, *image;
 	uint32_t id;
 } info_golden[] = {
-	{"Time", "one-object-time", 1},
-	{"GenericJSON", "one-object-generic-json", 1},
-	{"CryptMessage", "one-object-crypt-message", 1},
-	{"DataPartitionRaw", "two-groups-signed-pgp", 1},
-	{"DataPartitionSquashFS", "two-groups-signed-pgp", 2},
-	{"DataPartitionEXT3", "two-groups-signed-pgp", 3},
-	{"DataSignature", "two-groups-signed-pgp", 4},
-	{"OCIBlob", "one-object-oci-blob", 1},
-	{"OCIRootIndex", "one-object-oci-root-index", 1},
-	{"SBOM", "one-object-sbom", 1},
+    {"Time", "one-object-time", 1},
+    {"GenericJSON", "one-object-generic-json", 1},
+    {"CryptMessage", "one-object-crypt-message", 1},
+    {"DataPartitionRaw", "two-groups-signed-pgp", 1},
+    {"DataPartitionSquashFS", "two-groups-signed-pgp", 2},
+    {"DataPartitionEXT3", "two-groups-signed-pgp", 3},
+    {"DataSignature", "two-groups-signed-pgp", 4},
+    {"OCIBlob", "one-object-oci-blob", 1},
+    {"OCIRootIndex", "one-object-oci-root-index", 1},
+    {"SBOM", "one-object-sbom", 1},
 };
 
 START_TEST(test_info_golden)
@@ -307,24 +307,54 @@ END_TEST
 
 /* ---- malformed input: one test per class ---- */
 
-static void m_truncate_header(uint8_t *b, size_t *len) { *len = 100; }
-static void m_magic(uint8_t *b, size_t *len) { b[40] = 'X'; }
-static void m_version(uint8_t *b, size_t *len) { b[43] = '2'; }
+static void m_truncate_header(uint8_t *b, size_t *len)
+{
+	*len = 100;
+}
+static void m_magic(uint8_t *b, size_t *len)
+{
+	b[40] = 'X';
+}
+static void m_version(uint8_t *b, size_t *len)
+{
+	b[43] = '2';
+}
 static void m_total_absurd(uint8_t *b, size_t *len)
 {
 	put64(b + 88, 1LL << 40);
 }
-static void m_total_negative(uint8_t *b, size_t *len) { put64(b + 88, -1); }
-static void m_desc_size(uint8_t *b, size_t *len) { put64(b + 104, 28081); }
-static void m_table_beyond(uint8_t *b, size_t *len) { *len = 20000; }
+static void m_total_negative(uint8_t *b, size_t *len)
+{
+	put64(b + 88, -1);
+}
+static void m_desc_size(uint8_t *b, size_t *len)
+{
+	put64(b + 104, 28081);
+}
+static void m_table_beyond(uint8_t *b, size_t *len)
+{
+	*len = 20000;
+}
 static void m_table_offset_huge(uint8_t *b, size_t *len)
 {
 	put64(b + 96, INT64_MAX - 10);
 }
-static void m_table_in_header(uint8_t *b, size_t *len) { put64(b + 96, 64); }
-static void m_free(uint8_t *b, size_t *len) { put64(b + 80, 49); }
-static void m_data_beyond(uint8_t *b, size_t *len) { put64(b + 120, 99999); }
-static void m_used_byte(uint8_t *b, size_t *len) { b[DESC(3, 4)] = 2; }
+static void m_table_in_header(uint8_t *b, size_t *len)
+{
+	put64(b + 96, 64);
+}
+static void m_free(uint8_t *b, size_t *len)
+{
+	put64(b + 80, 49);
+}
+static void m_data_beyond(uint8_t *b, size_t *len)
+{
+	put64(b + 120, 99999);
+}
+static void m_used_byte(uint8_t *b, size_t *len)
+{
+	b[DESC(3, 4)] = 2;
+}
 static void m_used_byte_unused(uint8_t *b, size_t *len)
 {
 	b[DESC(40, 4)] = 0xff; /* a free slot: still checked */
@@ -366,59 +396,62 @@ static void m_duplicate_id(uint8_t *b, size_t *len)
 {
 	put32(b + DESC(2, 5), 1);
 }
-static void m_zero_id(uint8_t *b, size_t *len) { put32(b + DESC(1, 5), 0); }
+static void m_zero_id(uint8_t *b, size_t *len)
+{
+	put32(b + DESC(1, 5), 0);
+}
 
 static const struct {
 	const char *base;
 	void (*mutate)(uint8_t *, size_t *);
 	const char *want;
 } malformed[] = {
-	{"one-group.sif", m_truncate_header,
-	 "file is too small for a SIF header (100 bytes, need 128)"},
-	{"one-group.sif", m_magic, "not a SIF file (Magic is 'SIF_MAGIX'"},
-	{"one-group.sif", m_version, "unsupported Version '02'"},
-	{"one-group.sif", m_total_absurd,
-	 "DescriptorsTotal 1099511627776 is out of range (0..65536)"},
-	{"one-group.sif", m_total_negative, "DescriptorsTotal -1 is out"},
-	{"one-group.sif", m_desc_size,
-	 "DescriptorsSize 28081 does not match DescriptorsTotal 48 x 585"},
-	{"one-group.sif", m_table_beyond,
-	 "descriptor table (DescriptorsOffset 4096 + DescriptorsSize 28080) "
-	 "is beyond the end of the file (20000 bytes)"},
-	{"one-group.sif", m_table_offset_huge,
-	 "is beyond the end of the file (40960 bytes)"},
-	{"one-group.sif", m_table_in_header,
-	 "DescriptorsOffset 64 overlaps the 128-byte header"},
-	{"one-group.sif", m_free, "DescriptorsFree 49 is out of range (0..48)"},
-	{"one-group.sif", m_data_beyond,
-	 "data section (DataOffset 32176 + DataSize 99999) is beyond the end"},
-	{"one-group-signed-pgp.sif", m_used_byte,
-	 "descriptor 3: Used byte is 2 (expected 0 or 1)"},
-	{"one-group.sif", m_used_byte_unused,
-	 "descriptor 40: Used byte is 255 (expected 0 or 1)"},
-	{"one-group.sif", m_object_beyond,
-	 "sif 'x.sif': descriptor 2 (id 2): object offset 99999 + size 10 is "
-	 "beyond the end of the file (40960 bytes)"},
-	{"one-group.sif", m_object_overflow,
-	 "descriptor 2 (id 2): object offset 9223372036854775802 + size 4096 "
-	 "is beyond the end of the file"},
-	{"one-group.sif", m_negative_size,
-	 "descriptor 1 (id 1): negative object size -4"},
-	{"one-group.sif", m_negative_offset,
-	 "descriptor 1 (id 1): negative object offset -1"},
-	{"one-group.sif", m_overlap,
-	 "descriptor 1 (id 1): object 36866-36870 overlaps object id 2 "
-	 "(36864-40960)"},
-	{"one-group.sif", m_overlap_table,
-	 "descriptor 1 (id 1): object 5000-5004 overlaps the descriptor table "
-	 "(4096-32176)"},
-	{"one-group.sif", m_overlap_header,
-	 "descriptor 1 (id 1): object 100-104 overlaps the header"},
-	{"one-group.sif", m_two_primaries,
-	 "descriptor 2 (id 2): second primary partition (the first is id 1)"},
-	{"one-group.sif", m_duplicate_id,
-	 "descriptor 2 (id 1): object ID already used by descriptor 1"},
-	{"one-group.sif", m_zero_id, "descriptor 1: object ID is 0"},
+    {"one-group.sif", m_truncate_header,
+     "file is too small for a SIF header (100 bytes, need 128)"},
+    {"one-group.sif", m_magic, "not a SIF file (Magic is 'SIF_MAGIX'"},
+    {"one-group.sif", m_version, "unsupported Version '02'"},
+    {"one-group.sif", m_total_absurd,
+     "DescriptorsTotal 1099511627776 is out of range (0..65536)"},
+    {"one-group.sif", m_total_negative, "DescriptorsTotal -1 is out"},
+    {"one-group.sif", m_desc_size,
+     "DescriptorsSize 28081 does not match DescriptorsTotal 48 x 585"},
+    {"one-group.sif", m_table_beyond,
+     "descriptor table (DescriptorsOffset 4096 + DescriptorsSize 28080) "
+     "is beyond the end of the file (20000 bytes)"},
+    {"one-group.sif", m_table_offset_huge,
+     "is beyond the end of the file (40960 bytes)"},
+    {"one-group.sif", m_table_in_header,
+     "DescriptorsOffset 64 overlaps the 128-byte header"},
+    {"one-group.sif", m_free, "DescriptorsFree 49 is out of range (0..48)"},
+    {"one-group.sif", m_data_beyond,
+     "data section (DataOffset 32176 + DataSize 99999) is beyond the end"},
+    {"one-group-signed-pgp.sif", m_used_byte,
+     "descriptor 3: Used byte is 2 (expected 0 or 1)"},
+    {"one-group.sif", m_used_byte_unused,
+     "descriptor 40: Used byte is 255 (expected 0 or 1)"},
+    {"one-group.sif", m_object_beyond,
+     "sif 'x.sif': descriptor 2 (id 2): object offset 99999 + size 10 is "
+     "beyond the end of the file (40960 bytes)"},
+    {"one-group.sif", m_object_overflow,
+     "descriptor 2 (id 2): object offset 9223372036854775802 + size 4096 "
+     "is beyond the end of the file"},
+    {"one-group.sif", m_negative_size,
+     "descriptor 1 (id 1): negative object size -4"},
+    {"one-group.sif", m_negative_offset,
+     "descriptor 1 (id 1): negative object offset -1"},
+    {"one-group.sif", m_overlap,
+     "descriptor 1 (id 1): object 36866-36870 overlaps object id 2 "
+     "(36864-40960)"},
+    {"one-group.sif", m_overlap_table,
+     "descriptor 1 (id 1): object 5000-5004 overlaps the descriptor table "
+     "(4096-32176)"},
+    {"one-group.sif", m_overlap_header,
+     "descriptor 1 (id 1): object 100-104 overlaps the header"},
+    {"one-group.sif", m_two_primaries,
+     "descriptor 2 (id 2): second primary partition (the first is id 1)"},
+    {"one-group.sif", m_duplicate_id,
+     "descriptor 2 (id 1): object ID already used by descriptor 1"},
+    {"one-group.sif", m_zero_id, "descriptor 1: object ID is 0"},
 };
 
 START_TEST(test_malformed)
@@ -435,7 +468,8 @@ START_TEST(test_not_regular_and_missing)
 	int fd = open("/", O_RDONLY | O_DIRECTORY);
 
 	ck_assert_int_eq(sif_load_fd(fd, "/", &img, &err), -1);
-	ck_assert_str_eq(mpictr_err_message(err), "sif '/': not a regular file");
+	ck_assert_str_eq(mpictr_err_message(err),
+			 "sif '/': not a regular file");
 	mpictr_err_free(err);
 	close(fd);
 	err = NULL;
@@ -490,13 +524,21 @@ START_TEST(test_write_round_trip)
 	uint8_t *sq = conf_squashfs(&sqlen);
 	int sqfd = mem_fd(sq, sqlen);
 	struct sif_object_input objs[] = {
-		{.datatype = SIF_DATA_DEFFILE, .data = def,
-		 .len = sizeof(def) - 1, .fd = -1},
-		{.datatype = SIF_DATA_GENERIC_JSON, .data = "{}", .len = 2,
-		 .fd = -1, .name = "data.json"},
-		{.datatype = SIF_DATA_PARTITION, .len = sqlen, .fd = sqfd,
-		 .fstype = SIF_FS_SQUASH, .parttype = SIF_PART_PRIM_SYS,
-		 .arch_code = "02"},
+	    {.datatype = SIF_DATA_DEFFILE,
+	     .data = def,
+	     .len = sizeof(def) - 1,
+	     .fd = -1},
+	    {.datatype = SIF_DATA_GENERIC_JSON,
+	     .data = "{}",
+	     .len = 2,
+	     .fd = -1,
+	     .name = "data.json"},
+	    {.datatype = SIF_DATA_PARTITION,
+	     .len = sqlen,
+	     .fd = sqfd,
+	     .fstype = SIF_FS_SQUASH,
+	     .parttype = SIF_PART_PRIM_SYS,
+	     .arch_code = "02"},
 	};
 	int fd = memfd_create("w.sif", MFD_CLOEXEC);
 	struct sif_image img;
@@ -598,15 +640,14 @@ START_TEST(test_create_from_squashfs)
 
 	/* failures leave nothing: a source that is not squashfs */
 	ck_assert_int_eq(mpictr_sif_create(out, def, o, &err), -1);
-	ck_assert_ptr_nonnull(strstr(mpictr_err_message(err),
-				     "is neither a squashfs file"));
+	ck_assert_ptr_nonnull(
+	    strstr(mpictr_err_message(err), "is neither a squashfs file"));
 	mpictr_err_free(err);
 	err = NULL;
 	ck_assert_int_eq(count_entries(dir), 3);
 	/* an option file that does not exist */
-	ck_assert_int_eq(mpictr_sif_create_opts_set_labels(o, "/nonexistent",
-							    &err),
-			 -1);
+	ck_assert_int_eq(
+	    mpictr_sif_create_opts_set_labels(o, "/nonexistent", &err), -1);
 	ck_assert_str_eq(mpictr_err_message(err), "--labels '/nonexistent': "
 						  "No such file or directory");
 	mpictr_err_free(err);
@@ -664,7 +705,10 @@ START_TEST(test_probe_kinds)
 }
 END_TEST
 
-static void p_ext3(uint8_t *b, size_t *len) { put32(b + DESC(2, 201), 2); }
+static void p_ext3(uint8_t *b, size_t *len)
+{
+	put32(b + DESC(2, 201), 2);
+}
 static void p_arm64(uint8_t *b, size_t *len)
 {
 	memcpy(b + DESC(2, 209), "04", 2);
@@ -673,10 +717,22 @@ static void p_arch_unknown(uint8_t *b, size_t *len)
 {
 	memcpy(b + DESC(2, 209), "00", 2);
 }
-static void p_lzma(uint8_t *b, size_t *len) { b[36864 + 20] = 2; }
-static void p_comp9(uint8_t *b, size_t *len) { b[36864 + 20] = 9; }
-static void p_no_magic(uint8_t *b, size_t *len) { b[36864] = 'x'; }
-static void p_version(uint8_t *b, size_t *len) { b[36864 + 28] = 3; }
+static void p_lzma(uint8_t *b, size_t *len)
+{
+	b[36864 + 20] = 2;
+}
+static void p_comp9(uint8_t *b, size_t *len)
+{
+	b[36864 + 20] = 9;
+}
+static void p_no_magic(uint8_t *b, size_t *len)
+{
+	b[36864] = 'x';
+}
+static void p_version(uint8_t *b, size_t *len)
+{
+	b[36864 + 28] = 3;
+}
 static void p_bytes_used(uint8_t *b, size_t *len)
 {
 	put64(b + 36864 + 40, 5000);
@@ -685,33 +741,39 @@ static void p_no_primary(uint8_t *b, size_t *len)
 {
 	put32(b + DESC(2, 205), SIF_PART_SYSTEM);
 }
-static void p_garbage(uint8_t *b, size_t *len) { memset(b, 'z', 64); }
-static void p_none(uint8_t *b, size_t *len) {}
+static void p_garbage(uint8_t *b, size_t *len)
+{
+	memset(b, 'z', 64);
+}
+static void p_none(uint8_t *b, size_t *len)
+{
+}
 
 static const struct {
 	const char *base;
 	void (*mutate)(uint8_t *, size_t *);
 	const char *want; /* NULL: must succeed */
 } probe_cases[] = {
-	{"one-group.sif", p_ext3,
-	 "primary partition (id 2) has file system type 2; only squashfs"},
-	{"one-group.sif", p_arm64,
-	 "primary partition (id 2) is for architecture arm64, this host runs"},
-	{"one-group.sif", p_arch_unknown, NULL},
-	{"one-group.sif", p_lzma, "legacy lzma compressor (id 2), which "
-				  "libsquashfuse does not support"},
-	{"one-group.sif", p_comp9, "unknown squashfs compressor id 9"},
-	{"one-group.sif", p_no_magic, "offset 36864 has no squashfs magic"},
-	{"one-group.sif", p_version, "squashfs version 3.0; only 4.0"},
-	{"one-group.sif", p_bytes_used,
-	 "squashfs bytes_used 5000 is larger than its 4096 bytes"},
-	{"one-group.sif", p_no_primary, "SIF has no primary system partition"},
-	{"one-group.sif", p_garbage, "unknown format"},
-	{"empty.sif", p_none, "SIF has no primary system partition"},
-	{"one-group-signed-legacy.sif", p_none,
-	 "primary partition (id 2) at offset 36864 is too small for a "
-	 "squashfs superblock (4 bytes, need 96)"},
-	{"one-group.sif", m_object_beyond, "sif 'p.sif': descriptor 2 (id 2)"},
+    {"one-group.sif", p_ext3,
+     "primary partition (id 2) has file system type 2; only squashfs"},
+    {"one-group.sif", p_arm64,
+     "primary partition (id 2) is for architecture arm64, this host runs"},
+    {"one-group.sif", p_arch_unknown, NULL},
+    {"one-group.sif", p_lzma,
+     "legacy lzma compressor (id 2), which "
+     "libsquashfuse does not support"},
+    {"one-group.sif", p_comp9, "unknown squashfs compressor id 9"},
+    {"one-group.sif", p_no_magic, "offset 36864 has no squashfs magic"},
+    {"one-group.sif", p_version, "squashfs version 3.0; only 4.0"},
+    {"one-group.sif", p_bytes_used,
+     "squashfs bytes_used 5000 is larger than its 4096 bytes"},
+    {"one-group.sif", p_no_primary, "SIF has no primary system partition"},
+    {"one-group.sif", p_garbage, "unknown format"},
+    {"empty.sif", p_none, "SIF has no primary system partition"},
+    {"one-group-signed-legacy.sif", p_none,
+     "primary partition (id 2) at offset 36864 is too small for a "
+     "squashfs superblock (4 bytes, need 96)"},
+    {"one-group.sif", m_object_beyond, "sif 'p.sif': descriptor 2 (id 2)"},
 };
 
 START_TEST(test_probe_failures)
@@ -724,8 +786,7 @@ START_TEST(test_probe_failures)
 
 	if (strcmp(sif_host_arch(), "amd64") != 0 &&
 	    strcmp(sif_host_arch(), "386") != 0)
-		memcpy(buf + DESC(2, 209),
-		       sif_arch_code(sif_host_arch()), 2);
+		memcpy(buf + DESC(2, 209), sif_arch_code(sif_host_arch()), 2);
 	probe_cases[_i].mutate(buf, &len);
 	fd = mem_fd(buf, len);
 	rc = image_probe_fd(fd, "p.sif", &info, &err);
