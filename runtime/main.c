@@ -68,6 +68,7 @@ static void print_help(void)
 	       "       %s -n N [OPTIONS] IMAGE COMMAND [ARGS...]\n"
 	       "       %s sif list FILE\n"
 	       "       %s sif info FILE ID\n"
+	       "       %s sif header FILE\n"
 	       "       %s sif create -o OUT.sif SOURCE [--deffile F] "
 	       "[--env-script F] [--labels F]\n"
 	       "       %s check\n"
@@ -106,7 +107,7 @@ static void print_help(void)
 	       "not executable,\n"
 	       "127 not found, 255 when mpictr itself fails. See mpictr(1).\n",
 	       progname, progname, progname, progname, progname, progname,
-	       progname);
+	       progname, progname);
 }
 
 enum {
@@ -337,12 +338,18 @@ static int cmd_sif(int argc, char **argv)
 	int rc;
 
 	if (!sub)
-		return usage_error("%s", "missing sif subcommand (list, info "
-					 "or create)");
+		return usage_error("%s", "missing sif subcommand (list, "
+					 "info, header or create)");
 	if (strcmp(sub, "list") == 0) {
 		if (argc != 3)
 			return usage_error("%s", "usage: sif list FILE");
 		rc = mpictr_sif_list(argv[2], &text, &err);
+		return print_and_free(rc, text, err);
+	}
+	if (strcmp(sub, "header") == 0) {
+		if (argc != 3)
+			return usage_error("%s", "usage: sif header FILE");
+		rc = mpictr_sif_header(argv[2], &text, &err);
 		return print_and_free(rc, text, err);
 	}
 	if (strcmp(sub, "info") == 0) {
@@ -415,8 +422,8 @@ static int cmd_sif(int argc, char **argv)
 		mpictr_sif_create_opts_free(o);
 		return rc < 0 ? fail(err) : 0;
 	}
-	return usage_error("unknown sif subcommand '%s' (expected list, info "
-			   "or create)",
+	return usage_error("unknown sif subcommand '%s' (expected list, "
+			   "info, header or create)",
 			   sub);
 }
 

@@ -98,6 +98,9 @@ MPICTR_PUBLIC int mpictr_sif_list(const char *path, char **out,
 /* `mpictr sif info FILE ID`: every field of object ID. */
 MPICTR_PUBLIC int mpictr_sif_info(const char *path, uint32_t id, char **out,
 				  mpictr_err **err);
+/* `mpictr sif header FILE`: the global header as `siftool header` shows it. */
+MPICTR_PUBLIC int mpictr_sif_header(const char *path, char **out,
+				    mpictr_err **err);
 
 typedef struct mpictr_sif_create_opts mpictr_sif_create_opts;
 /* Options for mpictr_sif_create(). New/free own the object; setters copy. */

@@ -1,25 +1,59 @@
-/* image.h - what kind of image a path is, and where its squashfs lives. */
+/* image.h - what kind of image a path is, and where its squashfs lives.
+ *
+ * image_probe() is what the runtime calls before mounting: it detects a SIF
+ * by its magic (not its name), a plain squashfs by its superblock magic, or
+ * a directory, and checks what running needs (one primary squashfs
+ * partition for this host's architecture, a compressor that Debian's
+ * libsquashfuse supports). Errors name the file and the field.
+ */
 #ifndef MPICTR_IMAGE_H
 #define MPICTR_IMAGE_H
 
 #include <stdint.h>
 
-#include "mpictr.h"
+#include "error.h"
 
 enum image_kind { IMAGE_DIR, IMAGE_SQUASHFS, IMAGE_SIF };
 
 struct image_info {
 	enum image_kind kind;
-	char *path;         /* absolute, realpath */
-	uint64_t offset;    /* squashfs location in the file; 0 for DIR */
-	uint64_t size;      /* squashfs size; 0 for DIR */
-	int compression;    /* squashfs compressor id, 0 for DIR */
-	char *arch;         /* SIF partition arch name ("amd64"), else NULL */
+	char *path;	 /* absolute, realpath */
+	uint64_t offset; /* squashfs location in the file; 0 for DIR */
+	uint64_t size;	 /* squashfs bytes (partition size, or file size) */
+	int compression; /* squashfs compressor id, 0 for DIR */
+	char *arch;	 /* SIF partition arch name ("amd64"), NULL otherwise */
 };
 
-/* Detect the image kind (by content, not name) and check what running
- * needs. Fills *info (release with image_info_free). */
+/* Squashfs compressor ids (superblock field "compression"). */
+enum {
+	SQUASHFS_COMP_GZIP = 1,
+	SQUASHFS_COMP_LZMA = 2,
+	SQUASHFS_COMP_LZO = 3,
+	SQUASHFS_COMP_XZ = 4,
+	SQUASHFS_COMP_LZ4 = 5,
+	SQUASHFS_COMP_ZSTD = 6,
+};
+#define SQUASHFS_SUPERBLOCK_SIZE 96
+
+/* Probe path. On success fills *info (release with image_info_free()) and
+ * returns 0; otherwise -1 with *err. */
 int image_probe(const char *path, struct image_info *info, mpictr_err **err);
+/* The same for an open regular file (SIF or squashfs); name is for
+ * messages and info->path is left NULL. */
+int image_probe_fd(int fd, const char *name, struct image_info *info,
+		   mpictr_err **err);
 void image_info_free(struct image_info *info);
+
+/* Check the squashfs superblock at offset in fd, with avail bytes belonging
+ * to it: magic, version 4.0, a supported compressor, bytes_used within
+ * avail. where names the location in messages ("squashfs", "primary
+ * partition (id 2)"). Stores the compressor id in *comp. */
+int image_check_squashfs(int fd, uint64_t offset, uint64_t avail,
+			 const char *name, const char *where, int *comp,
+			 mpictr_err **err);
+/* Name of a squashfs compressor id ("gzip"), "unknown" otherwise. */
+const char *image_compression_name(int comp);
+/* May this host run binaries of SIF architecture arch ("amd64")? */
+int image_arch_runnable(const char *arch);
 
 #endif

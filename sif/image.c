@@ -1,0 +1,233 @@
+/* image.c - image detection and the checks running needs (image.h). Only
+ * the superblock of a squashfs is read here; mounting is sif/squash.c's. */
+#include <endian.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "image.h"
+#include "sif.h"
+#include "util.h"
+
+const char *image_compression_name(int comp)
+{
+	switch (comp) {
+	case SQUASHFS_COMP_GZIP:
+		return "gzip";
+	case SQUASHFS_COMP_LZMA:
+		return "lzma";
+	case SQUASHFS_COMP_LZO:
+		return "lzo";
+	case SQUASHFS_COMP_XZ:
+		return "xz";
+	case SQUASHFS_COMP_LZ4:
+		return "lz4";
+	case SQUASHFS_COMP_ZSTD:
+		return "zstd";
+	default:
+		return "unknown";
+	}
+}
+
+/* The native architecture, plus 386 on amd64: x86-64 kernels run 32-bit
+ * x86 binaries natively (IA32 emulation, on in Debian's and most distro
+ * kernels), so Apptainer's binfmt/qemu lookup is not needed for it. Other
+ * foreign architectures would need qemu through binfmt_misc, which mpictr
+ * does not set up: they are refused. */
+int image_arch_runnable(const char *arch)
+{
+	const char *host = sif_host_arch();
+
+	if (strcmp(arch, host) == 0)
+		return 1;
+	if (strcmp(host, "amd64") == 0 && strcmp(arch, "386") == 0)
+		return 1;
+	return 0;
+}
+
+int image_check_squashfs(int fd, uint64_t offset, uint64_t avail,
+			 const char *name, const char *where, int *comp,
+			 mpictr_err **err)
+{
+	uint8_t sb[SQUASHFS_SUPERBLOCK_SIZE];
+	uint16_t c, major, minor;
+	uint64_t used;
+
+	if (avail < sizeof(sb))
+		return err_set(
+		    err, 0,
+		    "image '%s': %s at offset %" PRIu64
+		    " is too small for a squashfs superblock (%" PRIu64
+		    " bytes, need %zu)",
+		    name, where, offset, avail, sizeof(sb));
+	if (offset > (uint64_t)INT64_MAX ||
+	    pread_full(fd, sb, sizeof(sb), (off_t)offset) < 0)
+		return err_set(err, errno,
+			       "image '%s': read the squashfs superblock of %s",
+			       name, where);
+	if (memcmp(sb, "hsqs", 4) != 0)
+		return err_set(err, 0,
+			       "image '%s': %s at offset %" PRIu64
+			       " has no squashfs magic 'hsqs'",
+			       name, where, offset);
+	memcpy(&c, sb + 20, 2);
+	memcpy(&major, sb + 28, 2);
+	memcpy(&minor, sb + 30, 2);
+	memcpy(&used, sb + 40, 8);
+	c = le16toh(c);
+	major = le16toh(major);
+	minor = le16toh(minor);
+	used = le64toh(used);
+	if (major != 4 || minor != 0)
+		return err_set(err, 0,
+			       "image '%s': %s is squashfs version %u.%u; only "
+			       "4.0 is supported",
+			       name, where, major, minor);
+	if (c == SQUASHFS_COMP_LZMA)
+		return err_set(err, 0,
+			       "image '%s': %s uses the legacy lzma compressor "
+			       "(id 2), which libsquashfuse does not support "
+			       "(hint: rebuild it with mksquashfs -comp xz, "
+			       "gzip or zstd)",
+			       name, where);
+	if (c != SQUASHFS_COMP_GZIP && c != SQUASHFS_COMP_LZO &&
+	    c != SQUASHFS_COMP_XZ && c != SQUASHFS_COMP_LZ4 &&
+	    c != SQUASHFS_COMP_ZSTD)
+		return err_set(err, 0,
+			       "image '%s': %s has unknown squashfs compressor "
+			       "id %u (supported: gzip=1, lzo=3, xz=4, lz4=5, "
+			       "zstd=6)",
+			       name, where, c);
+	if (used > avail)
+		return err_set(err, 0,
+			       "image '%s': %s: squashfs bytes_used %" PRIu64
+			       " is larger than its %" PRIu64 " bytes",
+			       name, where, used, avail);
+	*comp = c;
+	return 0;
+}
+
+static int probe_sif(int fd, const char *name, struct image_info *info,
+		     mpictr_err **err)
+{
+	struct sif_image img;
+	const struct sif_descriptor *d;
+	int32_t fs, pt;
+	char code[3], where[64];
+	const char *arch;
+	int comp;
+
+	if (sif_load_fd(fd, name, &img, err) < 0)
+		return -1;
+	d = sif_primary_partition(&img);
+	if (!d) {
+		sif_image_free(&img);
+		return err_set(err, 0,
+			       "image '%s': SIF has no primary system "
+			       "partition (no root file system to run)",
+			       name);
+	}
+	sif_partition_meta(d, &fs, &pt, code);
+	snprintf(where, sizeof(where), "primary partition (id %u)", d->id);
+	if (fs != SIF_FS_SQUASH) {
+		err_set(err, 0,
+			"image '%s': %s has file system type %d; only squashfs "
+			"(1) can be run",
+			name, where, fs);
+		goto fail;
+	}
+	arch = sif_arch_name(code);
+	/* Unknown ("00") is not checked, as Apptainer does. */
+	if (strcmp(arch, "unknown") != 0 && !image_arch_runnable(arch)) {
+		err_set(err, 0,
+			"image '%s': %s is for architecture %s, this host runs "
+			"%s",
+			name, where, arch, sif_host_arch());
+		goto fail;
+	}
+	if (image_check_squashfs(fd, (uint64_t)d->offset, (uint64_t)d->size,
+				 name, where, &comp, err) < 0)
+		goto fail;
+	info->kind = IMAGE_SIF;
+	info->offset = (uint64_t)d->offset;
+	info->size = (uint64_t)d->size;
+	info->compression = comp;
+	info->arch = xstrdup(arch);
+	sif_image_free(&img);
+	return 0;
+fail:
+	sif_image_free(&img);
+	return -1;
+}
+
+int image_probe_fd(int fd, const char *name, struct image_info *info,
+		   mpictr_err **err)
+{
+	uint8_t head[48];
+	struct stat st;
+	int comp;
+
+	memset(info, 0, sizeof(*info));
+	if (fstat(fd, &st) < 0)
+		return err_set(err, errno, "image '%s': stat", name);
+	if (!S_ISREG(st.st_mode))
+		return err_set(err, 0,
+			       "image '%s': not a regular file or directory",
+			       name);
+	memset(head, 0, sizeof(head));
+	if (st.st_size >= (off_t)sizeof(head) &&
+	    pread_full(fd, head, sizeof(head), 0) < 0)
+		return err_set(err, errno, "image '%s': read", name);
+	if (memcmp(head + 32, "SIF_MAGIC", 10) == 0)
+		return probe_sif(fd, name, info, err);
+	if (memcmp(head, "hsqs", 4) == 0) {
+		if (image_check_squashfs(fd, 0, (uint64_t)st.st_size, name,
+					 "squashfs", &comp, err) < 0)
+			return -1;
+		info->kind = IMAGE_SQUASHFS;
+		info->size = (uint64_t)st.st_size;
+		info->compression = comp;
+		return 0;
+	}
+	return err_set(err, 0,
+		       "image '%s': unknown format (neither a SIF file, a "
+		       "squashfs file nor a directory)",
+		       name);
+}
+
+int image_probe(const char *path, struct image_info *info, mpictr_err **err)
+{
+	cleanup_free char *real = realpath(path, NULL);
+	cleanup_close int fd = -1;
+	struct stat st;
+
+	memset(info, 0, sizeof(*info));
+	if (!real)
+		return err_set(err, errno, "image '%s'", path);
+	if (stat(real, &st) < 0)
+		return err_set(err, errno, "image '%s': stat", path);
+	if (S_ISDIR(st.st_mode)) {
+		info->kind = IMAGE_DIR;
+		info->path = steal_ptr(&real);
+		return 0;
+	}
+	fd = open(real, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(err, errno, "image '%s': open", path);
+	if (image_probe_fd(fd, path, info, err) < 0)
+		return -1;
+	info->path = steal_ptr(&real);
+	return 0;
+}
+
+void image_info_free(struct image_info *info)
+{
+	if (!info)
+		return;
+	free(info->path);
+	free(info->arch);
+	memset(info, 0, sizeof(*info));
+}

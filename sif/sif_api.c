@@ -1,0 +1,241 @@
+/* sif_api.c - the public mpictr_sif_* entry points: thin wrappers that load
+ * an image with the strict reader and format it, and the create options. */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "image.h"
+#include "sif.h"
+#include "sif_write.h"
+#include "util.h"
+
+MPICTR_PUBLIC int mpictr_sif_list(const char *path, char **out,
+				  mpictr_err **err)
+{
+	struct sif_image img;
+
+	*out = NULL;
+	if (sif_load(path, &img, err) < 0)
+		return -1;
+	*out = sif_format_list(&img);
+	sif_image_free(&img);
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_sif_info(const char *path, uint32_t id, char **out,
+				  mpictr_err **err)
+{
+	struct sif_image img;
+
+	*out = NULL;
+	if (sif_load(path, &img, err) < 0)
+		return -1;
+	*out = sif_format_info(&img, id, err);
+	sif_image_free(&img);
+	return *out ? 0 : -1;
+}
+
+MPICTR_PUBLIC int mpictr_sif_header(const char *path, char **out,
+				    mpictr_err **err)
+{
+	struct sif_image img;
+
+	*out = NULL;
+	if (sif_load(path, &img, err) < 0)
+		return -1;
+	*out = sif_format_header(&img);
+	sif_image_free(&img);
+	return 0;
+}
+
+/* ---- create ---- */
+
+struct mpictr_sif_create_opts {
+	char *deffile; /* file contents, read when the option is set */
+	size_t deffile_len;
+	char *env_script;
+	size_t env_script_len;
+	char *labels;
+	size_t labels_len;
+};
+
+MPICTR_PUBLIC mpictr_sif_create_opts *mpictr_sif_create_opts_new(void)
+{
+	return xcalloc(1, sizeof(mpictr_sif_create_opts));
+}
+
+MPICTR_PUBLIC void mpictr_sif_create_opts_free(mpictr_sif_create_opts *o)
+{
+	if (!o)
+		return;
+	free(o->deffile);
+	free(o->env_script);
+	free(o->labels);
+	free(o);
+}
+
+/* Objects other than the partition are small text files: cap them so a
+ * mistaken path (a device, a huge file) fails early. */
+#define SIF_OBJECT_MAX (64u << 20)
+
+static int read_option_file(const char *opt, const char *path, char **buf,
+			    size_t *len, mpictr_err **err)
+{
+	char *s = read_file(path, SIF_OBJECT_MAX, len);
+
+	if (!s)
+		return err_set(err, errno, "%s '%s'", opt, path);
+	free(*buf);
+	*buf = s;
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_sif_create_opts_set_deffile(mpictr_sif_create_opts *o,
+						     const char *path,
+						     mpictr_err **err)
+{
+	return read_option_file("--deffile", path, &o->deffile, &o->deffile_len,
+				err);
+}
+
+MPICTR_PUBLIC int
+mpictr_sif_create_opts_set_env_script(mpictr_sif_create_opts *o,
+				      const char *path, mpictr_err **err)
+{
+	return read_option_file("--env-script", path, &o->env_script,
+				&o->env_script_len, err);
+}
+
+MPICTR_PUBLIC int mpictr_sif_create_opts_set_labels(mpictr_sif_create_opts *o,
+						    const char *path,
+						    mpictr_err **err)
+{
+	return read_option_file("--labels", path, &o->labels, &o->labels_len,
+				err);
+}
+
+/* Open source as a squashfs file, or pack a directory into a scratch
+ * squashfs next to out (*scratch names it, for removal). Returns the fd. */
+static int open_source(const char *out, const char *source, char **scratch,
+		       mpictr_err **err)
+{
+	struct stat st;
+	cleanup_close int fd = -1;
+	char magic[4];
+	int comp;
+
+	if (stat(source, &st) < 0)
+		return err_set(err, errno, "sif create: source '%s'", source);
+	if (S_ISDIR(st.st_mode)) {
+		fd = sif_open_temp(out, "sqfs", 0600, scratch, err);
+		if (fd < 0)
+			return err_wrap(err, "sif create '%s'", out);
+		if (sif_mksquashfs(source, *scratch, err) < 0)
+			return err_wrap(err, "sif create '%s'", out);
+		/* mksquashfs replaced the file: open the new one */
+		close(fd);
+		fd = open(*scratch, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return err_set(err, errno, "sif create: open '%s'",
+				       *scratch);
+	} else if (S_ISREG(st.st_mode)) {
+		fd = open(source, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return err_set(err, errno, "sif create: open '%s'",
+				       source);
+	} else {
+		return err_set(err, 0,
+			       "sif create: source '%s' is neither a squashfs "
+			       "file nor a directory",
+			       source);
+	}
+	if (fstat(fd, &st) < 0)
+		return err_set(err, errno, "sif create: stat '%s'", source);
+	if (st.st_size < 4 || pread_full(fd, magic, 4, 0) < 0 ||
+	    memcmp(magic, "hsqs", 4) != 0)
+		return err_set(err, 0,
+			       "sif create: source '%s' is neither a squashfs "
+			       "file (magic 'hsqs') nor a directory",
+			       source);
+	if (image_check_squashfs(fd, 0, (uint64_t)st.st_size, source,
+				 "squashfs", &comp, err) < 0)
+		return err_wrap(err, "sif create");
+	return steal_fd(&fd);
+}
+
+MPICTR_PUBLIC int mpictr_sif_create(const char *out, const char *source,
+				    const mpictr_sif_create_opts *opts,
+				    mpictr_err **err)
+{
+	cleanup_free char *scratch = NULL, *tmp = NULL;
+	cleanup_close int src = -1, fd = -1;
+	struct sif_object_input objs[4];
+	const char *arch = sif_arch_code(sif_host_arch());
+	size_t n = 0;
+	struct stat st;
+	int rc = -1;
+
+	if (!arch)
+		return err_set(err, 0, "sif create: unknown host architecture");
+	src = open_source(out, source, &scratch, err);
+	if (src < 0)
+		goto out;
+	if (fstat(src, &st) < 0) {
+		err_set(err, errno, "sif create: stat '%s'", source);
+		goto out;
+	}
+	memset(objs, 0, sizeof(objs));
+	if (opts && opts->deffile)
+		objs[n++] =
+		    (struct sif_object_input){.datatype = SIF_DATA_DEFFILE,
+					      .data = opts->deffile,
+					      .len = opts->deffile_len,
+					      .fd = -1};
+	if (opts && opts->env_script)
+		objs[n++] =
+		    (struct sif_object_input){.datatype = SIF_DATA_ENVVAR,
+					      .data = opts->env_script,
+					      .len = opts->env_script_len,
+					      .fd = -1};
+	if (opts && opts->labels)
+		objs[n++] =
+		    (struct sif_object_input){.datatype = SIF_DATA_LABELS,
+					      .data = opts->labels,
+					      .len = opts->labels_len,
+					      .fd = -1};
+	objs[n++] = (struct sif_object_input){
+	    .datatype = SIF_DATA_PARTITION,
+	    .len = (size_t)st.st_size,
+	    .fd = src,
+	    .fstype = SIF_FS_SQUASH,
+	    .parttype = SIF_PART_PRIM_SYS,
+	    .arch_code = arch,
+	};
+	fd = sif_open_temp(out, "tmp", 0777, &tmp, err);
+	if (fd < 0) {
+		err_wrap(err, "sif create '%s'", out);
+		goto out;
+	}
+	if (sif_write_fd(fd, out, objs, n, err) < 0)
+		goto out;
+	if (fsync(fd) < 0) {
+		err_set(err, errno, "sif create '%s': sync", out);
+		goto out;
+	}
+	if (rename(tmp, out) < 0) {
+		err_set(err, errno, "sif create: rename '%s' to '%s'", tmp,
+			out);
+		goto out;
+	}
+	free(tmp);
+	tmp = NULL;
+	rc = 0;
+out:
+	if (tmp)
+		unlink(tmp);
+	if (scratch)
+		unlink(scratch);
+	return rc;
+}

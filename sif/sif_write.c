@@ -1,0 +1,285 @@
+/* sif_write.c - SIF writer (Apptainer's layout, docs/sif.md "What is
+ * written") and `mpictr sif create`: wrap a squashfs file, or a directory
+ * packed with mksquashfs, into a new SIF with a primary system partition.
+ * The output is written under a temporary name in the target directory and
+ * renamed into place, so a failure leaves nothing behind.
+ */
+#include <endian.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "image.h"
+#include "sif.h"
+#include "sif_write.h"
+#include "util.h"
+
+#define SIF_WRITE_DESCRIPTORS 48
+#define SIF_WRITE_DESC_OFFSET 4096
+#define SIF_PART_ALIGN 4096
+static const char sif_launch_script[] = "#!/usr/bin/env run-singularity\n";
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+static void put_i64(uint8_t *p, int64_t v)
+{
+	uint64_t u = htole64((uint64_t)v);
+	memcpy(p, &u, sizeof(u));
+}
+
+static int pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
+{
+	const char *p = buf;
+
+	while (n > 0) {
+		ssize_t r = TEMP_FAILURE_RETRY(pwrite(fd, p, n, (off_t)off));
+		if (r < 0)
+			return -1;
+		p += r;
+		n -= (size_t)r;
+		off += (uint64_t)r;
+	}
+	return 0;
+}
+
+/* Copy len bytes from in (offset 0) to out at off. Sets errno on error. */
+static int copy_range(int in, int out, uint64_t off, uint64_t len)
+{
+	loff_t ioff = 0, ooff = (loff_t)off;
+	char buf[65536];
+
+	while (len > 0) {
+		ssize_t n =
+		    copy_file_range(in, &ioff, out, &ooff,
+				    len > (1u << 30) ? (1u << 30) : len, 0);
+		if (n < 0 && (errno == EXDEV || errno == ENOSYS ||
+			      errno == EINVAL || errno == EOPNOTSUPP))
+			break;
+		if (n < 0)
+			return -1;
+		if (n == 0) {
+			errno = EIO; /* source shorter than announced */
+			return -1;
+		}
+		len -= (uint64_t)n;
+	}
+	while (len > 0) {
+		size_t want = len < sizeof(buf) ? len : sizeof(buf);
+		if (pread_full(in, buf, want, ioff) < 0)
+			return -1;
+		if (pwrite_all(out, buf, want, (uint64_t)ooff) < 0)
+			return -1;
+		ioff += (loff_t)want;
+		ooff += (loff_t)want;
+		len -= want;
+	}
+	return 0;
+}
+
+int sif_write_fd(int fd, const char *name, const struct sif_object_input *objs,
+		 size_t nobjs, mpictr_err **err)
+{
+	uint8_t hdr[SIF_HEADER_SIZE] = {0};
+	cleanup_free uint8_t *table = NULL;
+	const uint64_t data_off =
+	    SIF_WRITE_DESC_OFFSET + SIF_WRITE_DESCRIPTORS * SIF_DESC_SIZE;
+	uint64_t cursor = data_off;
+	int64_t now = (int64_t)time(NULL);
+	const char *arch = "00";
+	bool have_primary = false;
+	uint8_t id[16];
+	size_t i;
+
+	if (nobjs > SIF_WRITE_DESCRIPTORS)
+		return err_set(err, 0, "sif '%s': %zu objects, at most %d",
+			       name, nobjs, SIF_WRITE_DESCRIPTORS);
+	table = xcalloc(SIF_WRITE_DESCRIPTORS, SIF_DESC_SIZE);
+	for (i = 0; i < nobjs; i++) {
+		const struct sif_object_input *o = &objs[i];
+		uint8_t *d = table + i * SIF_DESC_SIZE;
+		uint64_t start = cursor;
+		int rc;
+
+		if (o->datatype == SIF_DATA_PARTITION) {
+			start = (cursor + SIF_PART_ALIGN - 1) / SIF_PART_ALIGN *
+				SIF_PART_ALIGN;
+			if (o->parttype == SIF_PART_PRIM_SYS) {
+				if (have_primary)
+					return err_set(err, 0,
+						       "sif '%s': a second "
+						       "primary partition",
+						       name);
+				have_primary = true;
+				arch = o->arch_code;
+			}
+		}
+		if (o->fd >= 0)
+			rc = copy_range(o->fd, fd, start, o->len);
+		else
+			rc = pwrite_all(fd, o->data, o->len, start);
+		if (rc < 0)
+			return err_set(err, errno, "sif '%s': write object %zu",
+				       name, i + 1);
+		put_u32(d + 0, (uint32_t)o->datatype);
+		d[4] = 1;
+		put_u32(d + 5, (uint32_t)(i + 1));
+		put_u32(d + 9, SIF_GROUP_MASK | 1);
+		put_u32(d + 13, 0);
+		put_i64(d + 17, (int64_t)start);
+		put_i64(d + 25, (int64_t)o->len);
+		put_i64(d + 33, (int64_t)(start - cursor + o->len));
+		put_i64(d + 41, now);
+		put_i64(d + 49, now);
+		if (o->name)
+			strncpy((char *)d + 73, o->name, SIF_NAME_SIZE);
+		if (o->datatype == SIF_DATA_PARTITION) {
+			put_u32(d + 201, (uint32_t)o->fstype);
+			put_u32(d + 205, (uint32_t)o->parttype);
+			memcpy(d + 209, o->arch_code, 2);
+		}
+		cursor = start + o->len;
+	}
+	if (getrandom(id, sizeof(id), 0) != (ssize_t)sizeof(id))
+		return err_set(err, errno, "sif '%s': random ID", name);
+	id[6] = (uint8_t)((id[6] & 0x0f) | 0x40); /* version 4 */
+	id[8] = (uint8_t)((id[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+
+	memcpy(hdr, sif_launch_script, sizeof(sif_launch_script) - 1);
+	memcpy(hdr + 32, "SIF_MAGIC", 10);
+	memcpy(hdr + 42, "01", 3);
+	memcpy(hdr + 45, arch, 2);
+	memcpy(hdr + 48, id, 16);
+	put_i64(hdr + 64, now);
+	put_i64(hdr + 72, now);
+	put_i64(hdr + 80, (int64_t)(SIF_WRITE_DESCRIPTORS - nobjs));
+	put_i64(hdr + 88, SIF_WRITE_DESCRIPTORS);
+	put_i64(hdr + 96, SIF_WRITE_DESC_OFFSET);
+	put_i64(hdr + 104, SIF_WRITE_DESCRIPTORS * SIF_DESC_SIZE);
+	put_i64(hdr + 112, (int64_t)data_off);
+	put_i64(hdr + 120, (int64_t)(cursor - data_off));
+	/* Objects first, then the table, then the header, as the Go library
+	 * does; bytes 128..4095 stay zero (a hole). */
+	if (pwrite_all(fd, table, SIF_WRITE_DESCRIPTORS * SIF_DESC_SIZE,
+		       SIF_WRITE_DESC_OFFSET) < 0 ||
+	    pwrite_all(fd, hdr, sizeof(hdr), 0) < 0)
+		return err_set(err, errno, "sif '%s': write header", name);
+	if (ftruncate(fd, (off_t)cursor) < 0)
+		return err_set(err, errno, "sif '%s': set size", name);
+	return 0;
+}
+
+/* ---- mksquashfs ---- */
+
+int sif_mksquashfs(const char *dir, const char *out, mpictr_err **err)
+{
+	const char *prog = getenv("MPICTR_MKSQUASHFS");
+	int pfd[2], status;
+	char buf[4096];
+	size_t len = 0;
+	pid_t pid;
+
+	if (!prog || !*prog)
+		prog = "mksquashfs";
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return err_set(err, errno, "pipe");
+	pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return err_set(err, errno, "fork");
+	}
+	if (pid == 0) {
+		/* Owners are kept (no -all-root): see docs/sif.md. */
+		const char *argv[] = {prog,	   dir,	     out,
+				      "-noappend", "-quiet", "-no-progress",
+				      "-comp",	   "gzip",   NULL};
+		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (nul < 0 || dup2(nul, 0) < 0 || dup2(pfd[1], 1) < 0 ||
+		    dup2(pfd[1], 2) < 0)
+			_exit(126);
+		execvp(prog, (char **)argv);
+		dprintf(2, "exec %s: %s\n", prog, strerror(errno));
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	close(pfd[1]);
+	for (;;) {
+		ssize_t n = TEMP_FAILURE_RETRY(
+		    read(pfd[0], buf + len, sizeof(buf) - 1 - len));
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		if (len == sizeof(buf) - 1) { /* keep the tail */
+			memmove(buf, buf + len / 2, len - len / 2);
+			len -= len / 2;
+		}
+	}
+	close(pfd[0]);
+	buf[len] = '\0';
+	if (TEMP_FAILURE_RETRY(waitpid(pid, &status, 0)) < 0)
+		return err_set(err, errno, "wait for %s", prog);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		/* the last non-empty line of its output */
+		char *line, *end;
+		while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+			buf[--len] = '\0';
+		line = strrchr(buf, '\n');
+		line = line ? line + 1 : buf;
+		for (end = line; *end; end++)
+			if ((unsigned char)*end < 0x20)
+				*end = ' ';
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+			return err_set(err, ENOENT,
+				       "run %s to pack '%s' (hint: install "
+				       "squashfs-tools)",
+				       prog, dir);
+		return err_set(err, 0, "%s '%s' failed (%s %d)%s%s", prog, dir,
+			       WIFEXITED(status) ? "exit status" : "signal",
+			       WIFEXITED(status) ? WEXITSTATUS(status)
+						 : WTERMSIG(status),
+			       *line ? ": " : "", line);
+	}
+	return 0;
+}
+
+/* ---- create ---- */
+
+/* Create a new file next to target: "<dir>/.<base>.<tag>.XXXXXX", mode
+ * 0777 & ~umask (like Apptainer's 0777 create) for the SIF, 0600 for the
+ * scratch squashfs. Stores the name in *tmp. Returns the fd or -1. */
+int sif_open_temp(const char *target, const char *tag, mode_t mode, char **tmp,
+		  mpictr_err **err)
+{
+	cleanup_free char *d = xstrdup(target), *b = xstrdup(target);
+	const char *dir = dirname(d), *base = basename(b);
+	int tries, fd;
+
+	for (tries = 0; tries < 16; tries++) {
+		uint32_t r;
+		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			return err_set(err, errno, "random name");
+		*tmp = xasprintf("%s/.%s.%s.%08x", dir, base, tag, r);
+		fd = open(*tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+		if (fd >= 0)
+			return fd;
+		if (errno != EEXIST)
+			break;
+		free(*tmp);
+		*tmp = NULL;
+	}
+	err_set(err, errno, "create a temporary file in '%s'", dir);
+	free(*tmp);
+	*tmp = NULL;
+	return -1;
+}
