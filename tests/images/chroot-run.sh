@@ -13,7 +13,7 @@ IMG=$(realpath "$1")
 shift
 U=$(id -u) G=$(id -g)
 MNT=$(mktemp -d "${TMPDIR:-/tmp}/chroot-run.XXXXXX")
-trap 'rmdir "$MNT/root" "$MNT/tmp" 2>/dev/null; rmdir "$MNT" 2>/dev/null || true' EXIT
+trap 'rm -rf "$MNT/tmp"; rmdir "$MNT/root" "$MNT" 2>/dev/null || true' EXIT
 mkdir "$MNT/root" "$MNT/tmp"
 
 off=
@@ -27,7 +27,7 @@ if [ -f "$IMG" ]; then
 fi
 
 # shellcheck disable=SC2016
-exec unshare -Urm --propagation private bash -c '
+unshare -Urm --propagation private bash -c '
 	set -e
 	IMG=$1 OFF=$2 M=$3 U=$4 G=$5; shift 5
 	R=$IMG
@@ -45,4 +45,4 @@ exec unshare -Urm --propagation private bash -c '
 		for _ in $(seq 100); do kill -0 $F 2>/dev/null || break; sleep 0.05; done
 		kill $F 2>/dev/null || true; wait $F 2>/dev/null || true
 	fi
-	exit $rc' chroot-run "$IMG" "$off" "$MNT" "$U" "$G" "$@"
+	exit $rc' chroot-run "$IMG" "$off" "$MNT" "$U" "$G" "$@" || exit $?

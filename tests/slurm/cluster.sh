@@ -1,0 +1,371 @@
+#!/bin/bash
+# cluster.sh start|stop|status [--nodes N] - a real Slurm 22.05 for the tests
+# (run as root; Debian's slurmctld, slurmd and munge).
+#
+#   --nodes 1 (default): one node named `hostname -s` on 127.0.0.1, in the
+#       host's namespaces. Clients: SLURM_CONF=/etc/slurm-mpictr/slurm.conf
+#   --nodes N (N >= 2): N nodes node1..nodeN, each slurmd in its own
+#       network, UTS and mount namespace (private /etc/hosts and /tmp) on a
+#       bridge in a "switch" namespace, 10.77.0.1N/24; slurmctld runs in
+#       node1. The host namespace is the login node: a veth on the same
+#       bridge with 10.77.0.1/24 and no other route, so an unprivileged
+#       user's srun reaches the nodes. Nothing is routed off the machine.
+#       Clients: SLURM_CONF=/etc/slurm-mpictr-nn/slurm.conf
+#
+# Both clusters can run at the same time (ports 16817/16818 in different
+# network namespaces) and share one private munged
+# (/run/munge-mpictr/munge.socket.2). Everything has mpictr in its name.
+# start and stop are idempotent; stop ends exactly the daemons start
+# recorded (PID files) and the slurmstepd processes left stuck by jobs that
+# are gone. StateSaveLocation is never wiped: job ids must not restart
+# (stale /tmp/spmix_appdir_<uid>_<job>.<step> would collide).
+set -euo pipefail
+PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH
+
+MUNGE_RUN=/run/munge-mpictr
+MUNGE_SOCK=$MUNGE_RUN/munge.socket.2
+NET=10.77.0
+NS=mpictr-nn
+WAIT_S=${MPICTR_SLURM_WAIT:-60}
+
+die() { echo "cluster.sh: $*" >&2; exit 1; }
+say() { echo "cluster.sh: $*"; }
+
+usage() { echo "usage: cluster.sh start|stop|status [--nodes N]" >&2; exit 2; }
+[ $# -ge 1 ] || usage
+CMD=$1
+shift
+NODES=1
+while [ $# -gt 0 ]; do
+	case $1 in
+	--nodes) NODES=${2:-}; shift 2 || usage ;;
+	--nodes=*) NODES=${1#--nodes=}; shift ;;
+	*) usage ;;
+	esac
+done
+[[ $NODES =~ ^[0-9]+$ ]] && [ "$NODES" -ge 1 ] && [ "$NODES" -le 8 ] ||
+	die "--nodes '$NODES': expected 1..8"
+[ "$(id -u)" = 0 ] || [ "$CMD" = status ] || die "$CMD needs root"
+
+if [ "$NODES" = 1 ]; then
+	MODE=single
+	ETC=/etc/slurm-mpictr
+	SPOOL=/var/spool/slurm-mpictr
+	LOG=/var/log/slurm-mpictr
+	RUN=/run/slurm-mpictr
+else
+	MODE=multi
+	ETC=/etc/slurm-mpictr-nn
+	SPOOL=/var/spool/slurm-mpictr-nn
+	LOG=/var/log/slurm-mpictr-nn
+	RUN=/run/slurm-mpictr-nn
+fi
+export SLURM_CONF=$ETC/slurm.conf
+
+alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+stop_pidfile() { # FILE: end exactly the recorded process
+	local f=$1 p
+	[ -f "$f" ] || return 0
+	p=$(cat "$f")
+	if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
+		kill "$p" 2>/dev/null || true
+		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -0 "$p" 2>/dev/null && kill -9 "$p" 2>/dev/null
+	fi
+	rm -f "$f"
+}
+
+# ---- munge ------------------------------------------------------------------
+start_munge() {
+	id munge >/dev/null 2>&1 || die "user munge missing: install the munge package"
+	mkdir -p /etc/munge /var/log/munge /var/lib/munge
+	if ! [ -s /etc/munge/munge.key ]; then
+		mungekey --create --keyfile=/etc/munge/munge.key 2>/dev/null ||
+			dd if=/dev/urandom of=/etc/munge/munge.key bs=1024 count=1 status=none
+	fi
+	chown munge:munge /etc/munge/munge.key /var/log/munge /var/lib/munge
+	chmod 0400 /etc/munge/munge.key
+	mkdir -p "$MUNGE_RUN"
+	chown munge:munge "$MUNGE_RUN"
+	chmod 0755 "$MUNGE_RUN"
+	alive "$MUNGE_RUN/munged.pid" && return 0
+	rm -f "$MUNGE_SOCK" "$MUNGE_SOCK.lock"
+	runuser -u munge -- munged --socket="$MUNGE_SOCK" --pid-file="$MUNGE_RUN/munged.pid" \
+		--log-file=/var/log/munge/munged-mpictr.log --seed-file=/var/lib/munge/munged-mpictr.seed
+	for _ in $(seq 50); do
+		munge -S "$MUNGE_SOCK" -n 2>/dev/null | unmunge -S "$MUNGE_SOCK" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	die "munged did not answer on $MUNGE_SOCK (log: /var/log/munge/munged-mpictr.log)"
+}
+
+stop_munge_if_unused() {
+	alive /run/slurm-mpictr/slurmd.pid || alive /run/slurm-mpictr/slurmctld.pid ||
+		alive /run/slurm-mpictr-nn/slurmctld.pid.fg || stop_pidfile "$MUNGE_RUN/munged.pid"
+}
+
+# ---- stuck slurmstepd ------------------------------------------------------------
+# After a refused PMIx client slurmstepd can hang in PMIx_server_finalize,
+# ignoring SIGTERM, its job gone. Kill those of this cluster (by network
+# namespace) and remove their PMIx app dirs.
+kill_stuck_stepd() {
+	local p cmd j st myns ns
+	myns=$(readlink /proc/self/ns/net)
+	for p in $(pgrep -x slurmstepd || true); do
+		ns=$(readlink "/proc/$p/ns/net" 2>/dev/null) || continue
+		if [ "$MODE" = single ]; then [ "$ns" = "$myns" ] || continue
+		else [ "$ns" != "$myns" ] || continue; fi
+		cmd=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null) || continue
+		j=$(sed -nE 's/.*\[([0-9]+)\.([0-9a-z]+)\].*/\1/p' <<<"$cmd")
+		st=$(sed -nE 's/.*\[([0-9]+)\.([0-9a-z]+)\].*/\2/p' <<<"$cmd")
+		[ -n "$j" ] || continue
+		if [ "${1:-}" = all ] || [ -z "$(timeout 10 squeue -h -j "$j" -o %i 2>/dev/null)" ]; then
+			say "killing stuck slurmstepd $p (job $j.$st gone)"
+			kill -9 "$p" 2>/dev/null || true
+			rm -rf /tmp/spmix_appdir_*_"$j.$st"
+		fi
+	done
+}
+
+# ---- configuration ------------------------------------------------------------------
+write_conf() {
+	local ctld nodes n
+	mkdir -p "$ETC" "$SPOOL/ctld" "$LOG" "$RUN"
+	chmod 0755 "$SPOOL" "$LOG"
+	if [ "$MODE" = single ]; then
+		n=$(hostname -s)
+		ctld="$n(127.0.0.1)"
+		nodes="NodeName=$n NodeAddr=127.0.0.1"
+		mkdir -p "$SPOOL/d"
+	else
+		ctld="node1($NET.11)"
+		nodes=$(for i in $(seq "$NODES"); do echo "NodeName=node$i NodeAddr=$NET.1$i"; done)
+		for i in $(seq "$NODES"); do mkdir -p "$SPOOL/node$i"; done
+	fi
+	cat >"$SLURM_CONF.new" <<EOF
+# written by tests/slurm/cluster.sh ($MODE, $NODES node(s))
+ClusterName=mpictr$([ "$MODE" = multi ] && echo nn)
+SlurmctldHost=$ctld
+SlurmctldPort=16817
+SlurmdPort=16818
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$MUNGE_SOCK
+CredType=cred/munge
+StateSaveLocation=$SPOOL/ctld
+SlurmdSpoolDir=$SPOOL/$([ "$MODE" = multi ] && echo %n || echo d)
+SlurmctldPidFile=$RUN/slurmctld.pid
+SlurmdPidFile=$RUN/slurmd$([ "$MODE" = multi ] && echo -%n).pid
+SlurmctldLogFile=$LOG/slurmctld.log
+SlurmdLogFile=$LOG/slurmd$([ "$MODE" = multi ] && echo -%n).log
+SlurmctldDebug=info
+SlurmdDebug=info
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SwitchType=switch/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/builtin
+MpiDefault=none
+ReturnToService=2
+SlurmdTimeout=60
+InactiveLimit=0
+KillWait=5
+NodeName=DEFAULT CPUs=$(nproc) RealMemory=2000 State=UNKNOWN
+$nodes
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:8
+EOF
+	mv "$SLURM_CONF.new" "$SLURM_CONF"
+	chmod 0644 "$SLURM_CONF"
+}
+
+# ---- waiting -------------------------------------------------------------------------
+nodes_idle() { # all NODES nodes idle/mixed/allocated
+	local n
+	n=$(timeout 10 sinfo -h -N -o '%N %T' 2>/dev/null | sort -u |
+		awk '$2 ~ /^(idle|mixed|allocated|completing)$/ { n++ } END { print n + 0 }')
+	[ "$n" = "$NODES" ]
+}
+
+wait_idle() {
+	local t=0 resumed=0
+	while ! nodes_idle; do
+		if [ $t -ge $((WAIT_S * 10)) ]; then
+			echo "cluster.sh: $MODE cluster not idle after ${WAIT_S} s" >&2
+			timeout 10 sinfo -N -l >&2 || true
+			fail_logs
+			return 1
+		fi
+		# a node kept "down"/"drain" in the saved state: resume it once
+		if [ $resumed = 0 ] && [ $t -ge 50 ] &&
+			timeout 10 sinfo -h -N -o '%T' 2>/dev/null | grep -qE 'down|drain'; then
+			timeout 10 sinfo -h -N -o '%N' | sort -u | while read -r n; do
+				timeout 10 scontrol update NodeName="$n" State=RESUME 2>/dev/null || true
+			done
+			resumed=1
+		fi
+		sleep 0.1
+		t=$((t + 1))
+	done
+}
+
+fail_logs() {
+	echo "cluster.sh: logs: $LOG/ (slurmctld.log, slurmd*.log, *.stdout), /var/log/munge/munged-mpictr.log" >&2
+	local f
+	for f in "$LOG"/*.log "$LOG"/*.stdout; do
+		[ -f "$f" ] || continue
+		echo "---- tail $f" >&2
+		tail -n 8 "$f" >&2
+	done
+}
+
+# ---- single node --------------------------------------------------------------------------
+start_single() {
+	local n
+	n=$(hostname -s)
+	getent hosts "$n" >/dev/null || echo "127.0.0.1 $n" >>/etc/hosts
+	if alive "$RUN/slurmctld.pid" && alive "$RUN/slurmd.pid"; then
+		say "single-node cluster already running"
+	else
+		write_conf
+		start_munge
+		kill_stuck_stepd
+		alive "$RUN/slurmctld.pid" || slurmctld -f "$SLURM_CONF" || { fail_logs; die "slurmctld failed to start"; }
+		alive "$RUN/slurmd.pid" || slurmd -f "$SLURM_CONF" || { fail_logs; die "slurmd failed to start"; }
+	fi
+	wait_idle || die "single-node cluster did not come up"
+	say "single-node cluster up: node $n, SLURM_CONF=$SLURM_CONF"
+}
+
+stop_single() {
+	kill_stuck_stepd
+	stop_pidfile "$RUN/slurmd.pid"
+	stop_pidfile "$RUN/slurmctld.pid"
+	kill_stuck_stepd all
+}
+
+# ---- several nodes in namespaces -------------------------------------------------------------
+net_up() {
+	local i
+	mkdir -p "$RUN"
+	if ! [ -e /run/netns/$NS-sw ]; then
+		ip netns add $NS-sw
+		ip -n $NS-sw link set lo up
+		ip -n $NS-sw link add br0 type bridge
+		ip -n $NS-sw link set br0 up
+		# the login side: the host namespace, 10.77.0.1, nothing else routed
+		ip link add mpictr-login type veth peer name login netns $NS-sw
+		ip -n $NS-sw link set login master br0 up
+		ip addr add $NET.1/24 dev mpictr-login
+		ip link set mpictr-login up
+	fi
+	for i in $(seq "$NODES"); do
+		[ -e /run/netns/$NS-n$i ] && continue
+		ip netns add $NS-n$i
+		ip link add eth0 netns $NS-n$i type veth peer name port$i netns $NS-sw
+		ip -n $NS-sw link set port$i master br0 up
+		ip -n $NS-n$i link set lo up
+		ip -n $NS-n$i addr add $NET.1$i/24 dev eth0
+		ip -n $NS-n$i link set eth0 up
+	done
+	{
+		echo "127.0.0.1 localhost"
+		echo "$NET.1 login $(hostname -s)"
+		for i in $(seq "$NODES"); do echo "$NET.1$i node$i"; done
+	} >"$RUN/hosts"
+}
+
+net_down() {
+	local f
+	for f in /run/netns/$NS-n*; do
+		[ -e "$f" ] && ip netns del "$(basename "$f")"
+	done
+	ip link del mpictr-login 2>/dev/null || true
+	[ -e /run/netns/$NS-sw ] && ip netns del $NS-sw
+	return 0
+}
+
+# in_node N CMD...: exec CMD in node N's network namespace (nsenter, not
+# `ip netns exec`, which remounts /sys and hides /sys/fs/cgroup from
+# slurmd), a new UTS namespace (hostname nodeN) and a new mount namespace
+# with private /etc/hosts and /tmp. Everything execs: $! is CMD's PID.
+in_node() {
+	local n=$1
+	shift
+	exec setsid nsenter --net=/run/netns/$NS-n"$n" unshare --uts --mount --propagation private \
+		sh -c 'hostname "$0"; mount --bind "$1" /etc/hosts; mount -t tmpfs -o mode=1777 tmpfs /tmp; shift; exec "$@"' \
+		"node$n" "$RUN/hosts" "$@"
+}
+
+multi_alive() {
+	local i
+	alive "$RUN/slurmctld.pid.fg" && [ -f "$RUN/nodes" ] && [ "$(cat "$RUN/nodes")" = "$NODES" ] || return 1
+	for i in $(seq "$NODES"); do alive "$RUN/slurmd-node$i.fg.pid" || return 1; done
+}
+
+start_multi() {
+	local i
+	if multi_alive; then
+		say "$NODES-node cluster already running"
+	else
+		stop_multi quiet
+		net_up
+		write_conf
+		start_munge
+		echo "$NODES" >"$RUN/nodes"
+		(in_node 1 slurmctld -D -f "$SLURM_CONF" </dev/null >"$LOG/slurmctld.stdout" 2>&1) &
+		echo $! >"$RUN/slurmctld.pid.fg"
+		for i in $(seq "$NODES"); do
+			(in_node "$i" slurmd -D -f "$SLURM_CONF" </dev/null >"$LOG/slurmd-node$i.stdout" 2>&1) &
+			echo $! >"$RUN/slurmd-node$i.fg.pid"
+		done
+	fi
+	wait_idle || die "$NODES-node cluster did not come up"
+	say "$NODES-node cluster up: node1..node$NODES ($NET.11..), login $NET.1, SLURM_CONF=$SLURM_CONF"
+}
+
+stop_multi() {
+	local f
+	[ "${1:-}" = quiet ] || kill_stuck_stepd
+	for f in "$RUN"/slurmd-node*.fg.pid "$RUN/slurmctld.pid.fg"; do
+		[ -e "$f" ] && stop_pidfile "$f"
+	done
+	rm -f "$RUN/slurmctld.pid" "$RUN"/slurmd-node*.pid "$RUN/nodes"
+	[ "${1:-}" = quiet ] || kill_stuck_stepd all
+	net_down
+}
+
+# ---- main -------------------------------------------------------------------------------------
+case $CMD in
+start)
+	command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null ||
+		die "slurmctld, slurmd and munge must be installed (tests/deps/debian-packages.txt)"
+	mountpoint -q /sys/fs/cgroup || die "/sys/fs/cgroup is not mounted: slurmd cannot start"
+	"start_$MODE"
+	;;
+stop)
+	if [ "$MODE" = single ]; then stop_single; else stop_multi; fi
+	stop_munge_if_unused
+	say "$MODE cluster stopped"
+	;;
+status)
+	if [ "$MODE" = multi ] && ! [ -e /run/netns/$NS-sw ] || ! [ -f "$SLURM_CONF" ]; then
+		echo "$MODE cluster: not running"
+		exit 1
+	fi
+	if nodes_idle; then
+		echo "$MODE cluster: up (SLURM_CONF=$SLURM_CONF)"
+		timeout 10 sinfo -N
+	else
+		echo "$MODE cluster: not up (SLURM_CONF=$SLURM_CONF)"
+		timeout 10 sinfo -N 2>&1 || true
+		exit 1
+	fi
+	;;
+*) usage ;;
+esac
