@@ -148,6 +148,8 @@ static pmix_status_t on_fence_nb(const pmix_proc_t procs[], size_t nprocs,
 {
 	char *copy = NULL;
 
+	log_debug("pmix: fence_nb over %zu proc entries, %zu bytes", nprocs,
+		  ndata);
 	if (ndata) {
 		copy = xmalloc(ndata);
 		memcpy(copy, data, ndata);
