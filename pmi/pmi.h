@@ -19,14 +19,14 @@
 #define PMI_JOB_MAX_RANKS (1u << 20)
 
 struct pmi_job {
-	char *nspace;          /* e.g. "mpictr.<pid>.<n>"; also the PMI-1 kvsname */
-	uint32_t size;         /* ranks in the job (all nodes) */
+	char *nspace;  /* e.g. "mpictr.<pid>.<n>"; also the PMI-1 kvsname */
+	uint32_t size; /* ranks in the job (all nodes) */
 	uint32_t nnodes, nodeid;
 	char **hostnames;      /* nnodes entries */
 	uint32_t *rank_node;   /* size entries: node index of each rank */
 	uint32_t nlocal;       /* ranks on this node */
 	uint32_t *local_ranks; /* nlocal global ranks, ascending */
-	uid_t uid;             /* as the ranks will see themselves */
+	uid_t uid;	       /* as the ranks will see themselves */
 	gid_t gid;
 };
 
@@ -68,8 +68,8 @@ struct pmi_server;
  * this process's environment first (see docs/pmi.md). Only one server may
  * exist in a process at a time (libpmix is process-global). */
 int pmi_server_start(const struct pmi_job *job, const char *tmpdir_base,
-		     pmi_abort_fn on_abort, void *data,
-		     struct pmi_server **out, mpictr_err **err);
+		     pmi_abort_fn on_abort, void *data, struct pmi_server **out,
+		     mpictr_err **err);
 /* The private directory of the server (PMIX_SERVER_TMPDIR); owned by s. */
 const char *pmi_server_tmpdir(const struct pmi_server *s);
 /* Merge the environment of the local rank with global rank `rank` into *env

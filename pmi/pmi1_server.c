@@ -31,7 +31,7 @@ struct kv {
 };
 
 struct conn {
-	int fd;       /* server end; -1 once closed */
+	int fd;	      /* server end; -1 once closed */
 	int child_fd; /* child end until the parent forked; -1 after */
 	uint32_t rank;
 	size_t inlen;
@@ -149,7 +149,7 @@ static void conn_send(struct pmi1_service *s, struct conn *c, const char *fmt,
 	/* A reply is far smaller than the socket buffer; if it does not fit,
 	 * the rank has stopped reading and cannot be served anyway. */
 	w = TEMP_FAILURE_RETRY(
-		send(c->fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT));
+	    send(c->fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT));
 	if (w != n)
 		conn_drop(s, c, "cannot send reply");
 }
@@ -281,8 +281,7 @@ static void handle_line(struct pmi1_service *s, struct conn *c,
 
 		if (!v || parse_long(v, INT32_MIN, INT32_MAX, &code) < 0)
 			code = 1;
-		snprintf(msg, sizeof(msg), "rank %u called PMI abort",
-			 c->rank);
+		snprintf(msg, sizeof(msg), "rank %u called PMI abort", c->rank);
 		s->hooks.abort(s->hooks.ctx, (int)code, msg);
 	} else {
 		char why[96];
@@ -296,7 +295,7 @@ static void handle_line(struct pmi1_service *s, struct conn *c,
 static void conn_read(struct pmi1_service *s, struct conn *c)
 {
 	ssize_t n = TEMP_FAILURE_RETRY(
-		recv(c->fd, c->in + c->inlen, sizeof(c->in) - c->inlen, 0));
+	    recv(c->fd, c->in + c->inlen, sizeof(c->in) - c->inlen, 0));
 	size_t start = 0;
 
 	if (n == 0) {
@@ -355,8 +354,7 @@ static void *service_main(void *arg)
 	return NULL;
 }
 
-int pmi1_service_start(const struct pmi_job *job,
-		       const struct pmi_hooks *hooks,
+int pmi1_service_start(const struct pmi_job *job, const struct pmi_hooks *hooks,
 		       struct pmi1_service **out, mpictr_err **err)
 {
 	struct pmi1_service *s = xcalloc(1, sizeof(*s));

@@ -18,15 +18,15 @@
 
 enum pmi1_parse_error {
 	PMI1_OK = 0,
-	PMI1_ERR_EMPTY = -1,      /* nothing but blanks */
-	PMI1_ERR_TOO_LONG = -2,   /* more than PMI1_MAXLINE bytes */
-	PMI1_ERR_BAD_CHAR = -3,   /* NUL or another control byte */
-	PMI1_ERR_NO_EQUALS = -4,  /* a word without '=' */
-	PMI1_ERR_BAD_KEY = -5,    /* empty key */
-	PMI1_ERR_TOO_MANY = -6,   /* more than PMI1_MAXPAIRS pairs */
-	PMI1_ERR_NO_CMD = -7,     /* first pair is not cmd= / mcmd= */
-	PMI1_ERR_EMPTY_CMD = -8,  /* cmd= with an empty value */
-	PMI1_ERR_DUP_KEY = -9,    /* a key given twice */
+	PMI1_ERR_EMPTY = -1,	 /* nothing but blanks */
+	PMI1_ERR_TOO_LONG = -2,	 /* more than PMI1_MAXLINE bytes */
+	PMI1_ERR_BAD_CHAR = -3,	 /* NUL or another control byte */
+	PMI1_ERR_NO_EQUALS = -4, /* a word without '=' */
+	PMI1_ERR_BAD_KEY = -5,	 /* empty key */
+	PMI1_ERR_TOO_MANY = -6,	 /* more than PMI1_MAXPAIRS pairs */
+	PMI1_ERR_NO_CMD = -7,	 /* first pair is not cmd= / mcmd= */
+	PMI1_ERR_EMPTY_CMD = -8, /* cmd= with an empty value */
+	PMI1_ERR_DUP_KEY = -9,	 /* a key given twice */
 };
 
 struct pmi1_pair {
@@ -36,9 +36,9 @@ struct pmi1_pair {
 
 struct pmi1_msg {
 	char buf[PMI1_MAXLINE + 1]; /* the line, blanks replaced by NULs */
-	const char *cmd;            /* value of cmd= (or mcmd=) */
-	bool multi;                 /* mcmd= (multi-line spawn) */
-	size_t npairs;              /* pairs after the command */
+	const char *cmd;	    /* value of cmd= (or mcmd=) */
+	bool multi;		    /* mcmd= (multi-line spawn) */
+	size_t npairs;		    /* pairs after the command */
 	struct pmi1_pair pairs[PMI1_MAXPAIRS];
 };
 

@@ -10,7 +10,7 @@
 enum pmi_rank_ev {
 	RANK_EV_CONNECTED, /* PMIx client connected / PMI-1 cmd=init */
 	RANK_EV_FINALIZED, /* PMIx_Finalize / PMI-1 cmd=finalize */
-	RANK_EV_CLOSED,    /* PMI-1 socket closed (EOF or dropped) */
+	RANK_EV_CLOSED,	   /* PMI-1 socket closed (EOF or dropped) */
 };
 
 struct pmi_hooks {
@@ -32,7 +32,7 @@ struct pmi_hooks {
 /* PMIx_server_init + register nspace and local clients. tmpdir exists and is
  * private. One per process. */
 int pmi_pmix_start(const struct pmi_job *job, const char *tmpdir,
-		       const struct pmi_hooks *hooks, mpictr_err **err);
+		   const struct pmi_hooks *hooks, mpictr_err **err);
 /* PMIx_server_setup_fork output for `rank`, merged into *env. */
 int pmi_pmix_rank_env(uint32_t rank, char ***env, mpictr_err **err);
 /* Deregister and finalize; safe when start failed half-way. */
@@ -41,8 +41,7 @@ void pmi_pmix_stop(void);
 /* ---- PMI-1 service (pmi1_server.c) ---- */
 struct pmi1_service;
 /* One socketpair per local rank, a thread polling the server ends. */
-int pmi1_service_start(const struct pmi_job *job,
-		       const struct pmi_hooks *hooks,
+int pmi1_service_start(const struct pmi_job *job, const struct pmi_hooks *hooks,
 		       struct pmi1_service **out, mpictr_err **err);
 /* The child end of local rank `rank`'s socketpair (FD_CLOEXEC), or -1 with
  * *err when the rank is unknown or was already forked. */

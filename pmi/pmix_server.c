@@ -40,8 +40,10 @@ struct waiter {
 };
 
 #define WAITER_INIT                                                            \
-	{PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false,           \
-	 PMIX_SUCCESS}
+	{                                                                      \
+		PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false,    \
+		    PMIX_SUCCESS                                               \
+	}
 
 static void waiter_op_cb(pmix_status_t status, void *cbdata)
 {
@@ -104,9 +106,9 @@ static pmix_status_t on_client_finalized(const pmix_proc_t *proc,
 }
 
 static pmix_status_t on_abort(const pmix_proc_t *proc, void *server_object,
-			      int status, const char msg[],
-			      pmix_proc_t procs[], size_t nprocs,
-			      pmix_op_cbfunc_t cbfunc, void *cbdata)
+			      int status, const char msg[], pmix_proc_t procs[],
+			      size_t nprocs, pmix_op_cbfunc_t cbfunc,
+			      void *cbdata)
 {
 	char text[256];
 
@@ -183,11 +185,11 @@ static pmix_status_t on_direct_modex(const pmix_proc_t *proc,
 }
 
 static pmix_server_module_t module = {
-	.client_connected = on_client_connected,
-	.client_finalized = on_client_finalized,
-	.abort = on_abort,
-	.fence_nb = on_fence_nb,
-	.direct_modex = on_direct_modex,
+    .client_connected = on_client_connected,
+    .client_finalized = on_client_finalized,
+    .abort = on_abort,
+    .fence_nb = on_fence_nb,
+    .direct_modex = on_direct_modex,
 };
 
 /* ---- environment hygiene ---- */
@@ -234,8 +236,8 @@ static int list_add(void *list, const char *key, const void *value,
 	return 0;
 }
 
-static int add_regex(void *list, const char *key, const char *input,
-		     bool ppn, mpictr_err **err)
+static int add_regex(void *list, const char *key, const char *input, bool ppn,
+		     mpictr_err **err)
 {
 	char *regex = NULL;
 	pmix_status_t rc = ppn ? PMIx_generate_ppn(input, &regex)
@@ -350,8 +352,7 @@ static int register_job(const struct pmi_job *job, const char *tmpdir,
 	/* Blocking form: NULL cbfunc. nlocalprocs must be exact, since
 	 * libpmix completes local collectives when that many have joined. */
 	rc = PMIx_server_register_nspace(g.nspace, (int)job->nlocal,
-					 darray.array, darray.size, NULL,
-					 NULL);
+					 darray.array, darray.size, NULL, NULL);
 	if (!pmix_ok(rc)) {
 		pmix_fail(err, rc, "register namespace");
 		goto out;
@@ -386,8 +387,9 @@ int pmi_pmix_start(const struct pmi_job *job, const char *tmpdir,
 	pmix_status_t rc;
 
 	if (g.initialized)
-		return err_set(err, EBUSY, "pmix: a server already runs in "
-				       "this process");
+		return err_set(err, EBUSY,
+			       "pmix: a server already runs in "
+			       "this process");
 	if (strlen(job->nspace) > PMIX_MAX_NSLEN)
 		return err_set(err, 0, "pmix: namespace '%s' too long",
 			       job->nspace);

@@ -34,7 +34,7 @@ struct pmi_server {
 	struct rank_state *st;
 	uint32_t nconnected;
 	long left_unconnected; /* a rank that exited before connecting */
-	bool ended;            /* on_abort was called */
+	bool ended;	       /* on_abort was called */
 };
 
 static long local_index(const struct pmi_server *s, uint32_t rank)
@@ -189,8 +189,8 @@ fail:
 /* ---- public ---- */
 
 int pmi_server_start(const struct pmi_job *job, const char *tmpdir_base,
-		     pmi_abort_fn on_abort, void *data,
-		     struct pmi_server **out, mpictr_err **err)
+		     pmi_abort_fn on_abort, void *data, struct pmi_server **out,
+		     mpictr_err **err)
 {
 	struct pmi_server *s;
 
@@ -241,8 +241,8 @@ const char *pmi_server_tmpdir(const struct pmi_server *s)
 static void scrub_rank_env(char ***env)
 {
 	static const char *const pmi1_vars[] = {
-		"PMI_FD",   "PMI_PORT",    "PMI_ID",
-		"PMI_RANK", "PMI_SIZE",    "PMI_SPAWNED",
+	    "PMI_FD",	"PMI_PORT", "PMI_ID",
+	    "PMI_RANK", "PMI_SIZE", "PMI_SPAWNED",
 	};
 	char **names = NULL;
 
