@@ -1,37 +1,97 @@
-/* pmi.h - TEMPORARY copy of the interface agreed with the pmi/ work; the
- * real header replaces it when the PMI servers land. */
+/* pmi.h - mpictr's PMI servers, as the launcher sees them: the job description
+ * (plain data, pure) and one server object that runs both a PMIx server
+ * (Open MPI, PMIx applications) and a PMI-1 "simple" wire server (MPICH).
+ *
+ * Only pmi/pmix_server.c includes the PMIx headers; nothing here depends on
+ * them. See docs/pmi.md for the keys and the environment each rank gets.
+ */
 #ifndef MPICTR_PMI_H
 #define MPICTR_PMI_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "mpictr.h"
+#include "error.h"
+
+/* Upper bound on ranks in one job (PMI-1 and PMIx both carry rank lists as
+ * text; 1 << 20 keeps every derived string far below any size limit). */
+#define PMI_JOB_MAX_RANKS (1u << 20)
 
 struct pmi_job {
-	char *nspace;
-	uint32_t size;
+	char *nspace;  /* e.g. "mpictr.<pid>.<n>"; also the PMI-1 kvsname */
+	uint32_t size; /* ranks in the job (all nodes) */
 	uint32_t nnodes, nodeid;
-	char **hostnames;
-	uint32_t *rank_node;
-	uint32_t nlocal;
-	uint32_t *local_ranks;
-	uid_t uid;
+	char **hostnames;      /* nnodes entries */
+	uint32_t *rank_node;   /* size entries: node index of each rank */
+	uint32_t nlocal;       /* ranks on this node */
+	uint32_t *local_ranks; /* nlocal global ranks, ascending */
+	uid_t uid;	       /* as the ranks will see themselves */
 	gid_t gid;
 };
+
+/* Build the job of a single-node launch of n ranks on this host (namespace
+ * "mpictr.<pid>.<counter>", hostname from gethostname()). On failure returns
+ * -1 and *job is left zeroed. */
 int pmi_job_single_node(uint32_t n, uid_t uid, gid_t gid, struct pmi_job *job,
 			mpictr_err **err);
+/* Release what pmi_job_single_node() allocated; zeroes *job. NULL ok. */
 void pmi_job_free(struct pmi_job *job);
+
+/* Pure helpers over a job (all results malloc'ed, caller frees). */
+/* "h0,h1,..." (the input of PMIx_generate_regex). */
+char *pmi_job_node_list(const struct pmi_job *job);
+/* "0,1;2,3" - ranks of each node, nodes in order (PMIx_generate_ppn). */
+char *pmi_job_proc_list(const struct pmi_job *job);
+/* "r,r,..." - the ranks on this node (PMIX_LOCAL_PEERS). */
+char *pmi_job_local_peers(const struct pmi_job *job);
+/* MPICH's PMI_process_mapping, "(vector,(first_node,nodes,ppn),...)", or
+ * NULL when the ranks are not placed in node blocks (MPICH then falls back
+ * to exchanging host names). */
+char *pmi_job_process_mapping(const struct pmi_job *job);
+/* Index of global rank r among the local ranks, or -1. */
+long pmi_job_local_index(const struct pmi_job *job, uint32_t rank);
+
+/* Called from a server thread (or from pmi_server_rank_exited) when the job
+ * must end: a rank called MPI_Abort / PMIx_Abort / PMI-1 abort, or a rank
+ * left in a way the others can never get past (see docs/pmi.md). Must only
+ * do async-safe things in spirit, e.g. write to a pipe. */
 typedef void (*pmi_abort_fn)(int exit_code, const char *msg, void *data);
+
 struct pmi_server;
+
+/* Start both servers for `job` (copied; the caller may free it afterwards).
+ * PMIx_server_init runs with a private tmpdir created under `tmpdir_base`
+ * (mkdtemp, mode 0700, owner checked); the namespace and every local rank
+ * are registered (blocking) with job->uid/gid; one PMI-1 socketpair per local
+ * rank is served by a thread. Inherited PMIX_* variables are removed from
+ * this process's environment first (see docs/pmi.md). Only one server may
+ * exist in a process at a time (libpmix is process-global). */
 int pmi_server_start(const struct pmi_job *job, const char *tmpdir_base,
-		     pmi_abort_fn on_abort, void *data,
-		     struct pmi_server **out, mpictr_err **err);
+		     pmi_abort_fn on_abort, void *data, struct pmi_server **out,
+		     mpictr_err **err);
+/* The private directory of the server (PMIX_SERVER_TMPDIR); owned by s. */
+const char *pmi_server_tmpdir(const struct pmi_server *s);
+/* Merge the environment of the local rank with global rank `rank` into *env
+ * (a NAME=VALUE strv): inherited PMIX_* (except PMIX_MCA_*) and PMI-1
+ * variables are dropped, then PMIx_server_setup_fork's output, PMI_FD,
+ * PMI_RANK, PMI_SIZE are set, and OMPI_MCA_schizo=ompi unless already set.
+ * *child_fd receives the PMI-1 socket the child must inherit as PMI_FD: it
+ * is FD_CLOEXEC here, so the child clears that flag (fcntl(fd, F_SETFD, 0))
+ * after fork and before exec, keeping the same fd number. */
 int pmi_server_rank_env(struct pmi_server *s, uint32_t rank, char ***env,
 			int *child_fd, mpictr_err **err);
+/* Parent, after fork: close the parent's copy of the child's socket. */
 void pmi_server_rank_forked(struct pmi_server *s, uint32_t rank);
+/* Tell the server that local rank `rank` exited. If that strands the others
+ * (it connected and never finalized; it never connected while others did; a
+ * PMI-1 barrier is waiting for it) on_abort is called (exit code 1) from this
+ * thread, so no collective waits forever. */
 void pmi_server_rank_exited(struct pmi_server *s, uint32_t rank);
+/* Deregister, finalize, stop the thread, close every socket and remove the
+ * private tmpdir. NULL ok. */
 void pmi_server_stop(struct pmi_server *s);
+
 /* The PMIx library version string (static storage), or NULL. */
 const char *pmi_library_version(void);
 

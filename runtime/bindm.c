@@ -42,6 +42,7 @@
 
 #define LAYER "/tmp"
 #define OLDROOT "/.mpictr-oldroot"
+#define GENDIR "/.mpictr-gen"
 
 struct mnt_set {
 	uint64_t *ids;
@@ -54,7 +55,6 @@ struct rootfs {
 	struct mnt_set image;  /* mounts that show image content */
 	struct mnt_set layer;  /* tmpfs mounts of the writable layer */
 	char **ro_layers;      /* materialized dirs, remounted ro at the end */
-	int gen_seq;
 };
 
 static int mnt_id_of(const char *path, uint64_t *id)
@@ -325,12 +325,13 @@ static int ensure_target(struct rootfs *r, const char *target, bool dir,
 }
 
 /* /etc/passwd or /etc/group of the image plus the user's entry. */
-static char *gen_file(const struct plan *p, const char *which)
+static char *gen_file(const struct plan *p, const char *root,
+		      const char *which)
 {
 	bool passwd = strcmp(which, "passwd") == 0;
-	cleanup_free char *cur = read_file(passwd ? "/etc/passwd"
-						  : "/etc/group",
-					   1 << 22, NULL);
+	cleanup_free char *path = xasprintf("%s/etc/%s", root, which);
+	cleanup_free char *sh = xasprintf("%s/bin/sh", root);
+	cleanup_free char *cur = read_file(path, 1 << 22, NULL);
 	struct strbuf sb = STRBUF_INIT;
 	unsigned id = passwd ? (unsigned)p->uid_in : (unsigned)p->gid_in;
 	bool found = false;
@@ -363,8 +364,8 @@ static char *gen_file(const struct plan *p, const char *which)
 			sb_printf(&sb, "%s:x:%u:%u:%s:%s:%s\n", name, id,
 				  (unsigned)p->gid_in, name,
 				  id == 0 ? "/root" : p->home,
-				  access("/bin/sh", X_OK) == 0 ? "/bin/sh"
-							       : "/bin/false");
+				  access(sh, X_OK) == 0 ? "/bin/sh"
+							: "/bin/false");
 		else
 			sb_printf(&sb, "%s:x:%u:\n", name, id);
 	}
@@ -422,17 +423,21 @@ static int do_op(struct rootfs *r, size_t i, mpictr_err **err)
 		return 0;
 	}
 	case MOP_FILE: {
-		cleanup_free char *content = gen_file(r->p, op->source);
-		cleanup_free char *path = xasprintf(OLDROOT LAYER "/gen-%d",
-						    r->gen_seq++);
-		if (write_file(path, content, O_CREAT | O_EXCL) < 0)
+		/* Written into the root layer, bound, then unlinked: the bind
+		 * keeps the file, and nothing of it remains in the tree. */
+		cleanup_free char *content = gen_file(r->p, "", op->source);
+		cleanup_free char *path = xasprintf(GENDIR "/%zu", i);
+		if (mkdir(GENDIR, 0700) < 0 && errno != EEXIST)
+			return err_set(err, errno, "create '%s'", GENDIR);
+		if (write_file(path, content, O_CREAT | O_EXCL) < 0 ||
+		    chmod(path, 0644) < 0)
 			return err_set(err, errno, "write '%s'", path);
-		if (chmod(path, 0644) < 0)
-			return err_set(err, errno, "chmod '%s'", path);
-		if (ensure_target(r, op->target, false, err) < 0)
+		if (ensure_target(r, op->target, false, err) < 0 ||
+		    bind_path(path, op->target, false, op->flags, false,
+			      err) < 0)
 			return -1;
-		return bind_path(path, op->target, false, op->flags, false,
-				 err);
+		unlink(path);
+		return 0;
 	}
 	default:
 		return err_set(err, EINVAL, "unknown mount operation %d",
@@ -571,6 +576,13 @@ int rootfs_build(const struct plan *p, int nworkers, struct squash_mount **sq,
 		err_set(err, errno, "chdir to the container root");
 		goto out;
 	}
+	/* The layer stays reachable through the new root's bind; its own
+	 * mount on the host's /tmp must go before /tmp is bound, or the
+	 * recursive bind would copy it into the container. */
+	if (umount2(OLDROOT LAYER, MNT_DETACH) < 0) {
+		err_set(err, errno, "detach the layer from '%s'", LAYER);
+		goto out;
+	}
 	/* 5. */
 	for (size_t i = 0; i < p->nops; i++)
 		if (do_op(&r, i, err) < 0)
@@ -582,6 +594,8 @@ int rootfs_build(const struct plan *p, int nworkers, struct squash_mount **sq,
 	}
 	if (rmdir(OLDROOT) < 0)
 		log_debug("remove '%s': %s", OLDROOT, strerror(errno));
+	if (rmdir(GENDIR) < 0 && errno != ENOENT)
+		log_debug("remove '%s': %s", GENDIR, strerror(errno));
 	for (size_t i = 0; r.ro_layers && r.ro_layers[i]; i++)
 		if (mount(NULL, r.ro_layers[i], NULL,
 			  MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,

@@ -400,6 +400,8 @@ int container_exec(const struct plan *p, char **env, int userns_fd,
 		return -1;
 	}
 	close_fds_except(keep_fd);
+	if (keep_fd >= 0 && fcntl(keep_fd, F_SETFD, 0) < 0)
+		return err_set(err, errno, "keep the PMI descriptor open");
 	if (caps_drop_all(err) < 0)
 		return -1;
 	execve(exe, argv, env);

@@ -242,6 +242,10 @@ static int host_binds(const struct mpictr_config *cfg, struct plan *p,
 	const char *pmix_tmp;
 
 	if (!cfg->contain) {
+		/* Parents before children: a later bind under /tmp or $HOME
+		 * is then recognised as covered instead of being hidden. */
+		if (add_bind(p, "/tmp", "/tmp", 0, false, "host /tmp", err) < 0)
+			return -1;
 		if (strcmp(p->home, "/") &&
 		    add_bind(p, p->home, p->home, 0, true, "home directory",
 			     err) < 0)
@@ -249,8 +253,6 @@ static int host_binds(const struct mpictr_config *cfg, struct plan *p,
 		if (strcmp(cwd, "/") &&
 		    add_bind(p, cwd, cwd, 0, false, "working directory",
 			     err) < 0)
-			return -1;
-		if (add_bind(p, "/tmp", "/tmp", 0, false, "host /tmp", err) < 0)
 			return -1;
 	} else {
 		add_op(p, MOP_TMPFS, "tmpfs", "/tmp", MS_NOSUID | MS_NODEV,

@@ -1,0 +1,314 @@
+/* server.c - one object for the launcher: the private tmpdir, the PMIx
+ * adapter, the PMI-1 service, the per-rank environment, and the policy that
+ * keeps a job from waiting forever for a rank that is gone. No PMIx calls
+ * here (see pmix_server.c). */
+#include <ftw.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pmi_internal.h"
+#include "util.h"
+
+struct rank_state {
+	bool connected; /* through PMIx or PMI-1 */
+	bool finalized;
+	bool exited;
+};
+
+struct pmi_server {
+	char *tmpdir;
+	uint32_t size;
+	uint32_t nlocal;
+	uint32_t *local_ranks;
+	pmi_abort_fn on_abort;
+	void *data;
+	struct pmi_hooks hooks;
+	bool pmix_started;
+	struct pmi1_service *pmi1;
+
+	pthread_mutex_t lock; /* guards what follows */
+	struct rank_state *st;
+	uint32_t nconnected;
+	long left_unconnected; /* a rank that exited before connecting */
+	bool ended;	       /* on_abort was called */
+};
+
+static long local_index(const struct pmi_server *s, uint32_t rank)
+{
+	for (uint32_t i = 0; i < s->nlocal; i++)
+		if (s->local_ranks[i] == rank)
+			return i;
+	return -1;
+}
+
+/* Call on_abort once per job; the first reason wins. Called without the
+ * lock held. */
+static void end_job(struct pmi_server *s, int code, const char *msg)
+{
+	bool first;
+
+	pthread_mutex_lock(&s->lock);
+	first = !s->ended;
+	s->ended = true;
+	pthread_mutex_unlock(&s->lock);
+	if (first) {
+		log_debug("pmi: ending job (exit code %d): %s", code, msg);
+		s->on_abort(code, msg, s->data);
+	}
+}
+
+static void hook_abort(void *ctx, int code, const char *msg)
+{
+	end_job(ctx, code, msg);
+}
+
+static void hook_rank_event(void *ctx, uint32_t rank, enum pmi_rank_ev ev)
+{
+	struct pmi_server *s = ctx;
+	long i = local_index(s, rank);
+	char msg[160] = "";
+
+	if (i < 0)
+		return;
+	pthread_mutex_lock(&s->lock);
+	switch (ev) {
+	case RANK_EV_CONNECTED:
+		if (!s->st[i].connected) {
+			s->st[i].connected = true;
+			s->nconnected++;
+		}
+		if (s->left_unconnected >= 0)
+			snprintf(msg, sizeof(msg),
+				 "rank %u exited without initializing PMI "
+				 "while rank %u did",
+				 s->local_ranks[s->left_unconnected], rank);
+		break;
+	case RANK_EV_FINALIZED:
+		s->st[i].finalized = true;
+		break;
+	case RANK_EV_CLOSED:
+		if (s->st[i].connected && !s->st[i].finalized)
+			snprintf(msg, sizeof(msg),
+				 "rank %u closed its PMI connection without "
+				 "finalizing",
+				 rank);
+		break;
+	default:
+		break;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (msg[0])
+		end_job(s, 1, msg);
+}
+
+void pmi_server_rank_exited(struct pmi_server *s, uint32_t rank)
+{
+	long i = local_index(s, rank);
+	char msg[160] = "";
+
+	if (i < 0)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->st[i].exited = true;
+	if (s->st[i].connected && !s->st[i].finalized) {
+		snprintf(msg, sizeof(msg),
+			 "rank %u exited without finalizing PMI", rank);
+	} else if (!s->st[i].connected) {
+		if (s->left_unconnected < 0)
+			s->left_unconnected = i;
+		if (s->nconnected > 0)
+			snprintf(msg, sizeof(msg),
+				 "rank %u exited without initializing PMI "
+				 "while other ranks did",
+				 rank);
+	}
+	pthread_mutex_unlock(&s->lock);
+	/* A PMI-1 barrier needs every rank; this one will never come. */
+	if (!msg[0] && pmi1_service_barrier_waiting(s->pmi1) > 0)
+		snprintf(msg, sizeof(msg),
+			 "rank %u exited while others wait in a PMI barrier",
+			 rank);
+	if (msg[0])
+		end_job(s, 1, msg);
+}
+
+/* ---- private tmpdir ---- */
+
+static int rm_entry(const char *path, const struct stat *st, int flag,
+		    struct FTW *ftw)
+{
+	if ((flag == FTW_DP ? rmdir(path) : unlink(path)) < 0 &&
+	    errno != ENOENT)
+		log_warn("pmi: remove '%s': %s", path, strerror(errno));
+	return 0;
+}
+
+static void rm_tree(const char *dir)
+{
+	/* FTW_PHYS: never follow a link a rank left; FTW_MOUNT: stay on
+	 * this file system. */
+	if (nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 &&
+	    errno != ENOENT)
+		log_warn("pmi: remove '%s': %s", dir, strerror(errno));
+}
+
+static char *make_tmpdir(const char *base, mpictr_err **err)
+{
+	char *dir = xasprintf("%s/mpictr-pmi.XXXXXX", base);
+	struct stat st;
+
+	if (!mkdtemp(dir)) {
+		err_set(err, errno, "create private directory in '%s'", base);
+		free(dir);
+		return NULL;
+	}
+	/* mkdtemp makes it 0700; check it is ours and nobody widened it. */
+	if (lstat(dir, &st) < 0) {
+		err_set(err, errno, "stat '%s'", dir);
+		goto fail;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 07777) != 0700) {
+		err_set(err, 0,
+			"private directory '%s' is not a 0700 directory owned "
+			"by uid %u",
+			dir, (unsigned)geteuid());
+		goto fail;
+	}
+	return dir;
+fail:
+	rmdir(dir);
+	free(dir);
+	return NULL;
+}
+
+/* ---- public ---- */
+
+int pmi_server_start(const struct pmi_job *job, const char *tmpdir_base,
+		     pmi_abort_fn on_abort, void *data, struct pmi_server **out,
+		     mpictr_err **err)
+{
+	struct pmi_server *s;
+
+	*out = NULL;
+	if (job->nlocal == 0 || job->size == 0 || job->nlocal > job->size)
+		return err_set(err, 0, "pmi: bad job: %u local of %u ranks",
+			       job->nlocal, job->size);
+	if (!on_abort)
+		return err_set(err, EINVAL, "pmi: no abort handler");
+	s = xcalloc(1, sizeof(*s));
+	pthread_mutex_init(&s->lock, NULL);
+	s->size = job->size;
+	s->nlocal = job->nlocal;
+	s->local_ranks = xcalloc(job->nlocal, sizeof(uint32_t));
+	memcpy(s->local_ranks, job->local_ranks,
+	       job->nlocal * sizeof(uint32_t));
+	s->st = xcalloc(job->nlocal, sizeof(*s->st));
+	s->left_unconnected = -1;
+	s->on_abort = on_abort;
+	s->data = data;
+	s->hooks.rank_event = hook_rank_event;
+	s->hooks.abort = hook_abort;
+	s->hooks.upstream_fence = NULL; /* single node */
+	s->hooks.ctx = s;
+
+	s->tmpdir = make_tmpdir(tmpdir_base, err);
+	if (!s->tmpdir)
+		goto fail;
+	if (pmi1_service_start(job, &s->hooks, &s->pmi1, err) < 0)
+		goto fail;
+	if (pmi_pmix_start(job, s->tmpdir, &s->hooks, err) < 0)
+		goto fail;
+	s->pmix_started = true;
+	*out = s;
+	return 0;
+fail:
+	pmi_server_stop(s);
+	return -1;
+}
+
+const char *pmi_server_tmpdir(const struct pmi_server *s)
+{
+	return s->tmpdir;
+}
+
+/* Variables a rank must not inherit from our own launcher: they would point
+ * it at another PMI server. PMIX_MCA_* are user tunables and stay. */
+static void scrub_rank_env(char ***env)
+{
+	static const char *const pmi1_vars[] = {
+	    "PMI_FD",	"PMI_PORT", "PMI_ID",
+	    "PMI_RANK", "PMI_SIZE", "PMI_SPAWNED",
+	};
+	char **names = NULL;
+
+	for (char **e = *env; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+
+		if (eq && str_has_prefix(*e, "PMIX_") &&
+		    !str_has_prefix(*e, "PMIX_MCA_"))
+			strv_push_own(&names, xstrndup(*e, (size_t)(eq - *e)));
+	}
+	for (char **n = names; n && *n; n++)
+		env_unset(env, *n);
+	strv_free(names);
+	for (size_t i = 0; i < ARRAY_SIZE(pmi1_vars); i++)
+		env_unset(env, pmi1_vars[i]);
+}
+
+int pmi_server_rank_env(struct pmi_server *s, uint32_t rank, char ***env,
+			int *child_fd, mpictr_err **err)
+{
+	char num[16];
+	int fd;
+
+	*child_fd = -1;
+	if (local_index(s, rank) < 0)
+		return err_set(err, 0, "pmi: rank %u is not a local rank",
+			       rank);
+	fd = pmi1_service_child_fd(s->pmi1, rank, err);
+	if (fd < 0)
+		return err_wrap(err, "pmi");
+	scrub_rank_env(env);
+	if (pmi_pmix_rank_env(rank, env, err) < 0)
+		return -1;
+	snprintf(num, sizeof(num), "%d", fd);
+	env_set(env, "PMI_FD", num);
+	snprintf(num, sizeof(num), "%u", rank);
+	env_set(env, "PMI_RANK", num);
+	snprintf(num, sizeof(num), "%u", s->size);
+	env_set(env, "PMI_SIZE", num);
+	/* Open MPI 4.1 only trusts PMIx when a "schizo" component declares a
+	 * direct launch (Slurm, Flux, JSM); "ompi" alone means "undetermined",
+	 * which ess/pmi accepts. */
+	if (!env_get(*env, "OMPI_MCA_schizo"))
+		env_set(env, "OMPI_MCA_schizo", "ompi");
+	*child_fd = fd;
+	return 0;
+}
+
+void pmi_server_rank_forked(struct pmi_server *s, uint32_t rank)
+{
+	pmi1_service_forked(s->pmi1, rank);
+}
+
+void pmi_server_stop(struct pmi_server *s)
+{
+	if (!s)
+		return;
+	if (s->pmix_started)
+		pmi_pmix_stop();
+	pmi1_service_stop(s->pmi1);
+	if (s->tmpdir) {
+		rm_tree(s->tmpdir);
+		free(s->tmpdir);
+	}
+	pthread_mutex_destroy(&s->lock);
+	free(s->st);
+	free(s->local_ranks);
+	free(s);
+}
