@@ -950,6 +950,20 @@ void host_devices_free(struct host_devices *d)
 
 /* ---- verbs providers --------------------------------------------------- */
 
+/* "rdmav34" out of ".../libmlx5-rdmav34.so" (malloc'ed). */
+static char *abi_of(const char *lib)
+{
+	const char *r = strstr(lib, "-rdmav");
+	size_t n;
+
+	if (!r)
+		return xstrdup("");
+	n = strlen(r + 1);
+	if (n >= 3 && strcmp(r + 1 + n - 3, ".so") == 0)
+		n -= 3;
+	return xstrndup(r + 1, n);
+}
+
 /* Find lib<prov>-rdmav*.so under root in the provider dirs. Returns the
  * path relative to root (malloc'ed) or NULL; *abi gets the "rdmavNN" part
  * of any provider found in the first dir holding providers (for the ABI
@@ -971,8 +985,7 @@ static char *find_provider_lib(const char *root, const char *prov,
 			if (!r || len < 3 || strcmp(n + len - 3, ".so") != 0)
 				continue;
 			if (abi && !*abi)
-				*abi = xstrndup(r + 1, (size_t)(n + len - 3 -
-								(r + 1)));
+				*abi = abi_of(n);
 			if (str_has_prefix(n, prefix) &&
 			    strncmp(n + strlen(prefix), "rdmav", 5) == 0)
 				return xasprintf("%s/%s", verbs_lib_dirs[i], n);
@@ -993,11 +1006,6 @@ static const char *provider_dir(const char *root)
 	return NULL;
 }
 
-static const char *abi_of(const char *lib)
-{
-	const char *r = strstr(lib, "-rdmav");
-	return r ? r + 1 : "";
-}
 
 int devices_check_verbs(const struct host_devices *d, const char *sysroot,
 			const char *image_root, bool inject, char ***warnings,
@@ -1060,7 +1068,8 @@ int devices_check_verbs(const struct host_devices *d, const char *sysroot,
 						h->driver, drv_rel, prov));
 			continue;
 		}
-		if (img_abi && strcmp(img_abi, abi_of(host_lib)) != 0) {
+		cleanup_free char *host_abi = abi_of(host_lib);
+		if (img_abi && strcmp(img_abi, host_abi) != 0) {
 			strv_push_own(warnings,
 				      xasprintf("--inject-verbs: host provider "
 						"'%s' does not match the image's "
@@ -1149,7 +1158,9 @@ int devices_check_report(const char *sysroot, const char *ucx_helper,
 	else if (rdma)
 		sb_printf(out, "problem: %s (%s)\n", m, MEMLOCK_FIX);
 	else
-		sb_printf(out, "ok: %s, but no RDMA device is present\n", m);
+		sb_printf(out, "ok: %s; no RDMA device is present, so it "
+			       "does not matter here\n",
+			  m);
 
 	if (d.ptrace_scope < 0)
 		sb_printf(out, "ok: Yama ptrace_scope not present ('%s/proc/sys/"
