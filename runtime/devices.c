@@ -21,8 +21,8 @@
 #include "transport.h"
 
 static const char *const kind_names[DEVICE_KIND_COUNT] = {
-	[DEVICE_IB] = "ib",     [DEVICE_OPA] = "opa", [DEVICE_KNEM] = "knem",
-	[DEVICE_XPMEM] = "xpmem", [DEVICE_CXI] = "cxi", [DEVICE_GPU] = "gpu",
+    [DEVICE_IB] = "ib",	      [DEVICE_OPA] = "opa", [DEVICE_KNEM] = "knem",
+    [DEVICE_XPMEM] = "xpmem", [DEVICE_CXI] = "cxi", [DEVICE_GPU] = "gpu",
 };
 
 const char *device_kind_name(enum device_kind k)
@@ -34,24 +34,27 @@ const char *device_kind_name(enum device_kind k)
 static const struct {
 	const char *kernel, *driver;
 } kernel_drivers[] = {
-	{"mlx5_core", "mlx5"}, {"mlx4_core", "mlx4"}, {"hfi1", "hfi1"},
-	{"efa", "efa"},        {"bnxt_en", "bnxt_re"}, {"irdma", "irdma"},
-	{"ice", "irdma"},      {"i40e", "irdma"},      {"qede", "qedr"},
-	{"cxgb4", "cxgb4"},    {"qib", "qib"},         {"vmw_pvrdma", "vmw_pvrdma"},
-	{"hns3", "hns"},       {"mana", "mana"},       {"erdma", "erdma"},
-	{"cxi_core", "cxi"},   {"cxi_ss1", "cxi"},
+    {"mlx5_core", "mlx5"}, {"mlx4_core", "mlx4"},  {"hfi1", "hfi1"},
+    {"efa", "efa"},	   {"bnxt_en", "bnxt_re"}, {"irdma", "irdma"},
+    {"ice", "irdma"},	   {"i40e", "irdma"},	   {"qede", "qedr"},
+    {"cxgb4", "cxgb4"},	   {"qib", "qib"},	   {"vmw_pvrdma", "vmw_pvrdma"},
+    {"hns3", "hns"},	   {"mana", "mana"},	   {"erdma", "erdma"},
+    {"cxi_core", "cxi"},   {"cxi_ss1", "cxi"},
 };
 
-/* driver -> rdma-core provider (etc/libibverbs.d/<p>.driver, lib<p>-rdmav*.so) */
+/* driver -> rdma-core provider (etc/libibverbs.d/<p>.driver, lib<p>-rdmav*.so)
+ */
 static const struct {
 	const char *driver, *provider;
 } verbs_providers[] = {
-	{"mlx5", "mlx5"},       {"mlx4", "mlx4"},     {"hfi1", "hfi1verbs"},
-	{"qib", "ipathverbs"},  {"efa", "efa"},       {"bnxt_re", "bnxt_re"},
-	{"irdma", "irdma"},     {"qedr", "qedr"},     {"cxgb4", "cxgb4"},
-	{"vmw_pvrdma", "vmw_pvrdma"}, {"hns", "hns"}, {"mana", "mana"},
-	{"erdma", "erdma"},     {"rxe", "rxe"},       {"siw", "siw"},
-	{"ocrdma", "ocrdma"},
+    {"mlx5", "mlx5"},	   {"mlx4", "mlx4"},
+    {"hfi1", "hfi1verbs"}, {"qib", "ipathverbs"},
+    {"efa", "efa"},	   {"bnxt_re", "bnxt_re"},
+    {"irdma", "irdma"},	   {"qedr", "qedr"},
+    {"cxgb4", "cxgb4"},	   {"vmw_pvrdma", "vmw_pvrdma"},
+    {"hns", "hns"},	   {"mana", "mana"},
+    {"erdma", "erdma"},	   {"rxe", "rxe"},
+    {"siw", "siw"},	   {"ocrdma", "ocrdma"},
 };
 
 const char *devices_verbs_provider(const char *driver)
@@ -64,54 +67,54 @@ const char *devices_verbs_provider(const char *driver)
 
 /* Where distributions put verbs providers (relative to a root). */
 static const char *const verbs_lib_dirs[] = {
-	"/usr/lib/x86_64-linux-gnu/libibverbs",
-	"/usr/lib/aarch64-linux-gnu/libibverbs",
-	"/usr/lib/powerpc64le-linux-gnu/libibverbs",
-	"/usr/lib64/libibverbs",
-	"/usr/lib/libibverbs",
-	"/lib/x86_64-linux-gnu/libibverbs",
-	"/lib64/libibverbs",
+    "/usr/lib/x86_64-linux-gnu/libibverbs",
+    "/usr/lib/aarch64-linux-gnu/libibverbs",
+    "/usr/lib/powerpc64le-linux-gnu/libibverbs",
+    "/usr/lib64/libibverbs",
+    "/usr/lib/libibverbs",
+    "/lib/x86_64-linux-gnu/libibverbs",
+    "/lib64/libibverbs",
 };
 
 /* NVIDIA driver user-space libraries (matched as NAME or NAME.*) and tools,
  * in the spirit of Apptainer's nvliblist.conf: the driver's own libraries,
  * not the vendor-neutral GL dispatchers an image may ship itself. */
 static const char *const nvidia_libs[] = {
-	"libcuda.so",
-	"libcudadebugger.so",
-	"libnvidia-ml.so",
-	"libnvidia-ptxjitcompiler.so",
-	"libnvidia-nvvm.so",
-	"libnvidia-opencl.so",
-	"libnvidia-compiler.so",
-	"libnvidia-fatbinaryloader.so",
-	"libnvidia-cfg.so",
-	"libnvidia-allocator.so",
-	"libnvidia-pkcs11.so",
-	"libnvidia-encode.so",
-	"libnvcuvid.so",
-	"libnvidia-opticalflow.so",
-	"libnvidia-eglcore.so",
-	"libnvidia-glcore.so",
-	"libnvidia-glsi.so",
-	"libnvidia-glvkspirv.so",
-	"libnvidia-tls.so",
-	"libnvidia-rtcore.so",
-	"libnvoptix.so",
-	"libnvidia-fbc.so",
-	"libnvidia-ifr.so",
-	"libEGL_nvidia.so",
-	"libGLX_nvidia.so",
-	"libGLESv2_nvidia.so",
-	"libGLESv1_CM_nvidia.so",
-	"libvdpau_nvidia.so",
+    "libcuda.so",
+    "libcudadebugger.so",
+    "libnvidia-ml.so",
+    "libnvidia-ptxjitcompiler.so",
+    "libnvidia-nvvm.so",
+    "libnvidia-opencl.so",
+    "libnvidia-compiler.so",
+    "libnvidia-fatbinaryloader.so",
+    "libnvidia-cfg.so",
+    "libnvidia-allocator.so",
+    "libnvidia-pkcs11.so",
+    "libnvidia-encode.so",
+    "libnvcuvid.so",
+    "libnvidia-opticalflow.so",
+    "libnvidia-eglcore.so",
+    "libnvidia-glcore.so",
+    "libnvidia-glsi.so",
+    "libnvidia-glvkspirv.so",
+    "libnvidia-tls.so",
+    "libnvidia-rtcore.so",
+    "libnvoptix.so",
+    "libnvidia-fbc.so",
+    "libnvidia-ifr.so",
+    "libEGL_nvidia.so",
+    "libGLX_nvidia.so",
+    "libGLESv2_nvidia.so",
+    "libGLESv1_CM_nvidia.so",
+    "libvdpau_nvidia.so",
 };
 static const char *const nvidia_tools[] = {
-	"nvidia-smi",
-	"nvidia-debugdump",
-	"nvidia-persistenced",
-	"nvidia-cuda-mps-control",
-	"nvidia-cuda-mps-server",
+    "nvidia-smi",
+    "nvidia-debugdump",
+    "nvidia-persistenced",
+    "nvidia-cuda-mps-control",
+    "nvidia-cuda-mps-server",
 };
 static const char *const tool_dirs[] = {"/usr/bin", "/usr/sbin",
 					"/usr/local/bin"};
@@ -131,7 +134,7 @@ static char *under(const char *root, const char *path)
 /* Read a small sysfs attribute, trailing whitespace removed; NULL if it
  * cannot be read. */
 static char *read_attr(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
+    __attribute__((format(printf, 1, 2)));
 static char *read_attr(const char *fmt, ...)
 {
 	va_list ap;
@@ -145,8 +148,8 @@ static char *read_attr(const char *fmt, ...)
 	s = read_file(path, 4096, &n);
 	if (!s)
 		return NULL;
-	while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == ' ' ||
-			 s[n - 1] == '\t'))
+	while (n > 0 &&
+	       (s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\t'))
 		s[--n] = '\0';
 	return s;
 }
@@ -179,8 +182,8 @@ static char **list_dir(const char *path)
 struct cand {
 	char *host_path, *path, *reason;
 	enum device_kind kind;
-	const char *hca;    /* owning HCA name (points into hcas), or NULL */
-	bool default_on;    /* chosen by plain discovery */
+	const char *hca;     /* owning HCA name (points into hcas), or NULL */
+	bool default_on;     /* chosen by plain discovery */
 	bool need_read_only; /* umad/issm: exposed only when readable */
 };
 
@@ -194,8 +197,7 @@ struct disco {
 };
 
 /* Does this host path look like a device node we may expose? */
-static bool node_ok(const struct disco *ds, const char *host_path,
-		    bool dir_ok)
+static bool node_ok(const struct disco *ds, const char *host_path, bool dir_ok)
 {
 	struct stat st;
 
@@ -227,12 +229,12 @@ static void add_cand(struct disco *ds, const char *path, enum device_kind kind,
 		}
 	ds->c = xrealloc(ds->c, (ds->nc + 1) * sizeof(*ds->c));
 	ds->c[ds->nc++] = (struct cand){
-		.host_path = host,
-		.path = xstrdup(path),
-		.reason = reason,
-		.kind = kind,
-		.hca = hca,
-		.default_on = default_on,
+	    .host_path = host,
+	    .path = xstrdup(path),
+	    .reason = reason,
+	    .kind = kind,
+	    .hca = hca,
+	    .default_on = default_on,
 	};
 }
 
@@ -254,8 +256,8 @@ static bool hca_any_active(const struct disco *ds, const char *name)
 
 static char *driver_of(const char *root, const char *cls, const char *name)
 {
-	cleanup_free char *link = xasprintf("%s/sys/class/%s/%s/device/driver",
-					    root, cls, name);
+	cleanup_free char *link =
+	    xasprintf("%s/sys/class/%s/%s/device/driver", root, cls, name);
 	cleanup_free char *target = realpath(link, NULL);
 	const char *base;
 	size_t n;
@@ -279,8 +281,8 @@ static char *driver_of(const char *root, const char *cls, const char *name)
 
 static int numa_of(const char *root, const char *cls, const char *name)
 {
-	cleanup_free char *s = read_attr("%s/sys/class/%s/%s/device/numa_node",
-					 root, cls, name);
+	cleanup_free char *s =
+	    read_attr("%s/sys/class/%s/%s/device/numa_node", root, cls, name);
 	long v;
 
 	if (!s || parse_long(s, -1, 65535, &v) < 0)
@@ -295,31 +297,32 @@ static void scan_hcas(struct disco *ds)
 
 	for (size_t i = 0; names && names[i]; i++) {
 		const char *n = names[i];
-		cleanup_free char *pdir =
-			xasprintf("%s/%s/ports", cls, n);
+		cleanup_free char *pdir = xasprintf("%s/%s/ports", cls, n);
 		cleanup_strv char **ports = list_dir(pdir);
-		cleanup_free char *driver = driver_of(ds->root, "infiniband", n);
+		cleanup_free char *driver =
+		    driver_of(ds->root, "infiniband", n);
 		int numa = numa_of(ds->root, "infiniband", n);
 
 		for (size_t p = 0; ports && ports[p]; p++) {
 			cleanup_free char *state =
-				read_attr("%s/%s/state", pdir, ports[p]);
-			char *ll = read_attr("%s/%s/link_layer", pdir, ports[p]);
+			    read_attr("%s/%s/state", pdir, ports[p]);
+			char *ll =
+			    read_attr("%s/%s/link_layer", pdir, ports[p]);
 			long port;
 
 			if (parse_long(ports[p], 0, 255, &port) < 0) {
 				free(ll);
 				continue;
 			}
-			ds->hcas = xrealloc(ds->hcas,
-					    (ds->nhcas + 1) * sizeof(*ds->hcas));
+			ds->hcas = xrealloc(ds->hcas, (ds->nhcas + 1) *
+							  sizeof(*ds->hcas));
 			ds->hcas[ds->nhcas++] = (struct hca){
-				.name = xstrdup(n),
-				.driver = xstrdup(driver),
-				.port = (int)port,
-				.active = state && strstr(state, "ACTIVE"),
-				.link_layer = ll ? ll : xstrdup("Unknown"),
-				.numa_node = numa,
+			    .name = xstrdup(n),
+			    .driver = xstrdup(driver),
+			    .port = (int)port,
+			    .active = state && strstr(state, "ACTIVE"),
+			    .link_layer = ll ? ll : xstrdup("Unknown"),
+			    .numa_node = numa,
 			};
 		}
 	}
@@ -331,15 +334,15 @@ static void scan_cxi(struct disco *ds)
 	cleanup_strv char **names = list_dir(cls);
 
 	for (size_t i = 0; names && names[i]; i++) {
-		ds->hcas = xrealloc(ds->hcas,
-				    (ds->nhcas + 1) * sizeof(*ds->hcas));
+		ds->hcas =
+		    xrealloc(ds->hcas, (ds->nhcas + 1) * sizeof(*ds->hcas));
 		ds->hcas[ds->nhcas++] = (struct hca){
-			.name = xstrdup(names[i]),
-			.driver = xstrdup("cxi"),
-			.port = 1,
-			.active = true,
-			.link_layer = xstrdup("Ethernet"),
-			.numa_node = numa_of(ds->root, "cxi", names[i]),
+		    .name = xstrdup(names[i]),
+		    .driver = xstrdup("cxi"),
+		    .port = 1,
+		    .active = true,
+		    .link_layer = xstrdup("Ethernet"),
+		    .numa_node = numa_of(ds->root, "cxi", names[i]),
 		};
 	}
 }
@@ -347,9 +350,8 @@ static void scan_cxi(struct disco *ds)
 /* The HCA behind a /dev/infiniband node, from its sysfs class entry. */
 static char *ibdev_of(const char *root, const char *node)
 {
-	const char *cls = str_has_prefix(node, "uverbs")
-				  ? "infiniband_verbs"
-				  : "infiniband_mad";
+	const char *cls = str_has_prefix(node, "uverbs") ? "infiniband_verbs"
+							 : "infiniband_mad";
 	return read_attr("%s/sys/class/%s/%s/ibdev", root, cls, node);
 }
 
@@ -365,8 +367,8 @@ static void scan_infiniband_nodes(struct disco *ds)
 	for (size_t i = 0; nodes && nodes[i]; i++) {
 		const char *n = nodes[i];
 		cleanup_free char *path = xasprintf("/dev/infiniband/%s", n);
-		bool is_mad = str_has_prefix(n, "umad") ||
-			      str_has_prefix(n, "issm");
+		bool is_mad =
+		    str_has_prefix(n, "umad") || str_has_prefix(n, "issm");
 		cleanup_free char *ibdev = NULL;
 		const struct hca *h;
 		enum device_kind kind = DEVICE_IB;
@@ -374,9 +376,10 @@ static void scan_infiniband_nodes(struct disco *ds)
 
 		if (strcmp(n, "rdma_cm") == 0) {
 			add_cand(ds, path, DEVICE_IB, NULL, any_active, false,
-				 xstrdup(any_active ? "RDMA connection manager"
-						    : "RDMA connection manager, "
-						      "no active port"));
+				 xstrdup(any_active
+					     ? "RDMA connection manager"
+					     : "RDMA connection manager, "
+					       "no active port"));
 			continue;
 		}
 		if (!str_has_prefix(n, "uverbs") && !is_mad)
@@ -391,7 +394,8 @@ static void scan_infiniband_nodes(struct disco *ds)
 			cleanup_free char *host = under(ds->root, path);
 			if (access(host, R_OK) < 0) {
 				log_debug("devices: '%s' not readable, not "
-					  "exposed", path);
+					  "exposed",
+					  path);
 				continue;
 			}
 		}
@@ -463,8 +467,7 @@ struct selection {
 	char **paths;
 };
 
-static int parse_spec(const char *spec, struct selection *sel,
-		      mpictr_err **err)
+static int parse_spec(const char *spec, struct selection *sel, mpictr_err **err)
 {
 	cleanup_free char *copy = NULL;
 	char *save = NULL;
@@ -484,8 +487,10 @@ static int parse_spec(const char *spec, struct selection *sel,
 	copy = xstrdup(spec);
 	if (!*copy || copy[strlen(copy) - 1] == ',' || copy[0] == ',' ||
 	    strstr(copy, ",,")) {
-		return err_set(err, 0, "invalid --devices '%s': empty list "
-				       "element", spec);
+		return err_set(err, 0,
+			       "invalid --devices '%s': empty list "
+			       "element",
+			       spec);
 	}
 	for (char *t = strtok_r(copy, ",", &save); t;
 	     t = strtok_r(NULL, ",", &save)) {
@@ -671,8 +676,8 @@ static void gpu_libs(const char *root, struct host_devices *d)
 		/* Cache values are host paths; a fake cache built under the
 		 * sysroot already carries it. */
 		src = *root && str_has_prefix(vals[i], root)
-			      ? xstrdup(vals[i])
-			      : under(root, vals[i]);
+			  ? xstrdup(vals[i])
+			  : under(root, vals[i]);
 		if (access(src, R_OK) < 0) {
 			free(src);
 			continue;
@@ -691,8 +696,8 @@ static void gpu_libs(const char *root, struct host_devices *d)
 					path));
 	for (size_t i = 0; i < ARRAY_SIZE(nvidia_tools); i++)
 		for (size_t j = 0; j < ARRAY_SIZE(tool_dirs); j++) {
-			char *p = xasprintf("%s/%s", tool_dirs[j],
-					    nvidia_tools[i]);
+			char *p =
+			    xasprintf("%s/%s", tool_dirs[j], nvidia_tools[i]);
 			char *src = under(root, p);
 			if (access(src, X_OK) == 0) {
 				add_bind(d, src, p);
@@ -708,7 +713,7 @@ static void gpu_libs(const char *root, struct host_devices *d)
 static int read_ptrace_scope(const char *root)
 {
 	cleanup_free char *s =
-		read_attr("%s/proc/sys/kernel/yama/ptrace_scope", root);
+	    read_attr("%s/proc/sys/kernel/yama/ptrace_scope", root);
 	long v;
 
 	if (!s || parse_long(s, 0, 3, &v) < 0)
@@ -732,7 +737,8 @@ static char *memlock_too_low(void)
 	"fix: `ulimit -l unlimited`, memlock unlimited in "                    \
 	"/etc/security/limits.conf, or PropagateResourceLimits in slurm.conf"
 #define PTRACE_FIX                                                             \
-	"fix: sysctl kernel.yama.ptrace_scope=0; MPI libraries otherwise fall " \
+	"fix: sysctl kernel.yama.ptrace_scope=0; MPI libraries otherwise "     \
+	"fall "                                                                \
 	"back to slower copies"
 
 /* ---- discovery -------------------------------------------------------- */
@@ -744,8 +750,10 @@ static int check_sysroot(const char *sysroot, mpictr_err **err)
 	if (!sysroot || !*sysroot)
 		return 0;
 	if (sysroot[0] != '/')
-		return err_set(err, 0, "invalid MPICTR_SYSROOT '%s': not an "
-				       "absolute path", sysroot);
+		return err_set(err, 0,
+			       "invalid MPICTR_SYSROOT '%s': not an "
+			       "absolute path",
+			       sysroot);
 	if (stat(sysroot, &st) < 0)
 		return err_set(err, errno, "MPICTR_SYSROOT '%s'", sysroot);
 	if (!S_ISDIR(st.st_mode))
@@ -769,8 +777,8 @@ const char *devices_sysroot(bool user_binds_allowed)
 static void fake_sysfs_binds(const char *root, struct host_devices *d)
 {
 	static const char *const classes[] = {
-		"/sys/class/infiniband", "/sys/class/infiniband_verbs",
-		"/sys/class/infiniband_mad", "/sys/class/cxi"};
+	    "/sys/class/infiniband", "/sys/class/infiniband_verbs",
+	    "/sys/class/infiniband_mad", "/sys/class/cxi"};
 	cleanup_free char *devdir = under(root, "/sys/devices");
 	cleanup_strv char **tops = list_dir(devdir);
 
@@ -854,10 +862,10 @@ int devices_discover(const char *sysroot, const char *spec, bool gpu,
 		}
 		d.devs = xrealloc(d.devs, (d.ndevs + 1) * sizeof(*d.devs));
 		d.devs[d.ndevs++] = (struct device){
-			.host_path = steal_ptr(&c->host_path),
-			.path = steal_ptr(&c->path),
-			.kind = c->kind,
-			.reason = steal_ptr(&c->reason),
+		    .host_path = steal_ptr(&c->host_path),
+		    .path = steal_ptr(&c->path),
+		    .kind = c->kind,
+		    .reason = steal_ptr(&c->reason),
 		};
 		if (c->kind == DEVICE_IB || c->kind == DEVICE_OPA ||
 		    c->kind == DEVICE_CXI)
@@ -877,7 +885,8 @@ int devices_discover(const char *sysroot, const char *spec, bool gpu,
 	d.hcas = steal_ptr(&ds.hcas);
 	d.nhcas = ds.nhcas;
 	if (gpu && sel.mode == SEL_NONE)
-		strv_push(&d.warnings, "--gpu has no effect with --devices=none");
+		strv_push(&d.warnings,
+			  "--gpu has no effect with --devices=none");
 	else if (gpu && !any_gpu)
 		strv_push(&d.warnings, "--gpu: no GPU device node found");
 	if (gpu && nvidia)
@@ -893,11 +902,12 @@ int devices_discover(const char *sysroot, const char *spec, bool gpu,
 	}
 	d.ptrace_scope = read_ptrace_scope(ds.root);
 	if (d.ptrace_scope >= 1)
-		strv_push_own(&d.warnings,
-			      xasprintf("Yama ptrace_scope is %d, which blocks "
-					"CMA (process_vm_readv) between sibling "
-					"ranks (%s)",
-					d.ptrace_scope, PTRACE_FIX));
+		strv_push_own(
+		    &d.warnings,
+		    xasprintf("Yama ptrace_scope is %d, which blocks "
+			      "CMA (process_vm_readv) between sibling "
+			      "ranks (%s)",
+			      d.ptrace_scope, PTRACE_FIX));
 
 	for (size_t i = 0; i < ds.nc; i++) {
 		free(ds.c[i].host_path);
@@ -968,8 +978,7 @@ static char *abi_of(const char *lib)
  * path relative to root (malloc'ed) or NULL; *abi gets the "rdmavNN" part
  * of any provider found in the first dir holding providers (for the ABI
  * comparison), when abi is not NULL. */
-static char *find_provider_lib(const char *root, const char *prov,
-			       char **abi)
+static char *find_provider_lib(const char *root, const char *prov, char **abi)
 {
 	cleanup_free char *prefix = xasprintf("lib%s-", prov);
 
@@ -1006,7 +1015,6 @@ static const char *provider_dir(const char *root)
 	return NULL;
 }
 
-
 int devices_check_verbs(const struct host_devices *d, const char *sysroot,
 			const char *image_root, bool inject, char ***warnings,
 			struct devices_bind **binds, size_t *nbinds,
@@ -1017,7 +1025,8 @@ int devices_check_verbs(const struct host_devices *d, const char *sysroot,
 	struct stat st;
 
 	if (!image_root || stat(image_root, &st) < 0 || !S_ISDIR(st.st_mode))
-		return err_set(err, image_root ? errno ? errno : ENOTDIR : EINVAL,
+		return err_set(err,
+			       image_root ? errno ? errno : ENOTDIR : EINVAL,
 			       "check verbs providers in image root '%s'",
 			       image_root ? image_root : "(null)");
 	for (size_t i = 0; i < d->nhcas; i++) {
@@ -1041,55 +1050,57 @@ int devices_check_verbs(const struct host_devices *d, const char *sysroot,
 		if (lstat(drv_img, &st) == 0 && img_lib)
 			continue;
 		if (!inject) {
-			strv_push_own(warnings,
-				      xasprintf("host HCA %s uses driver %s but "
-						"the image has no verbs provider "
-						"for it (%s, lib%s-rdmav*.so), "
-						"so RDMA will not work (fix: "
-						"install the provider in the "
-						"image, e.g. ibverbs-providers "
-						"or rdma-core, or run with "
-						"--inject-verbs)",
-						h->name, h->driver, drv_rel,
-						prov));
+			strv_push_own(
+			    warnings,
+			    xasprintf("host HCA %s uses driver %s but "
+				      "the image has no verbs provider "
+				      "for it (%s, lib%s-rdmav*.so), "
+				      "so RDMA will not work (fix: "
+				      "install the provider in the "
+				      "image, e.g. ibverbs-providers "
+				      "or rdma-core, or run with "
+				      "--inject-verbs)",
+				      h->name, h->driver, drv_rel, prov));
 			continue;
 		}
 		cleanup_free char *host_drv = under(root, drv_rel);
-		cleanup_free char *host_lib = find_provider_lib(root, prov,
-								NULL);
+		cleanup_free char *host_lib =
+		    find_provider_lib(root, prov, NULL);
 		if (access(host_drv, R_OK) < 0 || !host_lib) {
-			strv_push_own(warnings,
-				      xasprintf("--inject-verbs: the host has "
-						"no verbs provider for driver "
-						"%s either (%s, lib%s-rdmav*.so)"
-						" (fix: install rdma-core's "
-						"providers on the host or in "
-						"the image)",
-						h->driver, drv_rel, prov));
+			strv_push_own(
+			    warnings,
+			    xasprintf("--inject-verbs: the host has "
+				      "no verbs provider for driver "
+				      "%s either (%s, lib%s-rdmav*.so)"
+				      " (fix: install rdma-core's "
+				      "providers on the host or in "
+				      "the image)",
+				      h->driver, drv_rel, prov));
 			continue;
 		}
 		cleanup_free char *host_abi = abi_of(host_lib);
 		if (img_abi && strcmp(img_abi, host_abi) != 0) {
-			strv_push_own(warnings,
-				      xasprintf("--inject-verbs: host provider "
-						"'%s' does not match the image's "
-						"libibverbs ABI %s; not injected "
-						"(fix: install the provider for "
-						"driver %s in the image)",
-						host_lib, img_abi, h->driver));
+			strv_push_own(
+			    warnings,
+			    xasprintf("--inject-verbs: host provider "
+				      "'%s' does not match the image's "
+				      "libibverbs ABI %s; not injected "
+				      "(fix: install the provider for "
+				      "driver %s in the image)",
+				      host_lib, img_abi, h->driver));
 			continue;
 		}
 		const char *dst_dir = provider_dir(image_root);
 		const char *base = strrchr(host_lib, '/') + 1;
 		*binds = xrealloc(*binds, (*nbinds + 2) * sizeof(**binds));
 		(*binds)[(*nbinds)++] = (struct devices_bind){
-			.src = xstrdup(host_drv),
-			.dst = xstrdup(drv_rel),
+		    .src = xstrdup(host_drv),
+		    .dst = xstrdup(drv_rel),
 		};
 		(*binds)[(*nbinds)++] = (struct devices_bind){
-			.src = under(root, host_lib),
-			.dst = dst_dir ? xasprintf("%s/%s", dst_dir, base)
-				       : xstrdup(host_lib),
+		    .src = under(root, host_lib),
+		    .dst = dst_dir ? xasprintf("%s/%s", dst_dir, base)
+				   : xstrdup(host_lib),
 		};
 	}
 	return 0;
@@ -1123,8 +1134,7 @@ int devices_check_report(const char *sysroot, const char *ucx_helper,
 			sb_puts(out, "ok: UCX sees");
 			for (size_t i = 0; lines && lines[i]; i++) {
 				cleanup_free char *tl = NULL, *dev = NULL;
-				transport_ucx_fields(lines[i], &tl, &dev,
-						     NULL);
+				transport_ucx_fields(lines[i], &tl, &dev, NULL);
 				if (tl && dev)
 					sb_printf(out, " %s/%s", tl, dev);
 			}
@@ -1158,13 +1168,15 @@ int devices_check_report(const char *sysroot, const char *ucx_helper,
 	else if (rdma)
 		sb_printf(out, "problem: %s (%s)\n", m, MEMLOCK_FIX);
 	else
-		sb_printf(out, "ok: %s; no RDMA device is present, so it "
-			       "does not matter here\n",
+		sb_printf(out,
+			  "ok: %s; no RDMA device is present, so it "
+			  "does not matter here\n",
 			  m);
 
 	if (d.ptrace_scope < 0)
-		sb_printf(out, "ok: Yama ptrace_scope not present ('%s/proc/sys/"
-			       "kernel/yama' absent): CMA between ranks allowed\n",
+		sb_printf(out,
+			  "ok: Yama ptrace_scope not present ('%s/proc/sys/"
+			  "kernel/yama' absent): CMA between ranks allowed\n",
 			  root);
 	else if (d.ptrace_scope == 0)
 		sb_puts(out, "ok: Yama ptrace_scope 0: CMA between ranks "

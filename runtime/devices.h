@@ -38,7 +38,8 @@ const char *device_kind_name(enum device_kind k);
 
 struct device {
 	char *host_path; /* real path to bind from (under the sysroot if set) */
-	char *path;      /* path inside the container, e.g. /dev/infiniband/uverbs0 */
+	char
+	    *path; /* path inside the container, e.g. /dev/infiniband/uverbs0 */
 	enum device_kind kind;
 	char *reason; /* why chosen, one short phrase */
 };
@@ -52,13 +53,13 @@ struct devices_bind {
 /* One port of an RDMA device (one entry per device and port); cxi devices
  * appear with port 1. */
 struct hca {
-	char *name;       /* mlx5_0, hfi1_0, efa_0, cxi0 */
-	char *driver;     /* mlx5, mlx4, hfi1, efa, cxi, bnxt_re, ... */
+	char *name;   /* mlx5_0, hfi1_0, efa_0, cxi0 */
+	char *driver; /* mlx5, mlx4, hfi1, efa, cxi, bnxt_re, ... */
 	int port;
-	bool active;      /* state "4: ACTIVE" */
+	bool active;	  /* state "4: ACTIVE" */
 	char *link_layer; /* InfiniBand, Ethernet (RoCE), Unknown (EFA) */
-	int numa_node;    /* -1 when unknown */
-	bool exposed;     /* its device node is among devs */
+	int numa_node;	  /* -1 when unknown */
+	bool exposed;	  /* its device node is among devs */
 };
 
 struct host_devices {
@@ -72,8 +73,8 @@ struct host_devices {
 	 * driver libraries (into /.singularity.d/libs) and tools. */
 	struct devices_bind *binds;
 	size_t nbinds;
-	char **lib_dirs; /* container dirs to prepend to LD_LIBRARY_PATH */
-	char **warnings; /* preflight warnings, one line each, no prefix */
+	char **lib_dirs;  /* container dirs to prepend to LD_LIBRARY_PATH */
+	char **warnings;  /* preflight warnings, one line each, no prefix */
 	int ptrace_scope; /* Yama kernel.yama.ptrace_scope, -1 if absent */
 };
 
@@ -90,8 +91,8 @@ const char *devices_sysroot(bool user_binds_allowed);
  * of HCAs with an active port, knem, xpmem, cxi; GPUs with gpu), "none",
  * "all" (every interconnect node present, active or not; GPUs with gpu) or
  * a comma list of kinds and /dev paths (GPU nodes when named, even without
- * gpu; driver libraries only with gpu). umad and issm nodes are exposed only when
- * readable by the caller; other nodes that are present but inaccessible
+ * gpu; driver libraries only with gpu). umad and issm nodes are exposed only
+ * when readable by the caller; other nodes that are present but inaccessible
  * are left out with a warning. On success fills *out (release with
  * host_devices_free()); -1 with *err for a bad spec or sysroot. */
 int devices_discover(const char *sysroot, const char *spec, bool gpu,
@@ -103,8 +104,8 @@ void host_devices_free(struct host_devices *d);
  * provider (etc/libibverbs.d/<p>.driver plus lib<p>-rdmav*.so) appends one
  * warning line to *warnings naming the driver and the fix (--inject-verbs).
  * With inject, appends the host's driver file and provider library to
- * *binds (count in *nbinds) instead (a warning when the host lacks them too or their
- * ABI suffix differs from the image's). Returns 0, or -1 with *err when
+ * *binds (count in *nbinds) instead (a warning when the host lacks them too or
+ * their ABI suffix differs from the image's). Returns 0, or -1 with *err when
  * image_root cannot be read. */
 int devices_check_verbs(const struct host_devices *d, const char *sysroot,
 			const char *image_root, bool inject, char ***warnings,

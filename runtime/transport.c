@@ -20,13 +20,13 @@
 static const struct {
 	const char *name, *value;
 } unshared_fallbacks[] = {
-	{"UCX_POSIX_USE_PROC_LINK", "n"},
-	{"UCX_TLS", "^cma"},
-	{"OMPI_MCA_btl_vader_single_copy_mechanism", "none"},
-	{"FI_SHM_DISABLE_CMA", "1"},
-	{"PSM2_KASSIST_MODE", "none"},
-	{"I_MPI_SHM_CMA", "0"},
-	{"MV2_SMP_USE_CMA", "0"},
+    {"UCX_POSIX_USE_PROC_LINK", "n"},
+    {"UCX_TLS", "^cma"},
+    {"OMPI_MCA_btl_vader_single_copy_mechanism", "none"},
+    {"FI_SHM_DISABLE_CMA", "1"},
+    {"PSM2_KASSIST_MODE", "none"},
+    {"I_MPI_SHM_CMA", "0"},
+    {"MV2_SMP_USE_CMA", "0"},
 };
 
 /* Drivers UCX does not drive as a verbs net device worth selecting: their
@@ -84,8 +84,8 @@ static char *ucx_net_devices(const struct host_devices *d,
 		for (char *t = strtok_r(copy, ",", &save); t;
 		     t = strtok_r(NULL, ",", &save)) {
 			nd = xrealloc(nd, (n + 1) * sizeof(*nd));
-			nd[n++] = (struct netdev){xstrdup(t),
-						  numa_of_netdev(d, t)};
+			nd[n++] =
+			    (struct netdev){xstrdup(t), numa_of_netdev(d, t)};
 		}
 	} else {
 		for (size_t i = 0; d && i < d->nhcas; i++) {
@@ -95,8 +95,7 @@ static char *ucx_net_devices(const struct host_devices *d,
 				continue;
 			nd = xrealloc(nd, (n + 1) * sizeof(*nd));
 			nd[n++] = (struct netdev){
-				xasprintf("%s:%d", h->name, h->port),
-				h->numa_node};
+			    xasprintf("%s:%d", h->name, h->port), h->numa_node};
 		}
 	}
 	if (n == 0)
@@ -124,8 +123,8 @@ static char *ucx_net_devices(const struct host_devices *d,
 		} else {
 			int nl = o->nlocal > 0 ? o->nlocal : 1;
 			int r = o->local_rank >= 0 && o->local_rank < nl
-					? o->local_rank
-					: 0;
+				    ? o->local_rank
+				    : 0;
 			target = numas[(long)r * nnuma / nl];
 		}
 	}
@@ -209,7 +208,8 @@ void transport_env(const struct host_devices *d, const struct transport_opts *o,
 	}
 }
 
-/* ---- UCX query helper ----------------------------------------------------- */
+/* ---- UCX query helper -----------------------------------------------------
+ */
 
 #define UCX_QUERY_TIMEOUT_MS 10000
 #define UCX_QUERY_MAX_OUTPUT (1 << 20)
@@ -303,8 +303,9 @@ int transport_ucx_query(const char *helper_path, char ***lines,
 				       "UCX query helper '%s' killed by signal "
 				       "%d",
 				       helper_path, WTERMSIG(status));
-		return err_set(err, 0, "UCX query helper '%s' exited with "
-				       "status %d",
+		return err_set(err, 0,
+			       "UCX query helper '%s' exited with "
+			       "status %d",
 			       helper_path, WEXITSTATUS(status));
 	}
 	for (char *s = sb.buf, *nl; s && *s; s = nl + 1) {
@@ -320,8 +321,7 @@ int transport_ucx_query(const char *helper_path, char ***lines,
 	return 0;
 }
 
-void transport_ucx_fields(const char *line, char **tl, char **dev,
-			  char **type)
+void transport_ucx_fields(const char *line, char **tl, char **dev, char **type)
 {
 	struct {
 		const char *key;

@@ -10,10 +10,10 @@
 #include "mpictr.h"
 
 struct transport_opts {
-	bool enabled;   /* false: --transport-env=off, nothing is set */
+	bool enabled;	/* false: --transport-env=off, nothing is set */
 	bool shared_ns; /* all local ranks share one user+mount namespace */
 	int local_rank; /* 0..nlocal-1 */
-	int nlocal;     /* local ranks on this node (0 or 1: one process) */
+	int nlocal;	/* local ranks on this node (0 or 1: one process) */
 	/* Comma list of UCX's RDMA network devices, from
 	 * transport_ucx_net_devices(); NULL when UCX was not asked (then the
 	 * sysfs ports are used), "" when UCX sees none (then
@@ -47,8 +47,7 @@ int transport_ucx_query(const char *helper_path, char ***lines,
 
 /* Split one helper line ("md=... tl=... dev=... type=...") into malloc'ed
  * fields; any of the out pointers may be NULL; missing fields give NULL. */
-void transport_ucx_fields(const char *line, char **tl, char **dev,
-			  char **type);
+void transport_ucx_fields(const char *line, char **tl, char **dev, char **type);
 
 /* UCX's RDMA network devices (type=net, not tcp) from the helper's lines,
  * as a comma list in the order seen, without duplicates ("mlx5_0:1,

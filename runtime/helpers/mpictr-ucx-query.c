@@ -64,8 +64,8 @@ int main(void)
 		return 1;
 	for (unsigned c = 0; c < ncomps; c++) {
 		uct_component_attr_t attr = {
-			.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME |
-				      UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT,
+		    .field_mask = UCT_COMPONENT_ATTR_FIELD_NAME |
+				  UCT_COMPONENT_ATTR_FIELD_MD_RESOURCE_COUNT,
 		};
 		uct_md_resource_desc_t *mds;
 
