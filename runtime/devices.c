@@ -210,22 +210,24 @@ static bool node_ok(const struct disco *ds, const char *host_path, bool dir_ok)
 	return ds->fake && (S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode));
 }
 
-static void add_cand(struct disco *ds, const char *path, enum device_kind kind,
-		     const char *hca, bool default_on, bool dir_ok,
-		     char *reason)
+/* Add a candidate node (takes reason); NULL when it is not a node we
+ * accept or is already listed. */
+static struct cand *add_cand(struct disco *ds, const char *path,
+			     enum device_kind kind, const char *hca,
+			     bool default_on, bool dir_ok, char *reason)
 {
 	char *host = under(ds->root, path);
 
 	if (!node_ok(ds, host, dir_ok)) {
 		free(host);
 		free(reason);
-		return;
+		return NULL;
 	}
 	for (size_t i = 0; i < ds->nc; i++)
 		if (strcmp(ds->c[i].path, path) == 0) {
 			free(host);
 			free(reason);
-			return;
+			return NULL;
 		}
 	ds->c = xrealloc(ds->c, (ds->nc + 1) * sizeof(*ds->c));
 	ds->c[ds->nc++] = (struct cand){
@@ -236,6 +238,7 @@ static void add_cand(struct disco *ds, const char *path, enum device_kind kind,
 	    .hca = hca,
 	    .default_on = default_on,
 	};
+	return &ds->c[ds->nc - 1];
 }
 
 static const struct hca *find_hca(const struct disco *ds, const char *name)
@@ -372,6 +375,7 @@ static void scan_infiniband_nodes(struct disco *ds)
 		cleanup_free char *ibdev = NULL;
 		const struct hca *h;
 		enum device_kind kind = DEVICE_IB;
+		struct cand *c;
 		char *reason;
 
 		if (strcmp(n, "rdma_cm") == 0) {
@@ -411,11 +415,10 @@ static void scan_infiniband_nodes(struct disco *ds)
 					   h->name);
 		else
 			reason = xstrdup("no HCA in sysfs");
-		add_cand(ds, path, kind, h ? h->name : NULL,
-			 h && hca_any_active(ds, h->name), false, reason);
-		if (is_mad && ds->nc > 0 &&
-		    strcmp(ds->c[ds->nc - 1].path, path) == 0)
-			ds->c[ds->nc - 1].need_read_only = true;
+		c = add_cand(ds, path, kind, h ? h->name : NULL,
+			     h && hca_any_active(ds, h->name), false, reason);
+		if (c)
+			c->need_read_only = is_mad;
 	}
 }
 
@@ -1066,7 +1069,10 @@ int devices_check_verbs(const struct host_devices *d, const char *sysroot,
 		cleanup_free char *host_drv = under(root, drv_rel);
 		cleanup_free char *host_lib =
 		    find_provider_lib(root, prov, NULL);
-		if (access(host_drv, R_OK) < 0 || !host_lib) {
+		cleanup_free char *host_lib_path =
+		    host_lib ? under(root, host_lib) : NULL;
+		if (access(host_drv, R_OK) < 0 || !host_lib ||
+		    access(host_lib_path, R_OK) < 0) {
 			strv_push_own(
 			    warnings,
 			    xasprintf("--inject-verbs: the host has "

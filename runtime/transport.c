@@ -57,15 +57,21 @@ struct netdev {
 	int numa;
 };
 
-static int numa_of_netdev(const struct host_devices *d, const char *dev)
+/* The sysfs port behind a UCX device name ("mlx5_0:1"), or NULL. */
+static const struct hca *hca_of_netdev(const struct host_devices *d,
+				       const char *dev)
 {
 	size_t n = strcspn(dev, ":");
+	long port = 1;
 
+	if (dev[n] == ':' && parse_long(dev + n + 1, 0, 255, &port) < 0)
+		return NULL;
 	for (size_t i = 0; d && i < d->nhcas; i++)
 		if (strlen(d->hcas[i].name) == n &&
-		    strncmp(d->hcas[i].name, dev, n) == 0)
-			return d->hcas[i].numa_node;
-	return -1;
+		    strncmp(d->hcas[i].name, dev, n) == 0 &&
+		    d->hcas[i].port == port)
+			return &d->hcas[i];
+	return NULL;
 }
 
 /* The UCX_NET_DEVICES value for this rank, or NULL to leave it unset. */
@@ -83,9 +89,15 @@ static char *ucx_net_devices(const struct host_devices *d,
 
 		for (char *t = strtok_r(copy, ",", &save); t;
 		     t = strtok_r(NULL, ",", &save)) {
+			const struct hca *h = hca_of_netdev(d, t);
+
+			/* UCX's name, unless sysfs knows the port and it is
+			 * DOWN or not exposed in the container. */
+			if (h && (!h->exposed || !h->active))
+				continue;
 			nd = xrealloc(nd, (n + 1) * sizeof(*nd));
 			nd[n++] =
-			    (struct netdev){xstrdup(t), numa_of_netdev(d, t)};
+			    (struct netdev){xstrdup(t), h ? h->numa_node : -1};
 		}
 	} else {
 		for (size_t i = 0; d && i < d->nhcas; i++) {

@@ -291,6 +291,16 @@ START_TEST(test_ucx_names)
 			 NULL, &notices);
 	ck_assert_str_eq(env_get(env, "UCX_NET_DEVICES"), "mlx5_1:1");
 	strv_free(env);
+	/* a port UCX lists but sysfs knows DOWN or not exposed is dropped */
+	env = run_policy(two_numa, 3,
+			 (struct transport_opts){
+				 .enabled = true,
+				 .shared_ns = true,
+				 .ucx_net_devices_from_ucx =
+					 "mlx5_2:1,mlx5_0:1,mlx5_7:1"},
+			 NULL, &notices);
+	ck_assert_str_eq(env_get(env, "UCX_NET_DEVICES"), "mlx5_0:1,mlx5_7:1");
+	strv_free(env);
 	/* UCX sees no RDMA device: UCX_NET_DEVICES is left alone */
 	env = run_policy(two_numa, 3,
 			 (struct transport_opts){
