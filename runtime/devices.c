@@ -838,7 +838,13 @@ int devices_discover(const char *sysroot, const char *spec, bool gpu,
 
 	for (size_t i = 0; i < ds.nc; i++) {
 		struct cand *c = &ds.c[i];
+		struct stat st;
+		/* Nodes must be usable (read and write); umad/issm readable;
+		 * directories (/dev/dri, /dev/nvidia-caps) searchable. */
 		int mode = c->need_read_only ? R_OK : R_OK | W_OK;
+
+		if (stat(c->host_path, &st) == 0 && S_ISDIR(st.st_mode))
+			mode = R_OK | X_OK;
 
 		if (!selected(&sel, c, gpu))
 			continue;

@@ -340,6 +340,12 @@ START_TEST(test_access_rules)
 		if (find_hca(&d, "mlx5_0")->exposed)
 			bad |= 32;
 		host_devices_free(&d);
+		/* a root-owned 0755 directory like /dev/dri is usable */
+		if (devices_discover(full, "gpu", false, &d, NULL) < 0)
+			_exit(103);
+		if (!find_dev(&d, "/dev/dri") || !find_dev(&d, "/dev/nvidia-caps"))
+			bad |= 64;
+		host_devices_free(&d);
 		_exit(bad);
 	}
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
@@ -562,9 +568,12 @@ START_TEST(test_ldcache)
 		}
 	}
 	ck_assert(cuda);
+	strv_free(keys);
+	strv_free(vals);
 	ck_assert_int_eq(devices_ldcache_read("/nonexistent", &keys, &vals,
 					      &err),
 			 -1);
+	ck_assert_ptr_null(keys);
 	mpictr_err_free(err);
 }
 END_TEST

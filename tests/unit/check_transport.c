@@ -274,10 +274,11 @@ START_TEST(test_ucx_names)
 	cleanup_free char *nd = transport_ucx_net_devices(lines);
 	char *shm_only[] = {lines[0], lines[1], lines[2], NULL};
 	cleanup_free char *empty = transport_ucx_net_devices(shm_only);
+	cleanup_free char *nothing = transport_ucx_net_devices(NULL);
 	char **env, **notices = NULL;
 
 	ck_assert_str_eq(nd, "mlx5_1:1,mlx5_0:1");
-	ck_assert_str_eq(transport_ucx_net_devices(NULL), "");
+	ck_assert_str_eq(nothing, "");
 	ck_assert_str_eq(empty, "");
 
 	/* UCX's names win; the NUMA choice still comes from sysfs */
