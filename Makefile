@@ -93,6 +93,8 @@ $(CLI): $(B)/obj/runtime/main.o $(STATIC_LIB)
 
 # Short-lived helper programs (e.g. the UCX query): never linked into the
 # library, so libucs' signal handlers and printing stay out of embedders.
+HELPER_PKGS_mpictr-ucx-query := ucx-uct ucx-ucs
+
 $(B)/libexec/%: runtime/helpers/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) $(CFLAGS_ALL) -pie -o $@ $< $(LDFLAGS_ALL) \
