@@ -177,6 +177,7 @@ static void holder_main(const struct plan *p, int nworkers,
 	char c;
 
 	child_common(mask, parent);
+	close_all_fds_except((int[]){ctl_rfd, sync_wfd}, 2);
 	/* The holder keeps the namespace alive; it must not be the target of
 	 * the terminal's signals meant for the job. */
 	signal(SIGINT, SIG_IGN);
@@ -473,7 +474,7 @@ static int start_janitor(struct job *j, mpictr_err **err)
 		return err_set(err, errno, "fork the cleanup process");
 	}
 	if (j->janitor == 0) {
-		close(p[1]);
+		close_all_fds_except(&p[0], 1);
 		janitor_main(p[0], j->run_dir);
 	}
 	close(p[0]);
@@ -724,6 +725,11 @@ static void teardown(struct job *j)
 			kill(j->ranks[r], SIGKILL);
 			TEMP_FAILURE_RETRY(waitpid(j->ranks[r], NULL, 0));
 		}
+	for (size_t h = 0; h < j->nholders; h++) {
+		if (j->holders[h].ctl >= 0)
+			close(j->holders[h].ctl);
+		j->holders[h].ctl = -1;
+	}
 	for (size_t h = 0; h < j->nholders; h++) {
 		holder_stop(&j->holders[h]);
 	}

@@ -279,6 +279,8 @@ static void keeper_main(struct keeper *k, int lock_fd, int ready_fd)
 	sigset_t none;
 	int nul;
 
+	/* Hold nothing of the task: not its PMI_FD, not srun's pipes. */
+	close_all_fds_except((int[]){lock_fd, ready_fd}, 2);
 	setsid();
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGINT, SIG_IGN);

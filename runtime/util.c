@@ -1,4 +1,5 @@
 /* util.c - allocation, string buffer, string vectors and I/O helpers. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -373,4 +374,33 @@ bool streq0(const char *a, const char *b)
 bool str_has_prefix(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+void close_all_fds_except(const int *keep, size_t nkeep)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int *list = NULL;
+	size_t n = 0;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		long fd;
+		bool kept = false;
+
+		if (parse_long(de->d_name, 3, INT_MAX, &fd) < 0 ||
+		    fd == dirfd(d))
+			continue;
+		for (size_t i = 0; i < nkeep; i++)
+			kept |= keep[i] == fd;
+		if (!kept) {
+			list = xrealloc(list, (n + 1) * sizeof(*list));
+			list[n++] = (int)fd;
+		}
+	}
+	closedir(d);
+	for (size_t i = 0; i < n; i++)
+		close(list[i]);
+	free(list);
 }

@@ -106,6 +106,10 @@ char *read_file(const char *path, size_t max, size_t *len);
  * given). Returns 0 or -1 with errno. */
 int write_file(const char *path, const char *s, int flags);
 
+/* Close every descriptor >= 3 except the nkeep listed (for freshly forked
+ * helpers that must not hold their siblings' pipes open). */
+void close_all_fds_except(const int *keep, size_t nkeep);
+
 /* Parse a decimal integer in [min,max]; the whole string must be a number.
  * Returns 0 or -1 with errno (EINVAL, ERANGE). */
 int parse_long(const char *s, long min, long max, long *out);
