@@ -275,6 +275,10 @@ static int ensure_dir(struct rootfs *r, const char *dir, bool need_writable,
 		return 0;
 	if (mnt_set_has(&r->image, id))
 		return materialize(r, dir, err);
+	/* A read-only host bind (/sys) may be re-populated the same way:
+	 * nothing can be created on the host through it anyway. */
+	if (locked_flags(dir) & MS_RDONLY)
+		return materialize(r, dir, err);
 	return err_set(err, 0,
 		       "cannot create a mount point in '%s': it is a host "
 		       "directory bound into the container (hint: create the "

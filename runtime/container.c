@@ -495,7 +495,7 @@ static void on_pmi_abort(int code, const char *msg, void *data)
 static int rank_env(struct job *j, int rank, char ***env, int *pmi_fd,
 		    mpictr_err **err)
 {
-	*env = strv_dup(j->plan.env);
+	*env = plan_rank_env(&j->plan, rank);
 	*pmi_fd = -1;
 	if (!j->with_pmi)
 		return 0;

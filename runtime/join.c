@@ -457,7 +457,8 @@ int join_run(const struct mpictr_config *cfg, mpictr_err **err)
 		goto out;
 	for (size_t i = 0; plan.notices && plan.notices[i]; i++)
 		log_notice("%s", plan.notices[i]);
-	env = strv_dup(plan.env);
+	plan.nlocal = (int)step.local_tasks;
+	env = plan_rank_env(&plan, (int)step.local_id);
 	container_exec(&plan, env, userns, mntns, -1, err);
 	rc = -1; /* only returns on failure */
 	strv_free(env);

@@ -16,6 +16,7 @@
 
 #include "error.h"
 #include "plan.h"
+#include "transport.h"
 
 extern char **environ;
 
@@ -337,6 +338,112 @@ static void build_env(const struct mpictr_config *cfg, struct plan *p)
 	p->env = env;
 }
 
+/* Path of the UCX query helper: installed, or beside an uninstalled CLI
+ * (build/mpictr -> build/libexec/). */
+static char *ucx_helper_path(void)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	if (n > 0) {
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash) {
+			char *cand;
+			*slash = '\0';
+			cand = xasprintf("%s/libexec/mpictr-ucx-query", self);
+			if (access(cand, X_OK) == 0)
+				return cand;
+			free(cand);
+		}
+	}
+	return xstrdup(MPICTR_LIBEXECDIR "/mpictr-ucx-query");
+}
+
+/* Devices: discovery (sysfs, under MPICTR_SYSROOT when set), one device
+ * bind per node (keeps dev, nosuid,noexec), read-only binds of what the
+ * user-space drivers read, and the transport policy's inputs. */
+static int plan_devices(const struct mpictr_config *cfg, struct plan *p,
+			mpictr_err **err)
+{
+	const char *sysroot = env_get(cfg->host_env, "MPICTR_SYSROOT");
+	struct host_devices *d = &p->hostdev;
+
+	if (sysroot && *sysroot)
+		p->sysroot = xstrdup(sysroot);
+	if (devices_discover(p->sysroot, cfg->devices, cfg->gpu, d, err) < 0)
+		return -1;
+	for (size_t i = 0; i < d->ndevs; i++) {
+		struct stat st;
+		struct mount_op *op;
+		struct plan_device *pd;
+
+		if (stat(d->devs[i].host_path, &st) < 0)
+			continue;
+		op = add_op(p, MOP_DEV, d->devs[i].host_path, d->devs[i].path,
+			    MS_NOSUID | MS_NOEXEC, "device");
+		op->src_is_dir = S_ISDIR(st.st_mode);
+		p->devices = xrealloc(p->devices,
+				      (p->ndevices + 1) * sizeof(*p->devices));
+		pd = &p->devices[p->ndevices++];
+		pd->path = xstrdup(d->devs[i].path);
+		pd->kind = xstrdup(device_kind_name(d->devs[i].kind));
+		pd->reason = xstrdup(d->devs[i].reason);
+	}
+	for (size_t i = 0; i < d->nbinds; i++)
+		if (add_bind(p, d->binds[i].src, d->binds[i].dst, MS_RDONLY,
+			     true, "driver files", err) < 0)
+			return -1;
+	for (size_t i = 0; d->warnings && d->warnings[i]; i++)
+		strv_push(&p->notices, d->warnings[i]);
+	/* UCX names the RDMA devices it will use; ask it (in a helper, never
+	 * in this process) only when there is RDMA hardware to name. */
+	if (d->nhcas > 0 && cfg->transport_env && !p->sysroot) {
+		cleanup_free char *helper = ucx_helper_path();
+		char **lines = NULL;
+		mpictr_err *e = NULL;
+
+		if (transport_ucx_query(helper, &lines, &e) == 0) {
+			p->ucx_net_devices = transport_ucx_net_devices(lines);
+		} else {
+			log_debug("%s", mpictr_err_message(e));
+			mpictr_err_free(e);
+		}
+		strv_free(lines);
+	}
+	return 0;
+}
+
+char **plan_rank_env(const struct plan *p, int local_rank)
+{
+	char **env = strv_dup(p->env);
+	char **notices = NULL;
+	struct transport_opts o = {
+		.enabled = p->transport_env,
+		.shared_ns = p->shared_ns,
+		.local_rank = local_rank,
+		.nlocal = p->nlocal,
+		.ucx_net_devices_from_ucx = p->ucx_net_devices,
+	};
+	cleanup_free char *ld = NULL;
+
+	transport_env(&p->hostdev, &o, &env, &notices);
+	/* Notices are the same for every rank: say them once. */
+	for (size_t i = 0; local_rank == 0 && notices && notices[i]; i++)
+		log_notice("%s", notices[i]);
+	strv_free(notices);
+	for (size_t i = 0; p->hostdev.lib_dirs && p->hostdev.lib_dirs[i]; i++) {
+		const char *cur = env_get(env, "LD_LIBRARY_PATH");
+		char *v = cur && *cur ? xasprintf("%s:%s", p->hostdev.lib_dirs[i],
+						 cur)
+				      : xstrdup(p->hostdev.lib_dirs[i]);
+		env_set(&env, "LD_LIBRARY_PATH", v);
+		free(v);
+	}
+	return env;
+}
+
 /* The image's env scripts, when they can be listed without mounting. */
 static void find_env_scripts(struct plan *p)
 {
@@ -398,7 +505,18 @@ int plan_build(const struct mpictr_config *cfg, const char *run_dir,
 	else
 		p->cwd = xstrdup(cwd);
 	p->run_dir = run_dir ? xstrdup(run_dir) : NULL;
-	if (default_mounts(cfg, p, err) < 0 ||
+	p->inject_verbs = cfg->inject_verbs;
+	p->transport_env = cfg->transport_env;
+	p->nlocal = cfg->nranks > 0 ? cfg->nranks : 1;
+	/* Shared unless asked otherwise, or unless this is one srun task
+	 * that will not join the node's namespaces (MPICTR_JOIN=0). */
+	p->shared_ns = !cfg->no_share;
+	if (cfg->nranks == 0 && env_get(cfg->host_env, "SLURM_STEP_ID")) {
+		const char *jn = env_get(cfg->host_env, "MPICTR_JOIN");
+		if (jn && strcmp(jn, "0") == 0)
+			p->shared_ns = false;
+	}
+	if (default_mounts(cfg, p, err) < 0 || plan_devices(cfg, p, err) < 0 ||
 	    host_binds(cfg, p, cwd, err) < 0 || user_binds(cfg, p, cwd, err) < 0)
 		return -1;
 	if (cfg->runscript) {
@@ -437,6 +555,9 @@ void plan_free(struct plan *p)
 	}
 	free(p->devices);
 	strv_free(p->notices);
+	host_devices_free(&p->hostdev);
+	free(p->sysroot);
+	free(p->ucx_net_devices);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -530,7 +651,11 @@ char *plan_to_json(const struct plan *p)
 		sb_putc(&sb, '}');
 	}
 	sb_puts(&sb, "\n  ],\n  \"env\": ");
-	json_strv(&sb, p->env);
+	{
+		char **env = plan_rank_env(p, 0);
+		json_strv(&sb, env);
+		strv_free(env);
+	}
 	sb_puts(&sb, ",\n  \"env_scripts\": ");
 	json_strv(&sb, p->env_scripts);
 	sb_puts(&sb, ",\n  \"cwd\": ");

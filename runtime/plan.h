@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "devices.h"
 #include "image.h"
 #include "util.h"
 
@@ -58,7 +59,18 @@ struct plan {
 	struct plan_device *devices;
 	size_t ndevices;
 	char **notices;     /* lines to log before running */
+	struct host_devices hostdev; /* discovered devices and HCAs */
+	char *sysroot;      /* MPICTR_SYSROOT (testing aid), or NULL */
+	bool inject_verbs;
+	char *ucx_net_devices; /* from the UCX query helper, or NULL */
+	bool shared_ns;     /* all local ranks share the namespaces */
+	bool transport_env; /* --transport-env=on */
+	int nlocal;         /* local ranks (1 without -n) */
 };
+
+/* The environment of local rank r: the plan's env plus the transport
+ * variables where still unset. Caller frees with strv_free. */
+char **plan_rank_env(const struct plan *p, int local_rank);
 
 /* Build the plan of cfg. run_dir may be NULL (dry-run: not created). */
 int plan_build(const struct mpictr_config *cfg, const char *run_dir,
