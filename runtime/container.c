@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -413,6 +414,30 @@ int container_exec(const struct plan *p, char **env, int userns_fd,
 			    "execute '%s' in the container", exe);
 }
 
+/* --bind-to core: rank r gets the r-th CPU (round robin) of the CPUs the
+ * launcher may use. Returns -1 with errno set. */
+static int bind_rank_to_core(int rank)
+{
+	cpu_set_t allowed, one;
+	int n = 0, want;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0)
+		return -1;
+	n = CPU_COUNT(&allowed);
+	if (n <= 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	want = rank % n;
+	CPU_ZERO(&one);
+	for (int c = 0, k = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &allowed) && k++ == want) {
+			CPU_SET(c, &one);
+			break;
+		}
+	return sched_setaffinity(0, sizeof(one), &one);
+}
+
 static void rank_main(struct job *j, int rank, int sync_wfd, int pmi_fd,
 		      char **env, int out_wfd)
 {
@@ -420,6 +445,9 @@ static void rank_main(struct job *j, int rank, int sync_wfd, int pmi_fd,
 	size_t h = j->nholders > 1 ? (size_t)rank : 0;
 
 	child_common(&j->old_mask, j->supervisor);
+	if (j->cfg->bind_to && strcmp(j->cfg->bind_to, "core") == 0 &&
+	    bind_rank_to_core(rank) < 0)
+		log_warn("rank %d: bind to a core: %s", rank, strerror(errno));
 	if (rank > 0 && j->cfg->nranks > 0) {
 		int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (nul >= 0) {
@@ -497,6 +525,15 @@ static int rank_env(struct job *j, int rank, char ***env, int *pmi_fd,
 {
 	*env = plan_rank_env(&j->plan, rank);
 	*pmi_fd = -1;
+	if (j->cfg->bind_to && strcmp(j->cfg->bind_to, "core") == 0) {
+		/* What Slurm's schizo component tells Open MPI when it binds:
+		 * do not bind again (reference pmix-server.md §10). */
+		if (!env_get(*env, "OMPI_MCA_hwloc_base_binding_policy"))
+			env_set(env, "OMPI_MCA_hwloc_base_binding_policy",
+				"none");
+		if (!env_get(*env, "OMPI_MCA_orte_externally_bound"))
+			env_set(env, "OMPI_MCA_orte_externally_bound", "1");
+	}
 	if (!j->with_pmi)
 		return 0;
 	return pmi_server_rank_env(j->pmi, (uint32_t)rank, env, pmi_fd, err);

@@ -59,7 +59,14 @@ nodes() {
 ok "two nodes of one step (same kernel) never share namespaces" nodes
 
 ok "the exit status of the task is the command's" bash -c "$(declare -f task); JOB=$JOB MPICTR='$MPICTR' I='$I'; task 5 0 0 0 1 sh -c 'exit 9'; [ \$? = 9 ]"
-ok "a task execs in place (its pid is the command's)" bash -c "$(declare -f task); JOB=$JOB MPICTR='$MPICTR' I='$I'; task 6 0 0 0 1 sh -c 'echo \$\$' >'$T_TMP/pid' & p=\$!; wait; [ \"\$(cat '$T_TMP/pid')\" = \"\$p\" ]"
+inplace() {
+	SLURM_JOB_ID=$JOB SLURM_STEP_ID=6 SLURM_NODEID=0 SLURM_PROCID=0 SLURM_LOCALID=0 \
+		SLURM_STEP_TASKS_PER_NODE=1 "$MPICTR" "$I" sh -c 'echo $$' >"$T_TMP/pid" &
+	local p=$!
+	wait
+	[ "$(cat "$T_TMP/pid")" = "$p" ]
+}
+ok "a task execs in place (its pid is the command's)" inplace
 
 gone() {
 	local i
