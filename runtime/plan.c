@@ -196,9 +196,17 @@ static int default_mounts(const struct mpictr_config *cfg, struct plan *p,
 	       "pseudo terminals")
 		->data = xstrdup("newinstance,ptmxmode=0666,mode=0620");
 	add_op(p, MOP_SYMLINK, "pts/ptmx", "/dev/ptmx", 0, "pseudo terminals");
-	add_op(p, MOP_TMPFS, "tmpfs", "/dev/shm", nsd,
-	       "private shared memory of the job")
-		->data = xstrdup("mode=1777");
+	if (cfg->no_share) {
+		/* Debugging only: per-rank namespaces cannot share a private
+		 * tmpfs, so shared memory goes through the host's. */
+		if (add_bind(p, "/dev/shm", "/dev/shm", 0, false,
+			     "host shared memory (--no-share)", err) < 0)
+			return -1;
+	} else {
+		add_op(p, MOP_TMPFS, "tmpfs", "/dev/shm", nsd,
+		       "private shared memory of the job")
+			->data = xstrdup("mode=1777");
+	}
 	add_op(p, MOP_SYMLINK, "/proc/self/fd", "/dev/fd", 0, "standard");
 	add_op(p, MOP_SYMLINK, "/proc/self/fd/0", "/dev/stdin", 0, "standard");
 	add_op(p, MOP_SYMLINK, "/proc/self/fd/1", "/dev/stdout", 0,
