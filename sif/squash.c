@@ -405,15 +405,15 @@ static void squash_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 			memset(&e, 0, sizeof(e));
 			e.ino = node;
 			if (sqfs_inode_get(&c->fs, &in,
-					   sqfs_dentry_inode(&ent)) != SQFS_OK ||
+					   sqfs_dentry_inode(&ent)) !=
+				SQFS_OK ||
 			    squash_stat(c, &in, node, &e.attr)) {
 				serr = SQFS_ERR;
 				break;
 			}
 			e.attr_timeout = e.entry_timeout = SQUASH_TIMEOUT;
-			esize = fuse_add_direntry_plus(req, buf + used,
-						       size - used, name, &e,
-						       next);
+			esize = fuse_add_direntry_plus(
+			    req, buf + used, size - used, name, &e, next);
 		} else {
 			struct stat st;
 
@@ -459,8 +459,8 @@ static void squash_op_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &sv);
 }
 
-static void squash_op_getxattr(fuse_req_t req, fuse_ino_t ino,
-			       const char *name, size_t size)
+static void squash_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			       size_t size)
 {
 	struct squash_ctx *c = fuse_req_userdata(req);
 	size_t real = size;
@@ -534,18 +534,18 @@ static void squash_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
  * asking: flush, access, xattrs on images without any), or success without a
  * call (release, releasedir, forget: nothing is kept per open or lookup). */
 static const struct fuse_lowlevel_ops squash_ops = {
-	.init = squash_op_init,
-	.lookup = squash_op_lookup,
-	.getattr = squash_op_getattr,
-	.readlink = squash_op_readlink,
-	.open = squash_op_open,
-	.read = squash_op_read,
-	.opendir = squash_op_opendir,
-	.readdir = squash_op_readdir,
-	.readdirplus = squash_op_readdirplus,
-	.statfs = squash_op_statfs,
-	.getxattr = squash_op_getxattr,
-	.listxattr = squash_op_listxattr,
+    .init = squash_op_init,
+    .lookup = squash_op_lookup,
+    .getattr = squash_op_getattr,
+    .readlink = squash_op_readlink,
+    .open = squash_op_open,
+    .read = squash_op_read,
+    .opendir = squash_op_opendir,
+    .readdir = squash_op_readdir,
+    .readdirplus = squash_op_readdirplus,
+    .statfs = squash_op_statfs,
+    .getxattr = squash_op_getxattr,
+    .listxattr = squash_op_listxattr,
 };
 
 /* ---- opening the image --------------------------------------------------- */
@@ -553,9 +553,9 @@ static const struct fuse_lowlevel_ops squash_ops = {
 static const char *squash_comp_name(unsigned id)
 {
 	static const char *const names[] = {
-		[ZLIB_COMPRESSION] = "gzip", [LZMA_COMPRESSION] = "lzma",
-		[LZO_COMPRESSION] = "lzo",   [XZ_COMPRESSION] = "xz",
-		[LZ4_COMPRESSION] = "lz4",   [ZSTD_COMPRESSION] = "zstd",
+	    [ZLIB_COMPRESSION] = "gzip", [LZMA_COMPRESSION] = "lzma",
+	    [LZO_COMPRESSION] = "lzo",	 [XZ_COMPRESSION] = "xz",
+	    [LZ4_COMPRESSION] = "lz4",	 [ZSTD_COMPRESSION] = "zstd",
 	};
 
 	return id < ARRAY_SIZE(names) && names[id] ? names[id] : NULL;
@@ -578,8 +578,8 @@ static int squash_open_image(struct squash_ctx *c, const char *image,
 	if (fstat(c->image_fd, &st))
 		return err_set(err, errno, "stat squashfs image '%s'", image);
 	if (!S_ISREG(st.st_mode))
-		return err_set(err, 0, "squashfs image '%s': not a regular file",
-			       image);
+		return err_set(
+		    err, 0, "squashfs image '%s': not a regular file", image);
 	if (offset >= (uint64_t)st.st_size)
 		return err_set(err, 0,
 			       "squashfs '%s' at offset %" PRIu64
@@ -594,8 +594,9 @@ static int squash_open_image(struct squash_ctx *c, const char *image,
 			       " bytes there)",
 			       image, offset, avail);
 	if (pread_full(c->image_fd, &sb, sizeof(sb), (off_t)offset))
-		return err_set(err, errno, "read squashfs '%s' at offset %" PRIu64,
-			       image, offset);
+		return err_set(err, errno,
+			       "read squashfs '%s' at offset %" PRIu64, image,
+			       offset);
 	if (le32toh(sb.s_magic) != SQUASHFS_MAGIC)
 		return err_set(err, 0,
 			       "squashfs '%s' at offset %" PRIu64
@@ -631,7 +632,8 @@ static int squash_open_image(struct squash_ctx *c, const char *image,
 		return err_set(err, 0,
 			       "squashfs '%s' at offset %" PRIu64
 			       ": truncated image (the superblock says %" PRIu64
-			       " bytes, the file has %" PRIu64 " from the offset)",
+			       " bytes, the file has %" PRIu64
+			       " from the offset)",
 			       image, offset, used, avail);
 
 	serr = sqfs_init(&c->fs, c->image_fd, (size_t)offset);
@@ -644,13 +646,14 @@ static int squash_open_image(struct squash_ctx *c, const char *image,
 	if (sqfs_inode_get(&c->fs, &root, sqfs_inode_root(&c->fs)) != SQFS_OK ||
 	    !S_ISDIR(root.base.mode)) {
 		sqfs_destroy(&c->fs);
-		return err_set(err, 0,
-			       "squashfs '%s' at offset %" PRIu64
-			       ": cannot read the root directory (corrupt image)",
-			       image, offset);
+		return err_set(
+		    err, 0,
+		    "squashfs '%s' at offset %" PRIu64
+		    ": cannot read the root directory (corrupt image)",
+		    image, offset);
 	}
 	c->have_xattrs =
-		c->fs.sb.xattr_id_table_start != (uint64_t)SQUASHFS_INVALID_BLK;
+	    c->fs.sb.xattr_id_table_start != (uint64_t)SQUASHFS_INVALID_BLK;
 	return 0;
 }
 
@@ -797,8 +800,8 @@ static int squash_kernel_mount(const char *image, const char *mountpoint,
 			       int fd, mpictr_err **err)
 {
 	cleanup_free char *opts = xasprintf(
-		"fd=%d,rootmode=%o,user_id=%u,group_id=%u,default_permissions",
-		fd, (unsigned)S_IFDIR, (unsigned)getuid(), (unsigned)getgid());
+	    "fd=%d,rootmode=%o,user_id=%u,group_id=%u,default_permissions", fd,
+	    (unsigned)S_IFDIR, (unsigned)getuid(), (unsigned)getgid());
 	int e;
 
 	if (!mount(image, mountpoint, "fuse.squashfuse",
@@ -927,7 +930,8 @@ int squash_mount(const char *image, uint64_t offset, const char *mountpoint,
 		goto fail;
 	}
 	if (sfs.f_type != FUSE_SUPER_MAGIC) {
-		err_set(err, 0, "squashfs mount '%s' is not visible after mount",
+		err_set(err, 0,
+			"squashfs mount '%s' is not visible after mount",
 			mountpoint);
 		goto fail;
 	}

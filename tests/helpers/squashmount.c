@@ -34,8 +34,8 @@ static void die(const char *what, mpictr_err *err)
 
 static void sink(enum mpictr_log_level level, const char *line, void *data)
 {
-	cleanup_free char *s = xasprintf("squashmount[%d]: %s\n", getpid(),
-					 line);
+	cleanup_free char *s =
+	    xasprintf("squashmount[%d]: %s\n", getpid(), line);
 	write_full(2, s, strlen(s));
 }
 
