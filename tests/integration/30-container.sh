@@ -102,10 +102,11 @@ sig_test() {
 ok "SIGTERM is forwarded to the command" sig_test
 
 # Nothing left behind, also after SIGKILL of mpictr.
-leftovers() { ls -d "${TMPDIR:-/tmp}"/mpictr-"$UID_".* 2>/dev/null; pgrep -u "$UID_" -f "mpictr-leftover-$$" ; }
-ok "no job directory or process left after a run" bash -c "'$MPICTR' '$I' true; sleep 0.2; [ -z \"\$( $(declare -f leftovers); leftovers)\" ]"
+leftovers() { ls -d "$TMPDIR"/mpictr-"$UID_".* 2>/dev/null; marked_procs | grep -v -e marked_procs -e leftovers; }
+noleft() { "$MPICTR" "$I" true; sleep 0.2; [ -z "$(leftovers)" ] || { leftovers; return 1; }; }
+ok "no job directory or process left after a run" noleft
 kill_test() {
-	"$MPICTR" "$I" sh -c "exec sleep 30 mpictr-leftover-$$" &
+	"$MPICTR" "$I" sleep 30 &
 	local pid=$! i
 	sleep 1
 	kill -KILL $pid

@@ -71,19 +71,20 @@ ok "a task execs in place (its pid is the command's)" inplace
 gone() {
 	local i
 	for i in $(seq 100); do
-		if [ -z "$(ls -A "$JDIR" 2>/dev/null)" ] && ! pgrep -u "$(id -u)" -f "mpictr-join-marker-$$" >/dev/null; then
+		if [ -z "$(ls "$JDIR" 2>/dev/null | grep "^$JOB\.")" ] && [ -z "$(marked_procs)" ]; then
 			return 0
 		fi
 		sleep 0.1
 	done
-	ls -la "$JDIR"; return 1
+	ls -la "$JDIR"; marked_procs; return 1
 }
 ok "the keeper is gone and the rendezvous directory empty afterwards" gone
 
 killed() {
 	# Two tasks; both are killed while running: the keeper must notice.
-	task 7 0 0 0 2 sh -c "exec sleep 60 mpictr-join-marker-$$" & local a=$!
-	task 7 0 1 1 2 sh -c "exec sleep 60 mpictr-join-marker-$$" & local b=$!
+	local v="SLURM_JOB_ID=$JOB SLURM_STEP_ID=7 SLURM_NODEID=0 SLURM_STEP_TASKS_PER_NODE=2"
+	env $v SLURM_PROCID=0 SLURM_LOCALID=0 "$MPICTR" "$I" sleep 60 & local a=$!
+	env $v SLURM_PROCID=1 SLURM_LOCALID=1 "$MPICTR" "$I" sleep 60 & local b=$!
 	sleep 1.5
 	kill -KILL $a $b; wait
 	gone

@@ -92,16 +92,15 @@ ok_status "--fakeroot with -n is refused" 255 "$MPICTR" --fakeroot -n 2 "$I" tru
 # Nothing left behind.
 U=$(id -u)
 leftovers() {
-	ls -d "${TMPDIR:-/tmp}"/mpictr-"$U".* 2>/dev/null
-	pgrep -u "$U" -f "mpictr-launch-marker-$$"
-	pgrep -u "$U" -x mpictr-sqfs
+	ls -d "$TMPDIR"/mpictr-"$U".* 2>/dev/null
+	marked_procs
 	find /dev/shm -maxdepth 1 -user "$U" -newer "$T_TMP/start" 2>/dev/null
 }
 touch "$T_TMP/start"
 wait_clean() { local i; for i in $(seq 50); do [ -z "$(leftovers)" ] && return 0; sleep 0.1; done; leftovers; return 1; }
 ok "after MPI jobs: no job directory, process, FUSE server or /dev/shm file" wait_clean
 sigterm() {
-	"$MPICTR" -n 4 "$I" sh -c "exec sleep 60 mpictr-launch-marker-$$" &
+	"$MPICTR" -n 4 "$I" sleep 60 &
 	local pid=$! t0=$SECONDS
 	sleep 1.5
 	kill -TERM $pid
@@ -111,7 +110,7 @@ sigterm() {
 }
 ok "SIGTERM to mpictr stops the job (143) and cleans up" sigterm
 sigkill() {
-	env OMPI_MCA_pml=ob1 "$MPICTR" -n 4 "$I" sh -c "$B/hello >/dev/null; exec sleep 60 mpictr-launch-marker-$$" &
+	env OMPI_MCA_pml=ob1 "$MPICTR" -n 4 "$I" sh -c "$B/hello >/dev/null; exec sleep 60" &
 	local pid=$!
 	sleep 3
 	kill -KILL $pid

@@ -65,3 +65,22 @@ test_images() {
 	fi
 	echo "$dir"
 }
+
+# Processes that carry this test's marker in their environment (mpictr's
+# holder, janitor, FUSE workers, keeper and ranks all inherit it), so
+# leftover checks see only what this test started, not other jobs of the
+# same user on the machine.
+export T_MARKER_MPICTR=$$
+marked_procs() {
+	local p
+	for p in /proc/[0-9]*; do
+		[ "${p#/proc/}" = "$$" ] && continue
+		[ "${p#/proc/}" = "$BASHPID" ] && continue
+		tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qx "T_MARKER_MPICTR=$T_MARKER_MPICTR" &&
+			echo "${p#/proc/} $(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)"
+	done
+}
+# A private TMPDIR for mpictr's job directories, so a leftover check can
+# look at this test's alone.
+export TMPDIR=$T_TMP/tmpdir
+mkdir -p "$TMPDIR"
