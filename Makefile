@@ -134,6 +134,7 @@ unit: $(B)/tests/check_unit
 integration: all $(TEST_HELPERS)
 	MPICTR_TEST_ROOT=$(CURDIR) tests/run-integration.sh
 
+export LSAN_OPTIONS = suppressions=$(CURDIR)/tests/lsan.supp
 check: all $(B)/tests/check_unit $(TEST_HELPERS)
 	MPICTR_TEST_ROOT=$(CURDIR) $(B)/tests/check_unit
 	MPICTR_TEST_ROOT=$(CURDIR) tests/run-integration.sh
