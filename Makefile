@@ -151,7 +151,12 @@ bench: all $(TEST_HELPERS)
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZERS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
 # pmi/pmi1_wire.c is pure (no PMIx), so the PMI-1 fuzz target can use it.
-FUZZ_LIB_SRCS := $(filter-out sif/squash.c $(filter-out pmi/pmi1_wire.c,$(wildcard pmi/*.c)),$(LIB_SRCS))
+# The pure parsers of untrusted input and what they need; no namespaces,
+# FUSE or PMIx in the fuzzers.
+FUZZ_LIB_SRCS := runtime/error.c runtime/util.c runtime/config.c \
+	runtime/slurm.c pmi/pmi1_wire.c \
+	$(filter-out sif/squash.c,$(wildcard sif/*.c)) \
+	$(wildcard runtime/siteconf.c)
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
 	-fno-sanitize-recover=undefined -std=gnu11 $(CPPFLAGS_ALL) $(BASE_CFLAGS) $(PMIX_CFLAGS)
 fuzz: $(FUZZERS)
