@@ -89,6 +89,15 @@ ok_status "killed by a signal: 128+signal" 137 "$MPICTR" "$I" sh -c 'kill -9 $$'
 ok_status "missing image: 255" 255 "$MPICTR" "$T_TMP/no-such-image" true
 ok_status "not an image: 255" 255 "$MPICTR" "$T_TMP/hostfile" true
 
+# Errors that help, in namespaces of the test's own where it can break
+# things: a user-namespace limit of 0, an unusable /dev/fuse.
+ok "user namespaces unavailable: exit 255 and a hint naming the sysctl" bash -c "unshare -U -r sh -c 'echo 0 >/proc/sys/user/max_user_namespaces; \"\$0\" \"\$1\" true' '$MPICTR' '$IMG/tiny' 2>&1 | grep -q 'hint: .*user.max_user_namespaces'"
+if [ "$UID_" = 0 ]; then
+	skip "/dev/fuse not accessible: exit 255 and a hint" "root can open any /dev/fuse (run as a normal user, as CI does)"
+elif have_fuse; then
+	ok "/dev/fuse not accessible: exit 255 and a hint" bash -c "unshare -U -r -m sh -c 'mount --bind /etc/gshadow /dev/fuse && \"\$0\" \"\$1\" true; echo rc=\$?' '$MPICTR' '$IMG/tiny.sif' 2>&1 | tr '\n' ' ' | grep -q \"open '/dev/fuse': Permission denied (hint: .*chmod 0666 /dev/fuse.* rc=255\""
+fi
+
 # Signals are forwarded.
 sig_test() {
 	"$MPICTR" "$I" sh -c 'trap "echo got-TERM; exit 42" TERM; echo ready; while :; do sleep 0.1; done' >"$T_TMP/sig.out" 2>&1 &
