@@ -4,19 +4,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "error.h"
 #include "ns.h"
+#include "devices.h"
+#include "plan.h"
 #include "pmi.h"
 #include "util.h"
 
 static void line(struct strbuf *sb, bool ok, const char *what,
 		 const char *fix)
 {
-	sb_printf(sb, "%s %s", ok ? "ok:     " : "problem:", what);
+	sb_printf(sb, "%s %s", ok ? "ok:" : "problem:", what);
 	if (!ok && fix)
 		sb_printf(sb, " (fix: %s)", fix);
 	sb_putc(sb, '\n');
@@ -71,29 +72,6 @@ static void check_fuse(struct strbuf *sb, int *blocking)
 	     NULL);
 }
 
-static void check_memlock(struct strbuf *sb)
-{
-	struct rlimit rl;
-	cleanup_free char *s = NULL;
-
-	if (getrlimit(RLIMIT_MEMLOCK, &rl) < 0)
-		return;
-	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= (64UL << 20)) {
-		s = rl.rlim_cur == RLIM_INFINITY
-			    ? xstrdup("RLIMIT_MEMLOCK is unlimited")
-			    : xasprintf("RLIMIT_MEMLOCK is %lu MiB",
-					(unsigned long)(rl.rlim_cur >> 20));
-		line(sb, true, s, NULL);
-		return;
-	}
-	s = xasprintf("RLIMIT_MEMLOCK is %lu KiB: too low for RDMA "
-		      "(InfiniBand, Omni-Path) registration",
-		      (unsigned long)(rl.rlim_cur >> 10));
-	line(sb, false, s,
-	     "raise memlock in /etc/security/limits.conf or Slurm's "
-	     "PropagateResourceLimits; only matters with RDMA hardware");
-}
-
 static void check_setuid(struct strbuf *sb, int *blocking)
 {
 	if (getuid() != geteuid() || getgid() != getegid()) {
@@ -116,7 +94,15 @@ MPICTR_PUBLIC int mpictr_check(char **report, int *blocking, mpictr_err **err)
 	check_setuid(&sb, &nblock);
 	check_userns(&sb, &nblock);
 	check_fuse(&sb, &nblock);
-	check_memlock(&sb);
+	{
+		mpictr_err *e = NULL;
+		cleanup_free char *helper = plan_ucx_helper_path();
+		if (devices_check_report(devices_sysroot(true), helper, &sb,
+					 &nblock, &e) < 0) {
+			line(&sb, false, mpictr_err_message(e), NULL);
+			mpictr_err_free(e);
+		}
+	}
 	{
 		const char *v = pmi_library_version();
 		cleanup_free char *s = xasprintf("PMIx library %s", v ? v : "unknown");

@@ -348,7 +348,7 @@ static void build_env(const struct mpictr_config *cfg, struct plan *p)
 
 /* Path of the UCX query helper: installed, or beside an uninstalled CLI
  * (build/mpictr -> build/libexec/). */
-static char *ucx_helper_path(void)
+char *plan_ucx_helper_path(void)
 {
 	char self[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -408,7 +408,7 @@ static int plan_devices(const struct mpictr_config *cfg, struct plan *p,
 	/* UCX names the RDMA devices it will use; ask it (in a helper, never
 	 * in this process) only when there is RDMA hardware to name. */
 	if (d->nhcas > 0 && cfg->transport_env && !p->sysroot) {
-		cleanup_free char *helper = ucx_helper_path();
+		cleanup_free char *helper = plan_ucx_helper_path();
 		char **lines = NULL;
 		mpictr_err *e = NULL;
 

@@ -85,6 +85,9 @@ char *mop_options(const struct mount_op *op);
  * these exclusions, PATH reset to the container default. Exposed for
  * unit tests. */
 bool plan_env_excluded(const char *name);
+/* Path of the UCX query helper: beside an uninstalled CLI
+ * (build/libexec/), else the installed one. Caller frees. */
+char *plan_ucx_helper_path(void);
 #define CONTAINER_DEFAULT_PATH                                                 \
 	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
