@@ -5,7 +5,7 @@
  *   2. open every host source with O_PATH while the host root is still the
  *      root: later binds use /proc/self/fd/N, so a host path is resolved
  *      on the host and never through a symlink planted in the image;
- *   3. mount a tmpfs on /tmp (in this namespace only) as the writable
+ *   3. mount a tmpfs on /dev/shm (in this namespace only) as the writable
  *      layer; mount the image read-only at LAYER/image (squashfuse, or a
  *      bind for a directory image); fill LAYER/root with the image's
  *      top-level entries (binds and copied symlinks);
@@ -40,7 +40,6 @@
 #include "squash.h"
 #include "syscalls.h"
 
-#define LAYER "/tmp"
 #define OLDROOT "/.mpictr-oldroot"
 #define GENDIR "/.mpictr-gen"
 
@@ -55,6 +54,17 @@ struct rootfs {
 	struct mnt_set image;  /* mounts that show image content */
 	struct mnt_set layer;  /* tmpfs mounts of the writable layer */
 	char **ro_layers;      /* materialized dirs, remounted ro at the end */
+	struct devices_bind *inject; /* --inject-verbs: host provider files */
+	int *inject_fd;
+	size_t ninject;
+	/* Where the layer is mounted until the pivot: /dev/shm (or /tmp
+	 * where there is none), hidden in this namespace only and detached
+	 * right after the pivot. /dev/shm, because host paths the holder
+	 * still reads before the pivot (MPICTR_SYSROOT trees, providers) are
+	 * far more likely under /tmp. */
+	const char *layer_dir;
+	bool gen_mounted;
+	char *l_image, *l_root;
 };
 
 static int mnt_id_of(const char *path, uint64_t *id)
@@ -427,26 +437,62 @@ static int do_op(struct rootfs *r, size_t i, mpictr_err **err)
 		return 0;
 	}
 	case MOP_FILE: {
-		/* Written into the root layer, bound, then unlinked: the bind
-		 * keeps the file, and nothing of it remains in the tree. */
+		/* Written into a small tmpfs of its own, bound, and the tmpfs
+		 * detached at the end: the binds keep the files, nothing of
+		 * them stays in the tree, and a later materialize() can still
+		 * re-bind them (an unlinked source could not be). */
 		cleanup_free char *content = gen_file(r->p, "", op->source);
 		cleanup_free char *path = xasprintf(GENDIR "/%zu", i);
-		if (mkdir(GENDIR, 0700) < 0 && errno != EEXIST)
-			return err_set(err, errno, "create '%s'", GENDIR);
+		if (!r->gen_mounted) {
+			if ((mkdir(GENDIR, 0700) < 0 && errno != EEXIST) ||
+			    mount("tmpfs", GENDIR, "tmpfs",
+				  MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				  "mode=755,size=8m") < 0)
+				return err_set(err, errno, "mount tmpfs on '%s'",
+					       GENDIR);
+			r->gen_mounted = true;
+		}
 		if (write_file(path, content, O_CREAT | O_EXCL) < 0 ||
 		    chmod(path, 0644) < 0)
 			return err_set(err, errno, "write '%s'", path);
-		if (ensure_target(r, op->target, false, err) < 0 ||
-		    bind_path(path, op->target, false, op->flags, false,
-			      err) < 0)
+		if (ensure_target(r, op->target, false, err) < 0)
 			return -1;
-		unlink(path);
-		return 0;
+		return bind_path(path, op->target, false, op->flags, false,
+				 err);
 	}
 	default:
 		return err_set(err, EINVAL, "unknown mount operation %d",
 			       (int)op->kind);
 	}
+}
+
+/* Host HCAs whose verbs provider the image lacks: say so before exec (the
+ * classic "no userspace device-specific driver found" made actionable),
+ * or with --inject-verbs bind the host's provider and driver file in.
+ * Runs with the image mounted in the layer, before the pivot, so the
+ * host files can still be opened. */
+static int verbs_providers(struct rootfs *r, mpictr_err **err)
+{
+	const struct plan *p = r->p;
+	char **warnings = NULL;
+
+	if (p->hostdev.nhcas == 0)
+		return 0;
+	if (devices_check_verbs(&p->hostdev, p->sysroot, r->l_image,
+				p->inject_verbs, &warnings, &r->inject,
+				&r->ninject, err) < 0)
+		return -1;
+	for (size_t i = 0; warnings && warnings[i]; i++)
+		log_warn("%s", warnings[i]);
+	strv_free(warnings);
+	r->inject_fd = xcalloc(r->ninject ? r->ninject : 1, sizeof(int));
+	for (size_t i = 0; i < r->ninject; i++) {
+		r->inject_fd[i] = open(r->inject[i].src, O_PATH | O_CLOEXEC);
+		if (r->inject_fd[i] < 0)
+			return err_set(err, errno, "--inject-verbs: open '%s'",
+				       r->inject[i].src);
+	}
+	return 0;
 }
 
 /* Step 3: the image at LAYER/image and its top level in LAYER/root. */
@@ -464,27 +510,27 @@ static int image_and_root(struct rootfs *r, int nworkers,
 							      : 0));
 	if (ifd < 0)
 		return err_set(err, errno, "open image '%s'", img->path);
-	if (mount("tmpfs", LAYER, "tmpfs", MS_NOSUID | MS_NODEV,
+	if (mount("tmpfs", r->layer_dir, "tmpfs", MS_NOSUID | MS_NODEV,
 		  "mode=755") < 0)
 		return err_set(err, errno, "mount the writable layer (tmpfs)");
-	if (mkdir(LAYER "/image", 0755) < 0 || mkdir(LAYER "/root", 0755) < 0)
+	if (mkdir(r->l_image, 0755) < 0 || mkdir(r->l_root, 0755) < 0)
 		return err_set(err, errno, "create directories in the layer");
 	if (img->kind == IMAGE_DIR) {
 		if (bind_path(fd_path(ifd, src, sizeof(src), false),
-			      LAYER "/image", true,
+			      r->l_image, true,
 			      MS_RDONLY | MS_NOSUID | MS_NODEV, false,
 			      err) < 0)
 			return err_wrap(err, "image '%s'", img->path);
 	} else {
 		if (squash_mount(fd_path(ifd, src, sizeof(src), false),
-				 img->offset, LAYER "/image", nworkers, sq,
+				 img->offset, r->l_image, nworkers, sq,
 				 err) < 0)
 			return err_wrap(err, "image '%s'", img->path);
 	}
-	if (mount(LAYER "/root", LAYER "/root", NULL, MS_BIND, NULL) < 0)
+	if (mount(r->l_root, r->l_root, NULL, MS_BIND, NULL) < 0)
 		return err_set(err, errno, "bind the new root on itself");
-	mnt_set_add_path(&r->layer, LAYER "/root");
-	d = opendir(LAYER "/image");
+	mnt_set_add_path(&r->layer, r->l_root);
+	d = opendir(r->l_image);
 	if (!d)
 		return err_set(err, errno, "read the image's root directory");
 	while ((de = readdir(d))) {
@@ -496,8 +542,8 @@ static int image_and_root(struct rootfs *r, int nworkers,
 			continue;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
-		s = xasprintf(LAYER "/image/%s", de->d_name);
-		t = xasprintf(LAYER "/root/%s", de->d_name);
+		s = xasprintf("%s/%s", r->l_image, de->d_name);
+		t = xasprintf("%s/%s", r->l_root, de->d_name);
 		if (S_ISLNK(st.st_mode)) {
 			char link[PATH_MAX];
 			ssize_t n = readlink(s, link, sizeof(link) - 1);
@@ -544,6 +590,14 @@ int rootfs_build(const struct plan *p, int nworkers, struct squash_mount **sq,
 
 	*sq = NULL;
 	r.src_fd = xcalloc(p->nops ? p->nops : 1, sizeof(int));
+	{
+		struct stat st;
+		r.layer_dir = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode)
+				  ? "/dev/shm"
+				  : "/tmp";
+	}
+	r.l_image = xasprintf("%s/image", r.layer_dir);
+	r.l_root = xasprintf("%s/root", r.layer_dir);
 	for (size_t i = 0; i < p->nops; i++)
 		r.src_fd[i] = -1;
 
@@ -564,13 +618,17 @@ int rootfs_build(const struct plan *p, int nworkers, struct squash_mount **sq,
 		}
 	}
 	/* 3. */
-	if (image_and_root(&r, nworkers, sq, err) < 0)
+	if (image_and_root(&r, nworkers, sq, err) < 0 ||
+	    verbs_providers(&r, err) < 0)
 		goto out;
 	/* 4. */
-	if (mkdir(LAYER "/root" OLDROOT, 0700) < 0 ||
-	    chdir(LAYER "/root") < 0) {
-		err_set(err, errno, "prepare the pivot into the new root");
-		goto out;
+	{
+		cleanup_free char *old = xasprintf("%s" OLDROOT, r.l_root);
+		if (mkdir(old, 0700) < 0 || chdir(r.l_root) < 0) {
+			err_set(err, errno,
+				"prepare the pivot into the new root");
+			goto out;
+		}
 	}
 	if (sys_pivot_root(".", "." OLDROOT) < 0) {
 		err_set(err, errno, "pivot_root into the container root");
@@ -583,14 +641,26 @@ int rootfs_build(const struct plan *p, int nworkers, struct squash_mount **sq,
 	/* The layer stays reachable through the new root's bind; its own
 	 * mount on the host's /tmp must go before /tmp is bound, or the
 	 * recursive bind would copy it into the container. */
-	if (umount2(OLDROOT LAYER, MNT_DETACH) < 0) {
-		err_set(err, errno, "detach the layer from '%s'", LAYER);
-		goto out;
+	{
+		cleanup_free char *l = xasprintf(OLDROOT "%s", r.layer_dir);
+		if (umount2(l, MNT_DETACH) < 0) {
+			err_set(err, errno, "detach the layer from '%s'",
+				r.layer_dir);
+			goto out;
+		}
 	}
 	/* 5. */
 	for (size_t i = 0; i < p->nops; i++)
 		if (do_op(&r, i, err) < 0)
 			goto out;
+	for (size_t i = 0; i < r.ninject; i++) {
+		char src[64];
+		if (ensure_target(&r, r.inject[i].dst, false, err) < 0 ||
+		    bind_path(fd_path(r.inject_fd[i], src, sizeof(src), true),
+			      r.inject[i].dst, false,
+			      MS_RDONLY | MS_NOSUID | MS_NODEV, false, err) < 0)
+			goto out;
+	}
 	/* 6. */
 	if (umount2(OLDROOT, MNT_DETACH) < 0) {
 		err_set(err, errno, "detach the host root");
@@ -598,6 +668,8 @@ int rootfs_build(const struct plan *p, int nworkers, struct squash_mount **sq,
 	}
 	if (rmdir(OLDROOT) < 0)
 		log_debug("remove '%s': %s", OLDROOT, strerror(errno));
+	if (r.gen_mounted && umount2(GENDIR, MNT_DETACH) < 0)
+		log_debug("detach '%s': %s", GENDIR, strerror(errno));
 	if (rmdir(GENDIR) < 0 && errno != ENOENT)
 		log_debug("remove '%s': %s", GENDIR, strerror(errno));
 	for (size_t i = 0; r.ro_layers && r.ro_layers[i]; i++)
@@ -617,5 +689,15 @@ out:
 	free(r.image.ids);
 	free(r.layer.ids);
 	strv_free(r.ro_layers);
+	for (size_t i = 0; i < r.ninject; i++) {
+		free(r.inject[i].src);
+		free(r.inject[i].dst);
+		if (r.inject_fd[i] >= 0)
+			close(r.inject_fd[i]);
+	}
+	free(r.inject);
+	free(r.inject_fd);
+	free(r.l_image);
+	free(r.l_root);
 	return rc;
 }
