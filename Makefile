@@ -11,6 +11,7 @@ LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 LIBEXECDIR ?= $(PREFIX)/libexec/mpictr
 MANDIR     ?= $(PREFIX)/share/man
+SYSCONFDIR ?= /etc
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 DESTDIR    ?=
 
@@ -48,7 +49,8 @@ SAN_LDFLAGS :=
 endif
 
 CPPFLAGS_ALL := -D_GNU_SOURCE -DMPICTR_VERSION_STRING='"$(VERSION)"' \
-	-DMPICTR_LIBEXECDIR='"$(LIBEXECDIR)"' -Iruntime -Isif -Ipmi
+	-DMPICTR_LIBEXECDIR='"$(LIBEXECDIR)"' \
+	-DMPICTR_SITE_CONF='"$(SYSCONFDIR)/mpictr/mpictr.conf"' -Iruntime -Isif -Ipmi
 CFLAGS_ALL := -std=gnu11 $(OPT) $(HARDEN) -fvisibility=hidden $(WARN) \
 	$(BASE_CFLAGS) $(CFLAGS)
 LDFLAGS_ALL := -Wl,-z,relro,-z,now $(SAN_LDFLAGS) $(LDFLAGS)

@@ -528,14 +528,14 @@ int siteconf_check_user_bind(const struct siteconf *sc,
 			     mpictr_err **err)
 {
 	if (streq0(sc->user_binds.value, "no"))
-		return err_set(err, EPERM,
+		return err_set(err, 0,
 			       "%s refused: the site allows no user binds "
 			       "(%s: user_binds = no)",
 			       what, sc->user_binds.origin);
 	for (size_t i = 0; i < sc->deny_binds.n; i++) {
 		const struct site_item *r = &sc->deny_binds.v[i];
 		if (siteconf_path_below(resolved_src, r->value))
-			return err_set(err, EPERM,
+			return err_set(err, 0,
 				       "%s refused: '%s' is denied by %s: "
 				       "deny_bind = %s",
 				       what, resolved_src, r->origin, r->value);
@@ -552,7 +552,7 @@ int siteconf_check_user_bind(const struct siteconf *sc,
 			sb_printf(&sb, "%s%s: allow_bind = %s", i ? "; " : "",
 				  sc->allow_binds.v[i].origin,
 				  sc->allow_binds.v[i].value);
-		rc = err_set(err, EPERM,
+		rc = err_set(err, 0,
 			     "%s refused: '%s' is outside the paths the site "
 			     "allows (%s)",
 			     what, resolved_src, sb.buf);
