@@ -182,7 +182,7 @@ install: all
 	$(call write_pc,$(DESTDIR)$(PKGCONFIGDIR)/mpictr.pc)
 	chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/mpictr.pc
 	for h in $(HELPERS); do install -m 0755 $$h $(DESTDIR)$(LIBEXECDIR)/; done
-	if [ -f docs/mpictr.1 ]; then install -m 0644 docs/mpictr.1 $(DESTDIR)$(MANDIR)/man1/; fi
+	install -m 0644 docs/mpictr.1 $(DESTDIR)$(MANDIR)/man1/mpictr.1
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/mpictr $(DESTDIR)$(LIBDIR)/libmpictr.a \
