@@ -79,9 +79,8 @@ int mpiabi_elf_soname(mpiabi_read_fn rd, void *ctx, uint64_t size,
 			       "'%s': dynamic section or its string table "
 			       "outside the file",
 			       what);
-	for (uint64_t k = 0; k < dyn.sh_size / sizeof(Elf64_Dyn) &&
-			     k < ELF_MAX_DYN;
-	     k++) {
+	for (uint64_t k = 0;
+	     k < dyn.sh_size / sizeof(Elf64_Dyn) && k < ELF_MAX_DYN; k++) {
 		Elf64_Dyn d;
 		if (rd(ctx, &d, sizeof(d), dyn.sh_offset + k * sizeof(d)) < 0)
 			return err_set(err, EIO, "'%s': read dynamic entry",
@@ -224,8 +223,9 @@ int mpiabi_compatible(const struct mpi_lib *host, const struct mpi_lib *image,
 	cleanup_free char *h = lib_desc(host), *i = lib_desc(image);
 
 	if (host->family == MPI_FAMILY_NONE)
-		return err_set(err, 0, "host library %s is not an MPI library "
-				       "of a known ABI",
+		return err_set(err, 0,
+			       "host library %s is not an MPI library "
+			       "of a known ABI",
 			       h);
 	if (host->family != image->family)
 		return err_set(err, 0,
@@ -275,8 +275,8 @@ static int describe_fd(int fd, const char *path, const char *real,
 		return err_set(err, errno, "stat '%s'", path);
 	if (!S_ISREG(st.st_mode))
 		return err_set(err, 0, "'%s' is not a regular file", path);
-	if (mpiabi_elf_soname(fd_read, &fd, (uint64_t)st.st_size, path,
-			      &soname, err) < 0)
+	if (mpiabi_elf_soname(fd_read, &fd, (uint64_t)st.st_size, path, &soname,
+			      err) < 0)
 		return -1;
 	out->path = xstrdup(path);
 	out->file = xstrdup(base ? base + 1 : real);
@@ -290,8 +290,7 @@ static int describe_fd(int fd, const char *path, const char *real,
 	return 0;
 }
 
-int mpiabi_inspect_host(const char *path, struct mpi_lib *out,
-			mpictr_err **err)
+int mpiabi_inspect_host(const char *path, struct mpi_lib *out, mpictr_err **err)
 {
 	cleanup_close int fd = -1;
 	cleanup_free char *real = realpath(path, NULL);
@@ -307,8 +306,14 @@ int mpiabi_inspect_host(const char *path, struct mpi_lib *out,
 /* ---- the image's libraries ------------------------------------------ */
 
 static const char *const image_lib_dirs[] = {
-	"/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64",
-	"/lib64", "/usr/lib", "/lib", "/usr/local/lib", "/usr/local/lib64",
+    "/usr/lib/x86_64-linux-gnu",
+    "/lib/x86_64-linux-gnu",
+    "/usr/lib64",
+    "/lib64",
+    "/usr/lib",
+    "/lib",
+    "/usr/local/lib",
+    "/usr/local/lib64",
 };
 
 static int open_in(int rootfd, const char *path, int flags)
@@ -340,8 +345,8 @@ static char *fd_target(int fd)
 /* Directories the image's /etc/ld.so.conf.d/\*.conf files name. */
 static void conf_dirs(int rootfd, char ***dirs)
 {
-	cleanup_close int dfd = open_in(rootfd, "/etc/ld.so.conf.d",
-					O_RDONLY | O_DIRECTORY);
+	cleanup_close int dfd =
+	    open_in(rootfd, "/etc/ld.so.conf.d", O_RDONLY | O_DIRECTORY);
 	DIR *d;
 	struct dirent *de;
 

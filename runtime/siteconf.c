@@ -121,7 +121,7 @@ char *siteconf_profile_names(const struct siteconf *sc)
 
 struct parser {
 	const struct siteconf *base; /* what earlier files set (locks) */
-	struct siteconf add;         /* what this file adds */
+	struct siteconf add;	     /* what this file adds */
 	struct site_profile *prof;   /* current [profile] section or NULL */
 	const char *fname;
 	unsigned line;
@@ -222,8 +222,8 @@ static int global_key(struct parser *ps, const char *key, const char *v,
 {
 	struct siteconf *a = &ps->add;
 	static const char *const site_only[] = {
-		"lock_devices", "lock_transport_env", "user_binds",
-		"allow_bind", "deny_bind"};
+	    "lock_devices", "lock_transport_env", "user_binds", "allow_bind",
+	    "deny_bind"};
 	bool b;
 
 	for (size_t i = 0; i < ARRAY_SIZE(site_only); i++)
@@ -253,14 +253,15 @@ static int global_key(struct parser *ps, const char *key, const char *v,
 				    "(expected on or off)",
 				    v);
 		if (ps->base->lock_transport_env.value)
-			return perr(ps, err,
-				    "'transport_env' is locked by the site (%s)",
-				    ps->base->lock_transport_env.origin);
+			return perr(
+			    ps, err,
+			    "'transport_env' is locked by the site (%s)",
+			    ps->base->lock_transport_env.origin);
 		item_set(&a->transport_env, v, ps->origin, ps->site);
 	} else if (strcmp(key, "lock_devices") == 0 ||
 		   strcmp(key, "lock_transport_env") == 0) {
-		struct site_item *it = key[5] == 'd' ? &a->lock_devices
-						     : &a->lock_transport_env;
+		struct site_item *it =
+		    key[5] == 'd' ? &a->lock_devices : &a->lock_transport_env;
 		if (parse_bool(ps, key, v, &b, err) < 0)
 			return -1;
 		if (b)
@@ -285,8 +286,7 @@ static int global_key(struct parser *ps, const char *key, const char *v,
 			  clean, ps->origin, true);
 	} else {
 		static const char *const pkeys[] = {
-			"description", "env_prepend", "mpi", "mpi_dep",
-			"mpi_abi"};
+		    "description", "env_prepend", "mpi", "mpi_dep", "mpi_abi"};
 		for (size_t i = 0; i < ARRAY_SIZE(pkeys); i++)
 			if (strcmp(key, pkeys[i]) == 0)
 				return perr(ps, err,
@@ -374,8 +374,8 @@ static int section(struct parser *ps, char *s, size_t n, mpictr_err **err)
 	if (old)
 		return perr(ps, err, "profile '%s' is already defined at %s",
 			    name, old->origin);
-	a->profiles = xrealloc(a->profiles,
-			       (a->nprofiles + 1) * sizeof(*a->profiles));
+	a->profiles =
+	    xrealloc(a->profiles, (a->nprofiles + 1) * sizeof(*a->profiles));
 	ps->prof = &a->profiles[a->nprofiles++];
 	memset(ps->prof, 0, sizeof(*ps->prof));
 	ps->prof->name = xstrdup(name);
@@ -403,8 +403,9 @@ static int parse_line(struct parser *ps, char *s, mpictr_err **err)
 	}
 	eq = strchr(s, '=');
 	if (!eq)
-		return perr(ps, err, "expected 'key = value' or "
-				     "'[profile NAME]'");
+		return perr(ps, err,
+			    "expected 'key = value' or "
+			    "'[profile NAME]'");
 	key = s;
 	kl = (size_t)(eq - s);
 	while (kl && (key[kl - 1] == ' ' || key[kl - 1] == '\t'))
@@ -433,9 +434,9 @@ static void merge(struct siteconf *sc, struct siteconf *a)
 	items_move(&sc->allow_binds, &a->allow_binds);
 	items_move(&sc->deny_binds, &a->deny_binds);
 	if (a->nprofiles) {
-		sc->profiles = xrealloc(sc->profiles,
-					(sc->nprofiles + a->nprofiles) *
-						sizeof(*sc->profiles));
+		sc->profiles =
+		    xrealloc(sc->profiles, (sc->nprofiles + a->nprofiles) *
+					       sizeof(*sc->profiles));
 		memcpy(sc->profiles + sc->nprofiles, a->profiles,
 		       a->nprofiles * sizeof(*a->profiles));
 		sc->nprofiles += a->nprofiles;
@@ -461,8 +462,9 @@ int siteconf_parse(struct siteconf *sc, const char *text, size_t len,
 		return err_set(err, EFBIG, "%s: larger than %d bytes", fname,
 			       SITECONF_MAX_SIZE);
 	if (memchr(text, '\0', len))
-		return err_set(err, 0, "%s: contains a NUL byte (not a text "
-				       "file?)",
+		return err_set(err, 0,
+			       "%s: contains a NUL byte (not a text "
+			       "file?)",
 			       fname);
 	while (pos < len && rc == 0) {
 		const char *nl = memchr(text + pos, '\n', len - pos);
@@ -470,8 +472,7 @@ int siteconf_parse(struct siteconf *sc, const char *text, size_t len,
 		cleanup_free char *line = NULL;
 
 		ps.line++;
-		snprintf(ps.origin, sizeof(ps.origin), "%s:%u", fname,
-			 ps.line);
+		snprintf(ps.origin, sizeof(ps.origin), "%s:%u", fname, ps.line);
 		if (l > SITECONF_MAX_LINE) {
 			rc = perr(&ps, err, "line longer than %d bytes",
 				  SITECONF_MAX_LINE);

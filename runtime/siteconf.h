@@ -38,23 +38,25 @@ struct site_profile {
 	bool site;
 	char *description;
 	struct site_items binds;       /* SRC[:DST[:ro|rw]] */
-	struct site_items env;         /* NAME=VALUE, set */
+	struct site_items env;	       /* NAME=VALUE, set */
 	struct site_items env_prepend; /* NAME=VALUE, prepended with ':' */
-	struct site_item mpi;          /* host MPI library (value NULL: none) */
+	struct site_item mpi;	       /* host MPI library (value NULL: none) */
 	struct site_items mpi_deps;    /* its dependencies, host paths */
-	bool mpi_warn;                 /* mpi_abi = warn: mismatch only warns */
+	bool mpi_warn;		       /* mpi_abi = warn: mismatch only warns */
 };
 
 struct siteconf {
-	struct site_items binds; /* default binds */
-	struct site_items env;   /* environment defaults NAME=VALUE */
-	struct site_item devices;      /* default --devices (value NULL: unset) */
-	struct site_item lock_devices; /* value "yes" when users may not change */
-	struct site_item transport_env;      /* "on"/"off" or NULL */
+	struct site_items binds;  /* default binds */
+	struct site_items env;	  /* environment defaults NAME=VALUE */
+	struct site_item devices; /* default --devices (value NULL: unset) */
+	struct site_item
+	    lock_devices; /* value "yes" when users may not change */
+	struct site_item transport_env;	     /* "on"/"off" or NULL */
 	struct site_item lock_transport_env; /* "yes" or NULL */
-	struct site_item user_binds;         /* "no" forbids user binds */
-	struct site_items allow_binds; /* when any: user sources must be below */
-	struct site_items deny_binds;  /* user sources below one are refused */
+	struct site_item user_binds;	     /* "no" forbids user binds */
+	struct site_items
+	    allow_binds;	      /* when any: user sources must be below */
+	struct site_items deny_binds; /* user sources below one are refused */
 	struct site_profile *profiles;
 	size_t nprofiles;
 	bool site_loaded; /* a site file was parsed (or found absent) */
