@@ -11,6 +11,7 @@ LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 LIBEXECDIR ?= $(PREFIX)/libexec/mpictr
 MANDIR     ?= $(PREFIX)/share/man
+SYSCONFDIR ?= /etc
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 DESTDIR    ?=
 
@@ -48,7 +49,8 @@ SAN_LDFLAGS :=
 endif
 
 CPPFLAGS_ALL := -D_GNU_SOURCE -DMPICTR_VERSION_STRING='"$(VERSION)"' \
-	-DMPICTR_LIBEXECDIR='"$(LIBEXECDIR)"' -Iruntime -Isif -Ipmi
+	-DMPICTR_LIBEXECDIR='"$(LIBEXECDIR)"' \
+	-DMPICTR_SITE_CONF='"$(SYSCONFDIR)/mpictr/mpictr.conf"' -Iruntime -Isif -Ipmi
 CFLAGS_ALL := -std=gnu11 $(OPT) $(HARDEN) -fvisibility=hidden $(WARN) \
 	$(BASE_CFLAGS) $(CFLAGS)
 LDFLAGS_ALL := -Wl,-z,relro,-z,now $(SAN_LDFLAGS) $(LDFLAGS)
@@ -100,13 +102,18 @@ $(B)/libexec/%: runtime/helpers/%.c
 	$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) $(CFLAGS_ALL) -pie -o $@ $< $(LDFLAGS_ALL) \
 		$(shell $(PKG_CONFIG) --cflags --libs $(HELPER_PKGS_$*) 2>/dev/null)
 
-$(B)/mpictr.pc: Makefile
-	@mkdir -p $(B)
+# Written again at install time, so a PREFIX given to `make install` is
+# the one the installed file names.
+define write_pc
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
 		'Name: mpictr' 'Description: rootless container engine for MPI jobs' \
 		'Version: $(VERSION)' 'Libs: -L$${libdir} -lmpictr' \
 		'Requires.private: $(DEPS_ALL)' 'Libs.private: -lpthread' \
-		'Cflags: -I$${includedir}' > $@
+		'Cflags: -I$${includedir}' > $(1)
+endef
+$(B)/mpictr.pc: Makefile
+	@mkdir -p $(B)
+	$(call write_pc,$@)
 
 # ---- tests ----------------------------------------------------------------
 UNIT_SRCS := $(sort $(wildcard tests/unit/check_*.c))
@@ -159,10 +166,13 @@ FUZZ_LIB_SRCS := runtime/error.c runtime/util.c runtime/config.c \
 	$(wildcard runtime/siteconf.c)
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
 	-fno-sanitize-recover=undefined -std=gnu11 $(CPPFLAGS_ALL) $(BASE_CFLAGS) $(PMIX_CFLAGS)
+# Targets may name the few sources they need (container.c needs pmi/).
+FUZZ_SRCS_fuzz_siteconf := runtime/siteconf.c runtime/config.c \
+	runtime/mpiinject.c runtime/error.c runtime/util.c runtime/syscalls.c
 fuzz: $(FUZZERS)
 $(B)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRCS)
 	@mkdir -p $(dir $@)
-	$(CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_SRCS) \
+	$(CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $< $(or $(FUZZ_SRCS_$*),$(FUZZ_LIB_SRCS)) \
 		$(shell $(PKG_CONFIG) --libs libcap mount) -lpthread
 
 # ---- install ----------------------------------------------------------------
@@ -175,9 +185,10 @@ install: all
 	ln -sf libmpictr.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libmpictr.so
 	install -m 0644 runtime/mpictr.h $(DESTDIR)$(INCLUDEDIR)/mpictr.h
-	install -m 0644 $(B)/mpictr.pc $(DESTDIR)$(PKGCONFIGDIR)/mpictr.pc
+	$(call write_pc,$(DESTDIR)$(PKGCONFIGDIR)/mpictr.pc)
+	chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/mpictr.pc
 	for h in $(HELPERS); do install -m 0755 $$h $(DESTDIR)$(LIBEXECDIR)/; done
-	if [ -f docs/mpictr.1 ]; then install -m 0644 docs/mpictr.1 $(DESTDIR)$(MANDIR)/man1/; fi
+	install -m 0644 docs/mpictr.1 $(DESTDIR)$(MANDIR)/man1/mpictr.1
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/mpictr $(DESTDIR)$(LIBDIR)/libmpictr.a \

@@ -37,6 +37,7 @@
 
 #include "bindm.h"
 #include "error.h"
+#include "mpiinject.h"
 #include "squash.h"
 #include "syscalls.h"
 
@@ -620,6 +621,9 @@ int rootfs_build(const struct plan *p, int nworkers, struct squash_mount **sq,
 	/* 3. */
 	if (image_and_root(&r, nworkers, sq, err) < 0 ||
 	    verbs_providers(&r, err) < 0)
+		goto out;
+	/* Host MPI injection: the image is visible, nothing is bound yet. */
+	if (mpiinject_check(p->mpi, p->nmpi, LAYER "/image", err) < 0)
 		goto out;
 	/* 4. */
 	{

@@ -4,6 +4,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "error.h"
@@ -41,6 +42,8 @@ MPICTR_PUBLIC void mpictr_config_free(mpictr_config *cfg)
 	strv_free(cfg->host_env);
 	free(cfg->devices);
 	free(cfg->bind_to);
+	siteconf_free(&cfg->site);
+	strv_free(cfg->profiles);
 	free(cfg);
 }
 
@@ -272,6 +275,7 @@ MPICTR_PUBLIC int mpictr_config_set_flag(mpictr_config *cfg,
 		break;
 	case MPICTR_FLAG_TRANSPORT_ENV:
 		cfg->transport_env = v;
+		cfg->transport_env_set = true;
 		break;
 	case MPICTR_FLAG_GPU:
 		cfg->gpu = v;
@@ -325,5 +329,86 @@ MPICTR_PUBLIC int mpictr_config_set_bind_to(mpictr_config *cfg,
 			       policy);
 	free(cfg->bind_to);
 	cfg->bind_to = xstrdup(policy);
+	return 0;
+}
+
+/* ---- site configuration and profiles -------------------------------- */
+
+MPICTR_PUBLIC const char *mpictr_site_config_path(void)
+{
+	return MPICTR_SITE_CONF;
+}
+
+MPICTR_PUBLIC int mpictr_config_load_site(mpictr_config *cfg,
+					  const char *path, mpictr_err **err)
+{
+	const char *test;
+
+	if (check_arg(cfg, "config", err) < 0)
+		return -1;
+	if (cfg->site.site_loaded)
+		return err_set(err, 0, "the site configuration is already "
+				       "loaded");
+	if (path)
+		return siteconf_load(&cfg->site, path, true, err);
+	if (access(MPICTR_SITE_CONF, F_OK) == 0)
+		return siteconf_load(&cfg->site, MPICTR_SITE_CONF, true, err);
+	if (errno != ENOENT)
+		return err_set(err, errno, "site configuration '%s'",
+			       MPICTR_SITE_CONF);
+	/* Testing aid: only where no site file exists, so it can never
+	 * replace (and lift) a site's restrictions. */
+	test = env_get(cfg->host_env, "MPICTR_TEST_SITE_CONF");
+	if (test && *test) {
+		log_debug("no '%s': using MPICTR_TEST_SITE_CONF '%s'",
+			  MPICTR_SITE_CONF, test);
+		return siteconf_load(&cfg->site, test, true, err);
+	}
+	cfg->site.site_loaded = true;
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_config_add_config_file(mpictr_config *cfg,
+						const char *path,
+						mpictr_err **err)
+{
+	if (check_arg(cfg, "config", err) < 0 ||
+	    check_arg(path, "configuration file", err) < 0)
+		return -1;
+	if (!*path)
+		return err_set(err, 0, "empty configuration file path");
+	return siteconf_load(&cfg->site, path, false, err);
+}
+
+MPICTR_PUBLIC int mpictr_config_add_profile(mpictr_config *cfg,
+					    const char *name,
+					    mpictr_err **err)
+{
+	if (check_arg(cfg, "config", err) < 0 ||
+	    check_arg(name, "profile name", err) < 0)
+		return -1;
+	if (!*name)
+		return err_set(err, 0, "empty profile name");
+	for (size_t i = 0; cfg->profiles && cfg->profiles[i]; i++)
+		if (strcmp(cfg->profiles[i], name) == 0)
+			return 0;
+	strv_push(&cfg->profiles, name);
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_config_list_profiles(const mpictr_config *cfg,
+					      char **out, mpictr_err **err)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	if (check_arg(cfg, "config", err) < 0 ||
+	    check_arg(out, "output", err) < 0)
+		return -1;
+	for (size_t i = 0; i < cfg->site.nprofiles; i++) {
+		const struct site_profile *p = &cfg->site.profiles[i];
+		sb_printf(&sb, "%s\t%s\t%s\n", p->name,
+			  p->description ? p->description : "", p->origin);
+	}
+	*out = sb_steal(&sb);
 	return 0;
 }

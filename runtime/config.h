@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "mpictr.h"
+#include "siteconf.h"
 
 struct bind_spec {
 	char *src; /* as typed; resolved against cwd when planning */
@@ -29,6 +30,9 @@ struct mpictr_config {
 	int nranks; /* 0: single process, no PMI */
 	char *devices;
 	char *bind_to;
+	bool transport_env_set; /* set through the API (not the default) */
+	struct siteconf site;   /* site file, then user config files */
+	char **profiles;        /* --profile names, resolved when planning */
 };
 
 /* Parse one -B argument (comma list of SRC[:DST[:ro|rw]]) and append the

@@ -96,6 +96,10 @@ static void print_help(void)
 	       "in\n"
 	       "      --bind-to=core|none CPU binding of ranks (default "
 	       "none)\n"
+	       "      --profile NAME      apply a site profile (repeatable)\n"
+	       "      --list-profiles     list the known profiles and exit\n"
+	       "      --config FILE       add a user configuration file "
+	       "(repeatable)\n"
 	       "      --dry-run           print the plan as JSON and run "
 	       "nothing\n"
 	       "  -v, --verbose           more messages (repeatable)\n"
@@ -103,11 +107,17 @@ static void print_help(void)
 	       "  -h, --help              this text\n"
 	       "  -V, --version           print the version\n"
 	       "\n"
+	       "environment: MPICTR_CONF (user configuration file), "
+	       "MPICTR_ENV_NAME=VALUE,\n"
+	       "MPICTR_JOIN, MPICTR_SYSROOT and MPICTR_TEST_SITE_CONF "
+	       "(testing only).\n"
+	       "site configuration: %s\n"
+	       "\n"
 	       "exit status: the command's, 128+signal if it was killed, 126 "
 	       "not executable,\n"
 	       "127 not found, 255 when mpictr itself fails. See mpictr(1).\n",
 	       progname, progname, progname, progname, progname, progname,
-	       progname, progname);
+	       progname, progname, mpictr_site_config_path());
 }
 
 enum {
@@ -121,6 +131,9 @@ enum {
 	OPT_INJECT_VERBS,
 	OPT_BIND_TO,
 	OPT_DRY_RUN,
+	OPT_PROFILE,
+	OPT_CONFIG,
+	OPT_LIST_PROFILES,
 };
 
 /* Option identifiers are permanent: scripts depend on them. */
@@ -139,6 +152,9 @@ static const struct option run_options[] = {
 	{"inject-verbs", no_argument, NULL, OPT_INJECT_VERBS},
 	{"bind-to", required_argument, NULL, OPT_BIND_TO},
 	{"dry-run", no_argument, NULL, OPT_DRY_RUN},
+	{"profile", required_argument, NULL, OPT_PROFILE},
+	{"config", required_argument, NULL, OPT_CONFIG},
+	{"list-profiles", no_argument, NULL, OPT_LIST_PROFILES},
 	{"verbose", no_argument, NULL, 'v'},
 	{"quiet", no_argument, NULL, 'q'},
 	{"help", no_argument, NULL, 'h'},
@@ -152,15 +168,26 @@ static int set_flag(mpictr_config *cfg, enum mpictr_flag f, int on,
 	return mpictr_config_set_flag(cfg, f, on, err);
 }
 
+static int print_and_free(int rc, char *text, mpictr_err *err);
+
 /* `mpictr [exec|run] ...` and `mpictr -n N ...`. */
 static int cmd_run(int argc, char **argv, int runscript)
 {
 	mpictr_config *cfg = mpictr_config_new();
 	mpictr_err *err = NULL;
-	int dry_run = 0, c, status = 0, rc = 0;
+	int dry_run = 0, list_profiles = 0, c, status = 0, rc = 0;
+	const char *user_conf = getenv("MPICTR_CONF");
 	long n;
 	char *end;
 
+	/* The site's file first: user files may add to it, never lift its
+	 * restrictions. */
+	if (mpictr_config_load_site(cfg, NULL, &err) < 0 ||
+	    (user_conf && *user_conf &&
+	     mpictr_config_add_config_file(cfg, user_conf, &err) < 0)) {
+		rc = fail(err);
+		goto out;
+	}
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+n:B:e:cvqhV", run_options,
@@ -237,6 +264,15 @@ static int cmd_run(int argc, char **argv, int runscript)
 		case OPT_DRY_RUN:
 			dry_run = 1;
 			break;
+		case OPT_PROFILE:
+			rc = mpictr_config_add_profile(cfg, optarg, &err);
+			break;
+		case OPT_CONFIG:
+			rc = mpictr_config_add_config_file(cfg, optarg, &err);
+			break;
+		case OPT_LIST_PROFILES:
+			list_profiles = 1;
+			break;
 		case 'v':
 			if (verbosity < MPICTR_LOG_DEBUG)
 				verbosity++;
@@ -272,6 +308,12 @@ static int cmd_run(int argc, char **argv, int runscript)
 	}
 	mpictr_set_log_sink(stderr_sink, NULL, verbosity);
 
+	if (list_profiles) {
+		char *text = NULL;
+		rc = mpictr_config_list_profiles(cfg, &text, &err);
+		rc = print_and_free(rc, text, err);
+		goto out;
+	}
 	if (optind >= argc) {
 		rc = usage_error("%s", "missing IMAGE");
 		goto out;

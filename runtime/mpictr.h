@@ -183,6 +183,41 @@ MPICTR_PUBLIC int mpictr_config_set_bind_to(mpictr_config *cfg,
 					    const char *policy,
 					    mpictr_err **err);
 
+/* ---- site configuration and profiles (since 0.1) --------------------- */
+
+/* The compiled-in site configuration file, e.g. "/etc/mpictr/mpictr.conf".
+ * Static storage; thread-safe. */
+MPICTR_PUBLIC const char *mpictr_site_config_path(void);
+
+/* Load the site configuration into cfg: default binds, environment,
+ * device and transport policy, restrictions on user binds, and profiles.
+ * path NULL loads mpictr_site_config_path(); a missing default file is not
+ * an error (no site policy). Only where that file does not exist is
+ * MPICTR_TEST_SITE_CONF (from the host environment of cfg) read instead:
+ * a testing aid that therefore can never replace a site's file. Call it
+ * once, before mpictr_config_add_config_file(). Errors name the file and
+ * line ("mpictr.conf:12: unknown key 'foo'"); on error cfg is unchanged.
+ * The format is in mpictr(1) and docs/admin.md. */
+MPICTR_PUBLIC int mpictr_config_load_site(mpictr_config *cfg,
+					  const char *path, mpictr_err **err);
+/* Add a user configuration file (--config, MPICTR_CONF): binds,
+ * environment and new profiles. It cannot lift the site's restrictions:
+ * restriction keys, locked settings and redefined profiles are errors, and
+ * what it binds is checked like -B. Repeatable, in order. */
+MPICTR_PUBLIC int mpictr_config_add_config_file(mpictr_config *cfg,
+						const char *path,
+						mpictr_err **err);
+/* Select a profile by name (--profile; repeatable, applied in order).
+ * Resolved when the plan is built, so the files may be loaded later; an
+ * unknown name then fails, listing the known ones. */
+MPICTR_PUBLIC int mpictr_config_add_profile(mpictr_config *cfg,
+					    const char *name,
+					    mpictr_err **err);
+/* The profiles loaded so far, one line each: "NAME\tDESCRIPTION\tFILE:LINE\n".
+ * *out is "" when there are none. */
+MPICTR_PUBLIC int mpictr_config_list_profiles(const mpictr_config *cfg,
+					      char **out, mpictr_err **err);
+
 /* ---- planning and running ------------------------------------------- */
 
 /* Validate cfg and print the plan (--dry-run) as JSON into *json. Nothing

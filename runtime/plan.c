@@ -151,6 +151,13 @@ static int user_binds(const struct mpictr_config *cfg, struct plan *p,
 		src = realpath(abs, NULL);
 		if (!src)
 			return err_set(err, errno, "bind source '%s'", b->src);
+		{
+			cleanup_free char *what =
+				xasprintf("bind '%s'", b->src);
+			if (siteconf_check_user_bind(&cfg->site, src, what,
+						     err) < 0)
+				return -1;
+		}
 		if (has_dotdot(b->dst))
 			return err_set(err, 0,
 				       "bind destination '%s' contains '..' "
@@ -167,6 +174,246 @@ static int user_binds(const struct mpictr_config *cfg, struct plan *p,
 			return -1;
 	}
 	return 0;
+}
+
+/* Binds from a configuration file (site defaults or a profile): sources
+ * must exist; those from user files are checked like -B. */
+static int item_binds(const struct mpictr_config *cfg, struct plan *p,
+		      const struct site_item *it, const char *why,
+		      mpictr_err **err)
+{
+	struct bind_spec *b = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	if (bind_parse(it->value, &b, &n, err) < 0)
+		return err_wrap(err, "%s", it->origin);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		cleanup_free char *src = realpath(b[i].src, NULL);
+		cleanup_free char *dst = NULL;
+
+		if (!src) {
+			rc = err_set(err, errno, "bind source '%s' (from %s)",
+				     b[i].src, it->origin);
+			break;
+		}
+		if (!it->site) {
+			cleanup_free char *what = xasprintf(
+				"bind '%s' (from %s)", b[i].src, it->origin);
+			rc = siteconf_check_user_bind(&cfg->site, src, what,
+						      err);
+			if (rc < 0)
+				break;
+		}
+		if (has_dotdot(b[i].dst)) {
+			rc = err_set(err, 0,
+				     "bind destination '%s' (from %s) "
+				     "contains '..'",
+				     b[i].dst, it->origin);
+			break;
+		}
+		dst = clean_path(b[i].dst);
+		if (strcmp(dst, "/") == 0) {
+			rc = err_set(err, 0,
+				     "bind destination '/' (from %s) would "
+				     "replace the image root",
+				     it->origin);
+			break;
+		}
+		rc = add_bind(p, src, dst, b[i].ro ? MS_RDONLY : 0, false, why,
+			      err);
+	}
+	bind_specs_free(b, n);
+	return rc;
+}
+
+/* The selected profiles, in order; an unknown name lists the known. */
+static int resolve_profiles(const struct mpictr_config *cfg, struct plan *p,
+			    const struct site_profile ***out, mpictr_err **err)
+{
+	size_t n = strv_len(cfg->profiles);
+
+	*out = xcalloc(n + 1, sizeof(**out));
+	for (size_t i = 0; i < n; i++) {
+		const struct site_profile *sp =
+			siteconf_profile(&cfg->site, cfg->profiles[i]);
+		if (!sp) {
+			cleanup_free char *known =
+				siteconf_profile_names(&cfg->site);
+			return err_set(err, 0,
+				       "unknown profile '%s' (known: %s)",
+				       cfg->profiles[i], known);
+		}
+		(*out)[i] = sp;
+		strv_push(&p->profiles, sp->name);
+	}
+	return 0;
+}
+
+/* Site policy on settings users may not change. */
+static int site_locks(const struct mpictr_config *cfg, mpictr_err **err)
+{
+	const struct siteconf *sc = &cfg->site;
+
+	if (cfg->devices && sc->lock_devices.value)
+		return err_set(err, 0,
+			       "--devices refused: the site locks the device "
+			       "policy (%s: lock_devices = yes)",
+			       sc->lock_devices.origin);
+	if (cfg->transport_env_set && sc->lock_transport_env.value &&
+	    sc->transport_env.value &&
+	    cfg->transport_env != streq0(sc->transport_env.value, "on"))
+		return err_set(err, 0,
+			       "--transport-env refused: the site locks it "
+			       "to %s (%s: lock_transport_env = yes)",
+			       sc->transport_env.value,
+			       sc->lock_transport_env.origin);
+	return 0;
+}
+
+static void add_inject_bind(struct plan *p, const char *real,
+			    const char *name, const char *why)
+{
+	cleanup_free char *dst = xasprintf(MPIINJECT_DIR "/%s", name);
+	struct mount_op *op;
+
+	for (size_t i = 0; i < p->nops; i++)
+		if (strcmp(p->ops[i].target, dst) == 0)
+			return; /* an earlier profile provides it */
+	op = add_op(p, MOP_BIND, real, dst, MS_RDONLY | MS_NOSUID | MS_NODEV,
+		    why);
+	op->src_is_dir = false;
+}
+
+/* Host MPI injection: each library bound read-only into MPIINJECT_DIR
+ * under its soname (MPICH: under both ABI names, libmpi.so.12 and
+ * libmpich.so.12, so programs linked either way load it); the holder
+ * checks the ABI against the image's MPI before anything is bound. */
+static int plan_mpi(const struct mpictr_config *cfg, struct plan *p,
+		    const struct site_profile *const *profs, mpictr_err **err)
+{
+	for (size_t i = 0; profs[i]; i++) {
+		const struct site_profile *sp = profs[i];
+		struct mpi_inject *inj;
+		cleanup_free char *real = NULL;
+
+		if (!sp->mpi.value)
+			continue;
+		p->mpi = xrealloc(p->mpi, (p->nmpi + 1) * sizeof(*p->mpi));
+		inj = &p->mpi[p->nmpi++];
+		memset(inj, 0, sizeof(*inj));
+		inj->profile = xstrdup(sp->name);
+		inj->warn_only = sp->mpi_warn;
+		if (mpiabi_inspect_host(sp->mpi.value, &inj->host, err) < 0)
+			return err_wrap(err, "profile '%s' (%s)", sp->name,
+					sp->mpi.origin);
+		if (inj->host.family == MPI_FAMILY_NONE)
+			return err_set(err, 0,
+				       "profile '%s' (%s): '%s' (soname '%s') "
+				       "is not an MPI library of a known ABI "
+				       "(libmpi.so.12 or libmpich.so.12 for "
+				       "MPICH, libmpi.so.40 for Open MPI)",
+				       sp->name, sp->mpi.origin, sp->mpi.value,
+				       inj->host.soname);
+		real = realpath(sp->mpi.value, NULL);
+		if (!real)
+			return err_set(err, errno, "MPI library '%s'",
+				       sp->mpi.value);
+		if (!sp->mpi.site) {
+			cleanup_free char *what = xasprintf(
+				"MPI library '%s' (from %s)", sp->mpi.value,
+				sp->mpi.origin);
+			if (siteconf_check_user_bind(&cfg->site, real, what,
+						     err) < 0)
+				return -1;
+		}
+		add_inject_bind(p, real, inj->host.soname, "host MPI");
+		if (inj->host.family == MPI_FAMILY_MPICH) {
+			cleanup_free char *a = xasprintf(
+				"libmpi.so.%d", inj->host.major);
+			cleanup_free char *b = xasprintf(
+				"libmpich.so.%d", inj->host.major);
+			add_inject_bind(p, real, a, "host MPI (MPICH ABI name)");
+			add_inject_bind(p, real, b, "host MPI (MPICH ABI name)");
+		}
+		for (size_t k = 0; k < sp->mpi_deps.n; k++) {
+			const struct site_item *d = &sp->mpi_deps.v[k];
+			cleanup_free char *dreal = realpath(d->value, NULL);
+			struct mpi_lib dl;
+
+			if (!dreal)
+				return err_set(err, errno,
+					       "MPI dependency '%s' (from %s)",
+					       d->value, d->origin);
+			if (!d->site) {
+				cleanup_free char *what = xasprintf(
+					"MPI dependency '%s' (from %s)",
+					d->value, d->origin);
+				if (siteconf_check_user_bind(&cfg->site, dreal,
+							     what, err) < 0)
+					return -1;
+			}
+			if (mpiabi_inspect_host(d->value, &dl, err) < 0)
+				return err_wrap(err, "profile '%s' (%s)",
+						sp->name, d->origin);
+			add_inject_bind(p, dreal, dl.soname,
+					"host MPI dependency");
+			mpi_lib_free(&dl);
+		}
+	}
+	return 0;
+}
+
+static int site_binds(const struct mpictr_config *cfg, struct plan *p,
+		      const struct site_profile *const *profs,
+		      mpictr_err **err)
+{
+	const struct siteconf *sc = &cfg->site;
+
+	for (size_t i = 0; i < sc->binds.n; i++)
+		if (item_binds(cfg, p, &sc->binds.v[i], "site bind", err) < 0)
+			return -1;
+	for (size_t i = 0; profs[i]; i++)
+		for (size_t k = 0; k < profs[i]->binds.n; k++)
+			if (item_binds(cfg, p, &profs[i]->binds.v[k],
+				       "profile bind", err) < 0)
+				return -1;
+	return plan_mpi(cfg, p, profs, err);
+}
+
+/* Environment from the site file and the selected profiles: after the
+ * host's, before the image's env scripts and the user's own. */
+static void site_env(const struct mpictr_config *cfg,
+		     const struct site_profile *const *profs, char ***env)
+{
+	const struct siteconf *sc = &cfg->site;
+
+	for (size_t i = 0; i < sc->env.n; i++) {
+		const char *kv = sc->env.v[i].value;
+		const char *eq = strchr(kv, '=');
+		cleanup_free char *name = xstrndup(kv, (size_t)(eq - kv));
+		env_set(env, name, eq + 1);
+	}
+	for (size_t i = 0; profs && profs[i]; i++) {
+		for (size_t k = 0; k < profs[i]->env.n; k++) {
+			const char *kv = profs[i]->env.v[k].value;
+			const char *eq = strchr(kv, '=');
+			cleanup_free char *name =
+				xstrndup(kv, (size_t)(eq - kv));
+			env_set(env, name, eq + 1);
+		}
+		for (size_t k = 0; k < profs[i]->env_prepend.n; k++) {
+			const char *kv = profs[i]->env_prepend.v[k].value;
+			const char *eq = strchr(kv, '=');
+			cleanup_free char *name =
+				xstrndup(kv, (size_t)(eq - kv));
+			const char *cur = env_get(*env, name);
+			cleanup_free char *v =
+				cur && *cur ? xasprintf("%s:%s", eq + 1, cur)
+					    : xstrdup(eq + 1);
+			env_set(env, name, v);
+		}
+	}
 }
 
 static int default_mounts(const struct mpictr_config *cfg, struct plan *p,
@@ -288,7 +535,8 @@ static int host_binds(const struct mpictr_config *cfg, struct plan *p,
 	return 0;
 }
 
-static void build_env(const struct mpictr_config *cfg, struct plan *p)
+static void build_env(const struct mpictr_config *cfg, struct plan *p,
+		      const struct site_profile *const *profs)
 {
 	char **env = NULL;
 
@@ -311,6 +559,7 @@ static void build_env(const struct mpictr_config *cfg, struct plan *p)
 		strv_push(&env, kv);
 	}
 	env_set(&env, "PATH", CONTAINER_DEFAULT_PATH);
+	site_env(cfg, profs, &env);
 	env_set(&env, "MPICTR_CONTAINER", p->image.path);
 	if (cfg->contain && !cfg->pwd)
 		env_set(&env, "PWD", p->home);
@@ -376,11 +625,20 @@ static int plan_devices(const struct mpictr_config *cfg, struct plan *p,
 			mpictr_err **err)
 {
 	const char *sysroot = env_get(cfg->host_env, "MPICTR_SYSROOT");
+	const char *spec = cfg->devices ? cfg->devices
+					: cfg->site.devices.value;
 	struct host_devices *d = &p->hostdev;
 
+	/* A testing aid that binds host paths: ignored wherever the site
+	 * restricts user binds. */
+	if (sysroot && *sysroot && siteconf_restricts_binds(&cfg->site)) {
+		log_debug("MPICTR_SYSROOT ignored: the site restricts user "
+			  "binds");
+		sysroot = NULL;
+	}
 	if (sysroot && *sysroot)
 		p->sysroot = xstrdup(sysroot);
-	if (devices_discover(p->sysroot, cfg->devices, cfg->gpu, d, err) < 0)
+	if (devices_discover(p->sysroot, spec, cfg->gpu, d, err) < 0)
 		return -1;
 	for (size_t i = 0; i < d->ndevs; i++) {
 		struct stat st;
@@ -449,6 +707,13 @@ char **plan_rank_env(const struct plan *p, int local_rank)
 		env_set(&env, "LD_LIBRARY_PATH", v);
 		free(v);
 	}
+	if (p->nmpi) {
+		const char *cur = env_get(env, "LD_LIBRARY_PATH");
+		cleanup_free char *v =
+			cur && *cur ? xasprintf(MPIINJECT_DIR ":%s", cur)
+				    : xstrdup(MPIINJECT_DIR);
+		env_set(&env, "LD_LIBRARY_PATH", v);
+	}
 	return env;
 }
 
@@ -479,6 +744,7 @@ int plan_build(const struct mpictr_config *cfg, const char *run_dir,
 	       struct plan *p, mpictr_err **err)
 {
 	cleanup_free char *cwd = NULL;
+	cleanup_free const struct site_profile **profs = NULL;
 
 	memset(p, 0, sizeof(*p));
 	if (!cfg->image)
@@ -499,6 +765,8 @@ int plan_build(const struct mpictr_config *cfg, const char *run_dir,
 			       "(srun --mpi=...): the server rejects a rank "
 			       "whose uid changed and the step hangs (hint: "
 			       "drop --fakeroot)");
+	if (site_locks(cfg, err) < 0 || resolve_profiles(cfg, p, &profs, err) < 0)
+		return -1;
 	if (image_probe(cfg->image, &p->image, err) < 0)
 		return -1;
 	cwd = getcwd(NULL, 0);
@@ -515,6 +783,8 @@ int plan_build(const struct mpictr_config *cfg, const char *run_dir,
 	p->run_dir = run_dir ? xstrdup(run_dir) : NULL;
 	p->inject_verbs = cfg->inject_verbs;
 	p->transport_env = cfg->transport_env;
+	if (!cfg->transport_env_set && cfg->site.transport_env.value)
+		p->transport_env = streq0(cfg->site.transport_env.value, "on");
 	p->nlocal = cfg->nranks > 0 ? cfg->nranks : 1;
 	/* Shared unless asked otherwise, or unless this is one srun task
 	 * that will not join the node's namespaces (MPICTR_JOIN=0). */
@@ -525,7 +795,8 @@ int plan_build(const struct mpictr_config *cfg, const char *run_dir,
 			p->shared_ns = false;
 	}
 	if (default_mounts(cfg, p, err) < 0 || plan_devices(cfg, p, err) < 0 ||
-	    host_binds(cfg, p, cwd, err) < 0 || user_binds(cfg, p, cwd, err) < 0)
+	    host_binds(cfg, p, cwd, err) < 0 || site_binds(cfg, p, profs, err) < 0 ||
+	    user_binds(cfg, p, cwd, err) < 0)
 		return -1;
 	if (cfg->runscript) {
 		strv_push(&p->argv, "/.singularity.d/runscript");
@@ -534,7 +805,7 @@ int plan_build(const struct mpictr_config *cfg, const char *run_dir,
 	} else {
 		p->argv = strv_dup(cfg->argv);
 	}
-	build_env(cfg, p);
+	build_env(cfg, p, profs);
 	find_env_scripts(p);
 	return 0;
 }
@@ -566,6 +837,12 @@ void plan_free(struct plan *p)
 	host_devices_free(&p->hostdev);
 	free(p->sysroot);
 	free(p->ucx_net_devices);
+	strv_free(p->profiles);
+	for (size_t i = 0; i < p->nmpi; i++) {
+		free(p->mpi[i].profile);
+		mpi_lib_free(&p->mpi[i].host);
+	}
+	free(p->mpi);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -681,6 +958,24 @@ char *plan_to_json(const struct plan *p)
 		sb_json_str(&sb, p->devices[i].reason);
 		sb_putc(&sb, '}');
 	}
-	sb_puts(&sb, p->ndevices ? "\n  ]\n}" : "]\n}");
+	sb_puts(&sb, p->ndevices ? "\n  ]" : "]");
+	sb_puts(&sb, ",\n  \"profiles\": ");
+	json_strv(&sb, p->profiles);
+	sb_puts(&sb, ",\n  \"mpi\": [");
+	for (size_t i = 0; i < p->nmpi; i++) {
+		const struct mpi_inject *m = &p->mpi[i];
+		sb_puts(&sb, i ? ",\n    " : "\n    ");
+		sb_puts(&sb, "{\"profile\": ");
+		sb_json_str(&sb, m->profile);
+		sb_puts(&sb, ", \"host\": ");
+		sb_json_str(&sb, m->host.path);
+		sb_puts(&sb, ", \"soname\": ");
+		sb_json_str(&sb, m->host.soname);
+		sb_puts(&sb, ", \"family\": ");
+		sb_json_str(&sb, mpiabi_family_name(m->host.family));
+		sb_printf(&sb, ", \"abi_check\": \"%s\"}",
+			  m->warn_only ? "warn" : "enforce");
+	}
+	sb_puts(&sb, p->nmpi ? "\n  ]\n}" : "]\n}");
 	return sb_steal(&sb);
 }

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "devices.h"
 #include "image.h"
+#include "mpiinject.h"
 #include "util.h"
 
 enum mop_kind {
@@ -66,6 +67,9 @@ struct plan {
 	bool shared_ns;     /* all local ranks share the namespaces */
 	bool transport_env; /* --transport-env=on */
 	int nlocal;         /* local ranks (1 without -n) */
+	char **profiles;    /* selected site profiles, in order */
+	struct mpi_inject *mpi; /* host MPIs to inject (checked in the holder) */
+	size_t nmpi;
 };
 
 /* The environment of local rank r: the plan's env plus the transport

@@ -35,3 +35,18 @@ int sys_pidfd_open(pid_t pid, unsigned int flags)
 	return -1;
 #endif
 }
+
+int sys_openat_in_root(int dirfd, const char *path, int flags)
+{
+#ifdef __NR_openat2
+	/* struct open_how of linux/openat2.h, spelled out so the header is
+	 * not needed; RESOLVE_IN_ROOT is 0x10. */
+	struct {
+		uint64_t flags, mode, resolve;
+	} how = {(uint64_t)flags, 0, 0x10};
+	return (int)syscall(__NR_openat2, dirfd, path, &how, sizeof(how));
+#else
+	errno = ENOSYS;
+	return -1;
+#endif
+}

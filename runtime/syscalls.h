@@ -27,5 +27,9 @@ int sys_pidfd_open(pid_t pid, unsigned int flags);
 int sys_pivot_root(const char *new_root, const char *put_old);
 int sys_mount_setattr(int dfd, const char *path, unsigned int flags,
 		      struct mount_attr *attr, size_t size);
+/* openat2(dirfd, path, {flags, RESOLVE_IN_ROOT}): path and every symlink
+ * met are resolved with dirfd as the root, so an image's absolute links
+ * stay inside the image (Linux 5.6+; ENOSYS before). */
+int sys_openat_in_root(int dirfd, const char *path, int flags);
 
 #endif

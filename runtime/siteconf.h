@@ -1,0 +1,96 @@
+/* siteconf.h - the site configuration file (mpictr.conf) and user config
+ * files: a pure parser into plain data, and the policy checks planning
+ * applies (user binds against allow/deny rules). Format: docs/admin.md.
+ *
+ * Trust: the site file is loaded first and may restrict users (deny and
+ * allow rules, locked device and transport settings, no user binds). User
+ * files (--config, MPICTR_CONF) add binds, environment and profiles; a key
+ * that would lift a restriction is an error in a user file, and everything
+ * a user file binds is checked like a -B bind.
+ */
+#ifndef MPICTR_SITECONF_H
+#define MPICTR_SITECONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "mpictr.h"
+
+/* Largest config file accepted, and longest line. */
+#define SITECONF_MAX_SIZE (1024 * 1024)
+#define SITECONF_MAX_LINE 4096
+
+/* One value and where it was set. */
+struct site_item {
+	char *value;
+	char *origin; /* "FILE:LINE" */
+	bool site;    /* from the site file: trusted, not policy-checked */
+};
+
+struct site_items {
+	struct site_item *v;
+	size_t n;
+};
+
+struct site_profile {
+	char *name;
+	char *origin; /* FILE:LINE of the [profile NAME] line */
+	bool site;
+	char *description;
+	struct site_items binds;       /* SRC[:DST[:ro|rw]] */
+	struct site_items env;	       /* NAME=VALUE, set */
+	struct site_items env_prepend; /* NAME=VALUE, prepended with ':' */
+	struct site_item mpi;	       /* host MPI library (value NULL: none) */
+	struct site_items mpi_deps;    /* its dependencies, host paths */
+	bool mpi_warn;		       /* mpi_abi = warn: mismatch only warns */
+};
+
+struct siteconf {
+	struct site_items binds;  /* default binds */
+	struct site_items env;	  /* environment defaults NAME=VALUE */
+	struct site_item devices; /* default --devices (value NULL: unset) */
+	struct site_item
+	    lock_devices; /* value "yes" when users may not change */
+	struct site_item transport_env;	     /* "on"/"off" or NULL */
+	struct site_item lock_transport_env; /* "yes" or NULL */
+	struct site_item user_binds;	     /* "no" forbids user binds */
+	struct site_items
+	    allow_binds;	      /* when any: user sources must be below */
+	struct site_items deny_binds; /* user sources below one are refused */
+	struct site_profile *profiles;
+	size_t nprofiles;
+	bool site_loaded; /* a site file was parsed (or found absent) */
+	bool user_loaded; /* a user file was parsed */
+};
+
+/* Parse text (len bytes, need not be NUL-terminated) read from fname and
+ * add what it says to sc. site: the site file (restrictions allowed) or a
+ * user file (restrictions are errors, locked settings are errors, profile
+ * names must be new). On error returns -1 with *err naming "FILE:LINE" and
+ * leaves sc unchanged. */
+int siteconf_parse(struct siteconf *sc, const char *text, size_t len,
+		   const char *fname, bool site, mpictr_err **err);
+/* Read path and parse it as above. */
+int siteconf_load(struct siteconf *sc, const char *path, bool site,
+		  mpictr_err **err);
+void siteconf_free(struct siteconf *sc);
+
+/* The profile called name, or NULL. */
+const struct site_profile *siteconf_profile(const struct siteconf *sc,
+					    const char *name);
+/* "a, b, c" (or "none"), for error messages. Caller frees. */
+char *siteconf_profile_names(const struct siteconf *sc);
+
+/* May a user bind resolved_src (an absolute, symlink-free host path)? what
+ * names the request in the error ("bind '/x'"). Returns 0, or -1 with *err
+ * quoting the rule that denied it and where it was set. */
+int siteconf_check_user_bind(const struct siteconf *sc,
+			     const char *resolved_src, const char *what,
+			     mpictr_err **err);
+/* True when the site restricts user binds in any way (then testing aids
+ * that bind host paths, such as MPICTR_SYSROOT, are ignored). */
+bool siteconf_restricts_binds(const struct siteconf *sc);
+/* Is path equal to prefix or below it (whole components)? */
+bool siteconf_path_below(const char *path, const char *prefix);
+
+#endif

@@ -1,0 +1,122 @@
+#!/bin/bash
+# 60-site.sh - site configuration and profiles: line-numbered errors, unknown
+# profiles, deny/allow rules a user file cannot lift, MPICTR_SYSROOT ignored
+# under restrictions, profile env and binds; host MPI injection with the ABI
+# check (host MPICH into an MPICH image runs and is the library loaded; Open
+# MPI into an MPICH-only image is refused, or only warned about).
+#
+# MPICTR_TEST_SITE_CONF stands in for /etc/mpictr/mpictr.conf (honoured only
+# where that file does not exist).
+. "$(dirname "$0")/lib.sh"
+
+if [ -e /etc/mpictr/mpictr.conf ]; then
+	need "site configuration tests" "/etc/mpictr/mpictr.conf exists: MPICTR_TEST_SITE_CONF is ignored"
+	done_testing; exit
+fi
+cd "$T_TMP" || exit 1
+LIBDIR=/usr/lib/x86_64-linux-gnu
+export MPICTR_TEST_SITE_CONF=$T_TMP/site.conf
+mkdir -p "$T_TMP/site-data" "$T_TMP/deny/sub" "$T_TMP/allow"
+echo site-data >"$T_TMP/site-data/marker"
+echo secret >"$T_TMP/deny/sub/file"
+echo mine >"$T_TMP/allow/file"
+cat >"$T_TMP/site.conf" <<EOF
+# test site
+bind = $T_TMP/site-data:/site/data:ro
+env = SITE_DEFAULT=1
+deny_bind = $T_TMP/deny
+lock_devices = yes
+
+[profile mpich]
+description = host MPICH (Debian)
+mpi = $LIBDIR/libmpich.so.12
+env_prepend = PATH=/opt/site/bin
+env = SITE_PROFILE=mpich
+
+[profile openmpi]
+description = host Open MPI
+mpi = $LIBDIR/libmpi.so.40
+
+[profile openmpi-warn]
+mpi = $LIBDIR/libmpi.so.40
+mpi_abi = warn
+EOF
+# a directory image: enough for --dry-run (nothing is mounted)
+DIR_IMG=$T_TMP/img
+mkdir -p "$DIR_IMG/bin"
+dry() { "$MPICTR" --dry-run "$@"; }
+# st: ok_status, keeping the output in $L for the checks that follow
+L=$T_TMP/last.out
+st() { ok_status "$@"; cp "$T_OUT" "$L"; }
+
+# ---- configuration errors -------------------------------------------------
+printf 'bind = /tmp\n\nfoo = 1\n' >"$T_TMP/bad.conf"
+st "bad site file: exit 255" 255 env MPICTR_TEST_SITE_CONF="$T_TMP/bad.conf" "$MPICTR" --dry-run "$DIR_IMG" true
+check "bad site file: 'FILE:3: unknown key' message" grep -qx "mpictr: $T_TMP/bad.conf:3: unknown key 'foo'" "$L"
+st "bad user file (--config): exit 255" 255 dry --config "$T_TMP/bad.conf" "$DIR_IMG" true
+check "bad user file: line-numbered message" grep -q "bad.conf:3: unknown key 'foo'" "$L"
+st "unknown profile: exit 255" 255 dry --profile nope "$DIR_IMG" true
+check "unknown profile lists the known ones" grep -qx "mpictr: unknown profile 'nope' (known: mpich, openmpi, openmpi-warn)" "$L"
+ok "--list-profiles" bash -c "'$MPICTR' --list-profiles | cut -f1,2 | grep -qx 'mpich	host MPICH (Debian)'"
+
+# ---- policy ------------------------------------------------------------------
+st "user bind below a deny rule: refused" 255 dry -B "$T_TMP/deny/sub:/x" "$DIR_IMG" true
+check "the refusal quotes the rule and where it is" grep -qx "mpictr: bind '$T_TMP/deny/sub' refused: '$T_TMP/deny/sub' is denied by $T_TMP/site.conf:4: deny_bind = $T_TMP/deny" "$L"
+ln -s "$T_TMP/deny/sub" "$T_TMP/allow/link"
+st "a symlink into a denied tree: refused (resolved path)" 255 dry -B "$T_TMP/allow/link:/x" "$DIR_IMG" true
+ok "a bind outside the deny rules is planned" bash -c "'$MPICTR' --dry-run -B '$T_TMP/allow:/mine' '$DIR_IMG' true | grep -q '\"target\": \"/mine\"'"
+printf 'deny_bind = /nothing\n' >"$T_TMP/lift.conf"
+st "a user file cannot set restrictions" 255 dry --config "$T_TMP/lift.conf" "$DIR_IMG" true
+check "... and says so" grep -q "lift.conf:1: 'deny_bind' may only be set in the site configuration file" "$L"
+printf 'devices = all\n' >"$T_TMP/dev.conf"
+st "a user file cannot change locked devices" 255 dry --config "$T_TMP/dev.conf" "$DIR_IMG" true
+st "--devices refused when the site locks them" 255 dry --devices all "$DIR_IMG" true
+check "... naming the rule" grep -q "lock_devices = yes" "$L"
+printf 'bind = %s:/y\n' "$T_TMP/deny/sub" >"$T_TMP/sneak.conf"
+st "a user file's bind is checked like -B" 255 env MPICTR_CONF="$T_TMP/sneak.conf" "$MPICTR" --dry-run "$DIR_IMG" true
+check "... naming the user file and line" grep -q "(from $T_TMP/sneak.conf:1) refused" "$L"
+printf '[profile mpich]\n' >"$T_TMP/redef.conf"
+st "a user file cannot redefine a site profile" 255 dry --config "$T_TMP/redef.conf" "$DIR_IMG" true
+st "MPICTR_SYSROOT is ignored under bind restrictions" 0 env MPICTR_SYSROOT=/nonexistent "$MPICTR" --dry-run "$DIR_IMG" true
+st "... but honoured without a site file (control)" 255 env MPICTR_TEST_SITE_CONF= MPICTR_SYSROOT=/nonexistent "$MPICTR" --dry-run "$DIR_IMG" true
+
+# ---- what a profile and the site add ---------------------------------------
+dry --profile mpich "$DIR_IMG" true >"$T_TMP/plan.json" 2>"$T_TMP/plan.err"
+ok "dry-run with a profile succeeds" test -s "$T_TMP/plan.json"
+check "site bind planned read-only" grep -q "\"source\": \"$T_TMP/site-data\", \"target\": \"/site/data\", \"options\": \"rbind,ro" "$T_TMP/plan.json"
+check "site env and profile env" bash -c "grep -q '\"SITE_DEFAULT=1\"' '$T_TMP/plan.json' && grep -q '\"SITE_PROFILE=mpich\"' '$T_TMP/plan.json'"
+check "env_prepend puts the profile's PATH first" grep -q '"PATH=/opt/site/bin:/usr/local/sbin:' "$T_TMP/plan.json"
+check "host MPICH bound under both MPICH ABI names" bash -c "grep -q '\"target\": \"/.mpictr/mpi/lib/libmpich.so.12\"' '$T_TMP/plan.json' && grep -q '\"target\": \"/.mpictr/mpi/lib/libmpi.so.12\"' '$T_TMP/plan.json'"
+check "LD_LIBRARY_PATH starts with the injection directory" grep -q '"LD_LIBRARY_PATH=/.mpictr/mpi/lib' "$T_TMP/plan.json"
+check "plan lists profiles and the MPI to inject" bash -c "grep -q '\"profiles\": \[\"mpich\"\]' '$T_TMP/plan.json' && grep -q '\"soname\": \"libmpich.so.12\", \"family\": \"MPICH\", \"abi_check\": \"enforce\"' '$T_TMP/plan.json'"
+printf '[profile bad]\nmpi = %s/libc.so.6\n' "$LIBDIR" >"$T_TMP/notmpi.conf"
+st "a profile whose 'mpi' is not MPI is refused" 255 dry --config "$T_TMP/notmpi.conf" --profile bad "$DIR_IMG" true
+check "... with the soname it found" grep -q "soname 'libc.so.6') is not an MPI library of a known ABI" "$L"
+
+# ---- running: injection and the ABI check ------------------------------------
+if ! have_userns || ! have_fuse; then
+	need "user namespaces and FUSE" "unprivileged user namespaces or /dev/fuse are not usable"
+	done_testing; exit
+fi
+IMG=$(test_images mpi) || { need "mpi image" "tests/images/build.sh failed"; done_testing; exit; }
+[ -e "$LIBDIR/libmpich.so.12" ] && [ -e "$LIBDIR/libmpi.so.40" ] || {
+	need "host MPICH and Open MPI" "libmpich.so.12 or libmpi.so.40 missing on the host"; done_testing; exit; }
+T="timeout -k 5 120"
+# The test image carries both MPIs; an MPICH-only copy, without Open MPI.
+ok "MPICH-only image (test image minus Open MPI)" mksquashfs "$IMG/mpi" "$T_TMP/mpich.sqfs" -noappend -quiet \
+	-no-progress -all-root -noI -noD -noF -noX -wildcards \
+	-e 'usr/lib/x86_64-linux-gnu/libmpi.so*' 'usr/lib/x86_64-linux-gnu/libmpi_*' 'usr/lib/x86_64-linux-gnu/openmpi'
+M=$T_TMP/mpich.sqfs
+ok "MPICH image + host MPICH injected: hello-mpich -n 2 exits 0" bash -c \
+	"$T '$MPICTR' -n 2 --profile mpich -e LD_DEBUG=libs '$M' /opt/mpictr/bin/hello-mpich >'$T_TMP/inj.out' 2>&1 || { tail -20 '$T_TMP/inj.out'; exit 1; }"
+check "both ranks say hello" bash -c "[ \$(grep -c '^hello rank [01]/2 .* allreduce 1 ok' '$T_TMP/inj.out') = 2 ]"
+check "the loader initialised the injected libmpich in both ranks" bash -c "[ \$(grep -c 'calling init: /.mpictr/mpi/lib/libmpich.so.12\$' '$T_TMP/inj.out') = 2 ]"
+host_id=$(stat -L -c %d:%i "$LIBDIR/libmpich.so.12")
+ok "the injected file is the host's (same device and inode)" bash -c "[ \"\$($T '$MPICTR' --profile mpich '$M' stat -L -c %d:%i /.mpictr/mpi/lib/libmpich.so.12)\" = '$host_id' ]"
+ok "the image's own libmpich is still in place beside it" bash -c "$T '$MPICTR' --profile mpich '$M' test -e /usr/lib/x86_64-linux-gnu/libmpich.so.12"
+st "Open MPI into the MPICH-only image: refused (255)" 255 $T "$MPICTR" --profile openmpi "$M" true
+check "... with a clear error" grep -q "profile 'openmpi': MPI ABI check: the image has no Open MPI library for host libmpi.so.40 .* (image: MPICH libmpich.so.12" "$L"
+st "Open MPI into the MPICH-only image with mpi_abi = warn: runs" 0 $T "$MPICTR" --profile openmpi-warn "$M" true
+check "... and warns" grep -q "warning: profile 'openmpi-warn': MPI ABI check: .*(continuing: mpi_abi = warn)" "$L"
+st "Open MPI into the image that has Open MPI too: accepted" 0 $T "$MPICTR" --profile openmpi "$IMG/mpi.sif" true
+done_testing

@@ -1,0 +1,70 @@
+#!/bin/bash
+# 61-install.sh - the library as sites embed it: `make install` into a
+# temporary prefix; docs/examples/site-wrapper.c built against the installed
+# library with pkg-config (shared and static) and run on the tiny image;
+# exported symbols are mpictr_* only and the soname is set; every long
+# option of `mpictr --help` is in the man page, which is installed.
+. "$(dirname "$0")/lib.sh"
+
+P=$T_TMP/prefix
+SO=$ROOT/build/libmpictr.so.0.1.0
+WRAP=$ROOT/docs/examples/site-wrapper.c
+
+# ---- the shared library ------------------------------------------------------
+ok "soname is libmpictr.so.0" bash -c "readelf -d '$SO' | grep -q 'Library soname: \[libmpictr.so.0\]'"
+nm -D --defined-only "$SO" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sed 's/@.*//' >"$T_TMP/syms"
+ok "exports public functions" grep -qx mpictr_config_load_site "$T_TMP/syms"
+ok "exported symbols are mpictr_* only" bash -c "! grep -v '^mpictr_' '$T_TMP/syms'"
+# every MPICTR_PUBLIC function of the header is exported
+grep -o 'mpictr_[a-z_0-9]*(' "$ROOT/runtime/mpictr.h" | tr -d '(' | sort -u >"$T_TMP/decl"
+ok "every function declared in mpictr.h is exported" bash -c "sort -u '$T_TMP/syms' | comm -23 '$T_TMP/decl' - | { ! grep .; }"
+
+# ---- man page and --help ---------------------------------------------------------
+"$MPICTR" --help | grep -o -- '--[a-z][a-z-]*' | sort -u >"$T_TMP/opts"
+ok "--help lists long options" test "$(wc -l <"$T_TMP/opts")" -gt 15
+missing=
+while read -r o; do
+	# groff spells every '-' of an option '\-'
+	grep -qF -- "${o//-/\\-}" "$ROOT/docs/mpictr.1" || missing="$missing $o"
+done <"$T_TMP/opts"
+ok "every long option of --help is in docs/mpictr.1${missing:+ (missing:$missing)}" test -z "$missing"
+for v in MPICTR_CONF MPICTR_ENV_ MPICTR_JOIN MPICTR_SYSROOT MPICTR_TEST_SITE_CONF; do
+	ok "man page documents $v" grep -q "$v" "$ROOT/docs/mpictr.1"
+done
+ok "man page documents exit codes 126, 127, 255" bash -c "grep -q '^126' '$ROOT/docs/mpictr.1' && grep -q '^127' '$ROOT/docs/mpictr.1' && grep -q '^255' '$ROOT/docs/mpictr.1'"
+if command -v man >/dev/null && command -v groff >/dev/null; then
+	ok "man page renders without warnings" bash -c "[ -z \"\$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l '$ROOT/docs/mpictr.1' 2>&1 >/dev/null)\" ]"
+else
+	skip "man page renders without warnings" "man or groff not installed"
+fi
+
+# ---- make install into a temporary prefix --------------------------------------
+ok "make install PREFIX=tmp" env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$ROOT" install PREFIX="$P"
+ok "installed: header, both libraries, pc file, man page, CLI" bash -c "cd '$P' && test -f include/mpictr.h -a -f lib/libmpictr.a \
+	-a -L lib/libmpictr.so.0 -a -f lib/pkgconfig/mpictr.pc -a -f share/man/man1/mpictr.1 -a -x bin/mpictr"
+export PKG_CONFIG_PATH=$P/lib/pkgconfig
+ok "pkg-config names the temporary prefix" bash -c "pkg-config --cflags mpictr | grep -q -- '-I$P/include'"
+ok "pkg-config --static lists the private dependencies" bash -c "pkg-config --static --libs mpictr | grep -q -- -lsquashfuse_ll"
+ok "installed header compiles alone (C and C++)" bash -c "echo '#include <mpictr.h>' | cc -x c -std=c99 -Wall -Werror -fsyntax-only \$(pkg-config --cflags mpictr) - &&
+	{ ! command -v c++ >/dev/null || echo '#include <mpictr.h>' | c++ -x c++ -Wall -Werror -fsyntax-only \$(pkg-config --cflags mpictr) -; }"
+ok "site wrapper builds against the shared library" bash -c "cc -Wall -Wextra -Werror -o '$T_TMP/w-shared' '$WRAP' \$(pkg-config --cflags --libs mpictr)"
+ok "... and needs libmpictr.so.0 only (private dependencies stay private)" bash -c "readelf -d '$T_TMP/w-shared' | grep NEEDED | grep -q 'libmpictr.so.0' &&
+	! readelf -d '$T_TMP/w-shared' | grep NEEDED | grep -q -e squashfuse -e pmix"
+ok "site wrapper builds static against libmpictr.a (pkg-config --static)" bash -c "cc -Wall -Werror -o '$T_TMP/w-static' '$WRAP' \$(pkg-config --cflags mpictr) \
+	\$(pkg-config --static --libs mpictr | sed 's/-lmpictr/-Wl,-Bstatic -lmpictr -Wl,-Bdynamic/')"
+ok "... without a libmpictr.so dependency" bash -c "! readelf -d '$T_TMP/w-static' | grep NEEDED | grep -q libmpictr"
+
+if ! have_userns || ! have_fuse; then
+	need "user namespaces and FUSE" "unprivileged user namespaces or /dev/fuse are not usable"
+	done_testing; exit
+fi
+IMG=$(test_images tiny) || { need "tiny image" "tests/images/build.sh failed"; done_testing; exit; }
+mkdir -p "$T_TMP/scratch" && echo scratch-ok >"$T_TMP/scratch/marker"
+export SITE_SCRATCH=$T_TMP/scratch
+T="timeout -k 5 60"
+ok "shared wrapper runs a job: its bind and env are there" bash -c "[ \"\$(LD_LIBRARY_PATH='$P/lib' $T '$T_TMP/w-shared' '$IMG/tiny.sif' sh -c 'cat /scratch/marker; echo \$SITE_WRAPPER')\" = 'scratch-ok
+0.1.0' ]"
+ok_status "static wrapper passes the job's exit status" 7 $T "$T_TMP/w-static" "$IMG/tiny.sif" sh -c 'exit 7'
+ok "wrapper's dry-run plan has its bind" bash -c "SITE_WRAPPER_DRY_RUN=1 '$T_TMP/w-static' '$IMG/tiny.sif' true | grep -q '\"target\": \"/scratch\"'"
+ok_status "wrapper reports library errors (missing image: 255)" 255 "$T_TMP/w-static" "$T_TMP/none.sif" true
+done_testing

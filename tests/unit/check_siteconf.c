@@ -1,0 +1,405 @@
+/* check_siteconf.c - the mpictr.conf parser, user-file rules, bind policy,
+ * and the MPI ABI identification (sonames, versions, compatibility). */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "mpiinject.h"
+#include "siteconf.h"
+#include "util.h"
+
+static const char site_text[] =
+	"# site policy\n"
+	"bind = /scratch\n"
+	"env = SITE=1\n"
+	"  devices = none  \n"
+	"lock_devices = yes\n"
+	"deny_bind = /etc/\n"
+	"allow_bind = /home\n"
+	"allow_bind = /scratch\n"
+	"\n"
+	"[profile mpich]\n"
+	"description = host MPICH\n"
+	"mpi = /usr/lib/x86_64-linux-gnu/libmpich.so.12\n"
+	"mpi_dep = /usr/lib/x86_64-linux-gnu/libhwloc.so.15\n"
+	"env_prepend = PATH=/opt/mpich/bin\n"
+	"bind = /opt/mpich:/opt/mpich:ro\n"
+	"[profile  ompi ]\n"
+	"mpi = /usr/lib/x86_64-linux-gnu/libmpi.so.40\n"
+	"mpi_abi = warn\n";
+
+static void parse_ok(struct siteconf *sc, const char *text, bool site)
+{
+	mpictr_err *err = NULL;
+	int rc = siteconf_parse(sc, text, strlen(text),
+				site ? "mpictr.conf" : "user.conf", site, &err);
+	ck_assert_msg(rc == 0, "parse failed: %s",
+		      err ? mpictr_err_message(err) : "?");
+}
+
+/* Parse text (on top of the site text when site_first) and expect an error
+ * message equal to want. */
+static void parse_bad(const char *text, bool site, bool site_first,
+		      const char *want)
+{
+	struct siteconf sc = {0};
+	mpictr_err *err = NULL;
+
+	if (site_first)
+		parse_ok(&sc, site_text, true);
+	ck_assert_int_eq(siteconf_parse(&sc, text, strlen(text),
+					site ? "mpictr.conf" : "user.conf",
+					site, &err),
+			 -1);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_str_eq(mpictr_err_message(err), want);
+	mpictr_err_free(err);
+	siteconf_free(&sc);
+}
+
+START_TEST(test_parse_site)
+{
+	struct siteconf sc = {0};
+	const struct site_profile *p;
+	char *names;
+
+	parse_ok(&sc, site_text, true);
+	ck_assert_uint_eq(sc.binds.n, 1);
+	ck_assert_str_eq(sc.binds.v[0].value, "/scratch");
+	ck_assert_str_eq(sc.binds.v[0].origin, "mpictr.conf:2");
+	ck_assert(sc.binds.v[0].site);
+	ck_assert_str_eq(sc.env.v[0].value, "SITE=1");
+	ck_assert_str_eq(sc.devices.value, "none");
+	ck_assert_str_eq(sc.lock_devices.origin, "mpictr.conf:5");
+	ck_assert_str_eq(sc.deny_binds.v[0].value, "/etc");
+	ck_assert_uint_eq(sc.allow_binds.n, 2);
+	ck_assert_uint_eq(sc.nprofiles, 2);
+	p = siteconf_profile(&sc, "mpich");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_str_eq(p->description, "host MPICH");
+	ck_assert_str_eq(p->mpi.value,
+			 "/usr/lib/x86_64-linux-gnu/libmpich.so.12");
+	ck_assert_uint_eq(p->mpi_deps.n, 1);
+	ck_assert_str_eq(p->env_prepend.v[0].value, "PATH=/opt/mpich/bin");
+	ck_assert_str_eq(p->binds.v[0].value, "/opt/mpich:/opt/mpich:ro");
+	ck_assert(!p->mpi_warn);
+	p = siteconf_profile(&sc, "ompi");
+	ck_assert_ptr_nonnull(p);
+	ck_assert(p->mpi_warn);
+	ck_assert_str_eq(p->origin, "mpictr.conf:16");
+	ck_assert_ptr_null(siteconf_profile(&sc, "nope"));
+	names = siteconf_profile_names(&sc);
+	ck_assert_str_eq(names, "mpich, ompi");
+	free(names);
+	siteconf_free(&sc);
+}
+END_TEST
+
+START_TEST(test_parse_errors)
+{
+	parse_bad("bind = /a\nfoo = 1\n", true, false,
+		  "mpictr.conf:2: unknown key 'foo'");
+	parse_bad("[profile x]\nfoo = 1\n", true, false,
+		  "mpictr.conf:2: unknown key 'foo' in profile 'x'");
+	parse_bad("just words\n", true, false,
+		  "mpictr.conf:1: expected 'key = value' or '[profile NAME]'");
+	parse_bad("[profile x\n", true, false,
+		  "mpictr.conf:1: unterminated section header");
+	parse_bad("[global]\n", true, false,
+		  "mpictr.conf:1: unknown section '[global]' (expected "
+		  "[profile NAME])");
+	parse_bad("[profile a/b]\n", true, false,
+		  "mpictr.conf:1: invalid profile name 'a/b' (1 to 64 "
+		  "letters, digits, '_', '.', '-')");
+	parse_bad("[profile a]\n[profile a]\n", true, false,
+		  "mpictr.conf:2: profile 'a' is already defined at "
+		  "mpictr.conf:1");
+	parse_bad("bind = rel:/x\n", true, false,
+		  "mpictr.conf:1: bind source 'rel' is not an absolute path");
+	parse_bad("bind = /a:rel\n", true, false,
+		  "mpictr.conf:1: invalid bind '/a:rel': destination 'rel' "
+		  "is not an absolute path");
+	parse_bad("env = 1X=2\n", true, false,
+		  "mpictr.conf:1: invalid 'env' value '1X=2' (expected "
+		  "NAME=VALUE, NAME of letters, digits and '_')");
+	parse_bad("lock_devices = maybe\n", true, false,
+		  "mpictr.conf:1: invalid value 'maybe' for 'lock_devices' "
+		  "(expected yes or no)");
+	parse_bad("mpi = /x\n", true, false,
+		  "mpictr.conf:1: 'mpi' belongs in a [profile NAME] section");
+	parse_bad("[profile p]\nmpi_abi = loose\n", true, false,
+		  "mpictr.conf:2: invalid value 'loose' for 'mpi_abi' "
+		  "(expected enforce or warn)");
+	parse_bad("[profile p]\nmpi = /a\nmpi = /b\n", true, false,
+		  "mpictr.conf:3: 'mpi' given twice in profile 'p' (first at "
+		  "mpictr.conf:2)");
+	parse_bad("devices =\n", true, false,
+		  "mpictr.conf:1: empty value for 'devices'");
+	parse_bad("transport_env = maybe\n", true, false,
+		  "mpictr.conf:1: invalid value 'maybe' for 'transport_env' "
+		  "(expected on or off)");
+}
+END_TEST
+
+START_TEST(test_nul_and_long_lines)
+{
+	struct siteconf sc = {0};
+	mpictr_err *err = NULL;
+	char *big = xmalloc(SITECONF_MAX_LINE + 16);
+
+	ck_assert_int_eq(siteconf_parse(&sc, "a\0b", 3, "f", true, &err), -1);
+	ck_assert_str_eq(mpictr_err_message(err),
+			 "f: contains a NUL byte (not a text file?)");
+	mpictr_err_free(err);
+	err = NULL;
+	memset(big, '#', SITECONF_MAX_LINE + 1);
+	big[SITECONF_MAX_LINE + 1] = '\0';
+	ck_assert_int_eq(siteconf_parse(&sc, big, strlen(big), "f", true,
+					&err),
+			 -1);
+	ck_assert_str_eq(mpictr_err_message(err),
+			 "f:1: line longer than 4096 bytes");
+	mpictr_err_free(err);
+	free(big);
+	ck_assert_uint_eq(sc.nprofiles, 0);
+	siteconf_free(&sc);
+}
+END_TEST
+
+/* A user file can add, never lift. */
+START_TEST(test_user_file_rules)
+{
+	struct siteconf sc = {0};
+
+	parse_bad("deny_bind = /x\n", false, true,
+		  "user.conf:1: 'deny_bind' may only be set in the site "
+		  "configuration file");
+	parse_bad("user_binds = yes\n", false, true,
+		  "user.conf:1: 'user_binds' may only be set in the site "
+		  "configuration file");
+	parse_bad("lock_devices = no\n", false, true,
+		  "user.conf:1: 'lock_devices' may only be set in the site "
+		  "configuration file");
+	parse_bad("devices = all\n", false, true,
+		  "user.conf:1: 'devices' is locked by the site "
+		  "(mpictr.conf:5)");
+	parse_bad("[profile mpich]\n", false, true,
+		  "user.conf:1: profile 'mpich' is already defined at "
+		  "mpictr.conf:10");
+
+	/* a user file adds, unprivileged; a site file after it is refused */
+	parse_ok(&sc, site_text, true);
+	parse_ok(&sc, "bind = /home/u/data\n[profile mine]\nenv = A=1\n",
+		 false);
+	ck_assert_uint_eq(sc.binds.n, 2);
+	ck_assert(!sc.binds.v[1].site);
+	ck_assert_str_eq(sc.binds.v[1].origin, "user.conf:1");
+	ck_assert(!siteconf_profile(&sc, "mine")->site);
+	ck_assert(siteconf_profile(&sc, "mpich")->site);
+	{
+		mpictr_err *err = NULL;
+		ck_assert_int_eq(siteconf_parse(&sc, "", 0, "late.conf", true,
+						&err),
+				 -1);
+		ck_assert_str_eq(mpictr_err_message(err),
+				 "late.conf: the site configuration must be "
+				 "loaded before user configuration files");
+		mpictr_err_free(err);
+	}
+	siteconf_free(&sc);
+}
+END_TEST
+
+START_TEST(test_bind_policy)
+{
+	struct siteconf sc = {0};
+	mpictr_err *err = NULL;
+
+	ck_assert(!siteconf_restricts_binds(&sc));
+	ck_assert_int_eq(siteconf_check_user_bind(&sc, "/etc", "bind", &err),
+			 0);
+	parse_ok(&sc, site_text, true);
+	ck_assert(siteconf_restricts_binds(&sc));
+	ck_assert_int_eq(siteconf_check_user_bind(&sc, "/home/u", "b", &err),
+			 0);
+	ck_assert_int_eq(siteconf_check_user_bind(&sc, "/scratch", "b", &err),
+			 0);
+	ck_assert_int_eq(siteconf_check_user_bind(&sc, "/etc/shadow",
+						  "bind '/etc/shadow'", &err),
+			 -1);
+	ck_assert_str_eq(mpictr_err_message(err),
+			 "bind '/etc/shadow' refused: '/etc/shadow' is denied "
+			 "by mpictr.conf:6: deny_bind = /etc");
+	mpictr_err_free(err);
+	err = NULL;
+	/* prefixes match whole components */
+	ck_assert_int_eq(siteconf_check_user_bind(&sc, "/homework", "bind "
+								  "'/homework'",
+						  &err),
+			 -1);
+	ck_assert_str_eq(mpictr_err_message(err),
+			 "bind '/homework' refused: '/homework' is outside "
+			 "the paths the site allows (mpictr.conf:7: "
+			 "allow_bind = /home; mpictr.conf:8: allow_bind = "
+			 "/scratch)");
+	mpictr_err_free(err);
+	err = NULL;
+	siteconf_free(&sc);
+	parse_ok(&sc, "user_binds = no\n", true);
+	ck_assert_int_eq(siteconf_check_user_bind(&sc, "/home", "bind '/home'",
+						  &err),
+			 -1);
+	ck_assert_str_eq(mpictr_err_message(err),
+			 "bind '/home' refused: the site allows no user binds "
+			 "(mpictr.conf:1: user_binds = no)");
+	mpictr_err_free(err);
+	siteconf_free(&sc);
+	ck_assert(siteconf_path_below("/a/b", "/a"));
+	ck_assert(siteconf_path_below("/a", "/a"));
+	ck_assert(!siteconf_path_below("/ab", "/a"));
+	ck_assert(siteconf_path_below("/x", "/"));
+}
+END_TEST
+
+/* ---- MPI ABI ----------------------------------------------------------- */
+
+START_TEST(test_mpi_family)
+{
+	int major;
+
+	ck_assert_int_eq(mpiabi_family("libmpich.so.12", &major),
+			 MPI_FAMILY_MPICH);
+	ck_assert_int_eq(major, 12);
+	ck_assert_int_eq(mpiabi_family("libmpi.so.12", &major),
+			 MPI_FAMILY_MPICH);
+	ck_assert_int_eq(mpiabi_family("libmpi.so.40", &major),
+			 MPI_FAMILY_OPENMPI);
+	ck_assert_int_eq(major, 40);
+	ck_assert_int_eq(mpiabi_family("libmpi_cxx.so.40", &major),
+			 MPI_FAMILY_NONE);
+	ck_assert_int_eq(mpiabi_family("libmpi.so.40.30.4", &major),
+			 MPI_FAMILY_NONE);
+	ck_assert_int_eq(mpiabi_family("libc.so.6", &major), MPI_FAMILY_NONE);
+	ck_assert_int_eq(mpiabi_family(NULL, &major), MPI_FAMILY_NONE);
+	ck_assert_int_eq(mpiabi_file_minor("libmpich.so.12.2.2"), 2);
+	ck_assert_int_eq(mpiabi_file_minor("libmpi.so.12.10"), 10);
+	ck_assert_int_eq(mpiabi_file_minor("libmpich.so.12"), -1);
+	ck_assert_int_eq(mpiabi_file_minor("libmpi.so.40.x"), -1);
+	ck_assert_int_eq(mpiabi_file_minor("libfoo"), -1);
+}
+END_TEST
+
+static struct mpi_lib lib(const char *soname, const char *file)
+{
+	struct mpi_lib l = {.path = (char *)"/p", .soname = (char *)soname,
+			    .file = (char *)file};
+	l.family = mpiabi_family(soname, &l.major);
+	l.minor = mpiabi_file_minor(file);
+	return l;
+}
+
+static void incompatible(struct mpi_lib h, struct mpi_lib i, const char *want)
+{
+	mpictr_err *err = NULL;
+
+	ck_assert_int_eq(mpiabi_compatible(&h, &i, &err), -1);
+	ck_assert_msg(strstr(mpictr_err_message(err), want),
+		      "'%s' lacks '%s'", mpictr_err_message(err), want);
+	mpictr_err_free(err);
+}
+
+START_TEST(test_mpi_compatible)
+{
+	mpictr_err *err = NULL;
+	struct mpi_lib deb = lib("libmpich.so.12", "libmpich.so.12.2.2");
+	struct mpi_lib cray = lib("libmpi.so.12", "libmpi.so.12.3.0");
+	struct mpi_lib old = lib("libmpi.so.12", "libmpi.so.12.1.0");
+	struct mpi_lib ompi = lib("libmpi.so.40", "libmpi.so.40.30.4");
+	struct mpi_lib ompi20 = lib("libmpi.so.20", "libmpi.so.20.10.1");
+
+	/* newer or equal host MPICH across the two ABI names */
+	ck_assert_int_eq(mpiabi_compatible(&cray, &deb, &err), 0);
+	ck_assert_int_eq(mpiabi_compatible(&deb, &deb, &err), 0);
+	ck_assert_int_eq(mpiabi_compatible(&deb, &old, &err), 0);
+	ck_assert_int_eq(mpiabi_compatible(&ompi, &ompi, &err), 0);
+	incompatible(old, deb, "minor version 1 < 2");
+	incompatible(ompi, deb, "different MPI families");
+	incompatible(deb, ompi, "different MPI families");
+	incompatible(ompi20, ompi, "different major versions (20, 40)");
+	ck_assert_ptr_null(err);
+}
+END_TEST
+
+START_TEST(test_elf_soname_real)
+{
+	/* Real libraries of the host: their sonames. */
+	static const struct {
+		const char *path, *soname;
+	} libs[] = {
+		{"/usr/lib/x86_64-linux-gnu/libmpich.so.12", "libmpich.so.12"},
+		{"/usr/lib/x86_64-linux-gnu/libmpi.so.40", "libmpi.so.40"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(libs); i++) {
+		struct mpi_lib l;
+		mpictr_err *err = NULL;
+		if (access(libs[i].path, R_OK) != 0)
+			continue;
+		ck_assert_int_eq(mpiabi_inspect_host(libs[i].path, &l, &err), 0);
+		ck_assert_str_eq(l.soname, libs[i].soname);
+		ck_assert(l.minor >= 0);
+		ck_assert_int_ne(l.family, MPI_FAMILY_NONE);
+		mpi_lib_free(&l);
+	}
+}
+END_TEST
+
+START_TEST(test_elf_soname_malformed)
+{
+	unsigned char buf[128] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+	char *so = NULL;
+	mpictr_err *err = NULL;
+
+	ck_assert_int_eq(mpiabi_elf_soname_mem("abc", 3, &so, &err), -1);
+	ck_assert_str_eq(mpictr_err_message(err),
+			 "'buffer': too short for an ELF header");
+	mpictr_err_free(err);
+	err = NULL;
+	buf[16] = 3; /* ET_DYN */
+	buf[58] = 64; /* e_shentsize */
+	buf[60] = 2;  /* e_shnum */
+	buf[40] = 200; /* e_shoff beyond the buffer */
+	ck_assert_int_eq(mpiabi_elf_soname_mem(buf, sizeof(buf), &so, &err),
+			 -1);
+	ck_assert_msg(strstr(mpictr_err_message(err), "outside the file"),
+		      "%s", mpictr_err_message(err));
+	mpictr_err_free(err);
+	err = NULL;
+	buf[4] = 1; /* ELFCLASS32 */
+	ck_assert_int_eq(mpiabi_elf_soname_mem(buf, sizeof(buf), &so, &err),
+			 -1);
+	ck_assert_str_eq(mpictr_err_message(err),
+			 "'buffer': not a 64-bit little-endian ELF object");
+	mpictr_err_free(err);
+	ck_assert_ptr_null(so);
+}
+END_TEST
+
+Suite *suite_siteconf(void);
+Suite *suite_siteconf(void)
+{
+	Suite *s = suite_create("siteconf");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_parse_site);
+	tcase_add_test(tc, test_parse_errors);
+	tcase_add_test(tc, test_nul_and_long_lines);
+	tcase_add_test(tc, test_user_file_rules);
+	tcase_add_test(tc, test_bind_policy);
+	tcase_add_test(tc, test_mpi_family);
+	tcase_add_test(tc, test_mpi_compatible);
+	tcase_add_test(tc, test_elf_soname_real);
+	tcase_add_test(tc, test_elf_soname_malformed);
+	suite_add_tcase(s, tc);
+	return s;
+}
