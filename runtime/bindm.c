@@ -623,7 +623,7 @@ int rootfs_build(const struct plan *p, int nworkers, struct squash_mount **sq,
 	    verbs_providers(&r, err) < 0)
 		goto out;
 	/* Host MPI injection: the image is visible, nothing is bound yet. */
-	if (mpiinject_check(p->mpi, p->nmpi, LAYER "/image", err) < 0)
+	if (mpiinject_check(p->mpi, p->nmpi, r.l_image, err) < 0)
 		goto out;
 	/* 4. */
 	{
