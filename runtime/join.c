@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -407,6 +408,25 @@ static int join_connect(struct keeper *k, mpictr_err **err)
 	}
 }
 
+/* srun --mpi=pmi2 hands the task its PMI wire as an inherited fd named
+ * by PMI_FD: it must survive the exec (container_exec marks every other
+ * inherited fd close-on-exec). -1 when unset or not an open fd. */
+static int pmi_fd(char *const *env)
+{
+	const char *v = env_get(env, "PMI_FD");
+	long fd;
+
+	if (!v || parse_long(v, 3, INT_MAX, &fd) < 0)
+		return -1;
+	if (fcntl((int)fd, F_GETFD) < 0) {
+		log_warn("PMI_FD %ld is not an open descriptor: the program "
+			 "will not reach Slurm's PMI server",
+			 fd);
+		return -1;
+	}
+	return (int)fd;
+}
+
 bool join_wanted(const struct mpictr_config *cfg)
 {
 	const char *j = env_get(cfg->host_env, "MPICTR_JOIN");
@@ -459,7 +479,7 @@ int join_run(const struct mpictr_config *cfg, mpictr_err **err)
 		log_notice("%s", plan.notices[i]);
 	plan.nlocal = (int)step.local_tasks;
 	env = plan_rank_env(&plan, (int)step.local_id);
-	container_exec(&plan, env, userns, mntns, -1, err);
+	container_exec(&plan, env, userns, mntns, pmi_fd(cfg->host_env), err);
 	rc = -1; /* only returns on failure */
 	strv_free(env);
 out:
