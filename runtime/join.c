@@ -90,12 +90,17 @@ static int join_dir(char **out, mpictr_err **err)
 	}
 	if (!S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
 	    (st.st_mode & 077)) {
-		err_set(
-		    err, 0,
-		    "rendezvous directory '%s' is not a private directory "
-		    "owned by uid %u (owner %u, mode %o): refusing to use it",
-		    dir, (unsigned)getuid(), (unsigned)st.st_uid,
-		    (unsigned)(st.st_mode & 07777));
+		err_set(err, 0,
+			"rendezvous directory '%s' is not a private directory "
+			"owned by uid %u (%s, owner uid %u, mode %o): refusing "
+			"to use it",
+			dir, (unsigned)getuid(),
+			S_ISLNK(st.st_mode)   ? "a symbolic link"
+			: S_ISDIR(st.st_mode) ? "a directory"
+					      : "not a directory",
+			(unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		err_hint(err, "remove it (if another user owns it, ask the "
+			      "administrator) or run with MPICTR_JOIN=0");
 		free(dir);
 		return -1;
 	}
@@ -239,6 +244,14 @@ static int stepd_pidfd(pid_t task)
 	return fd;
 }
 
+static volatile sig_atomic_t keeper_stop;
+
+static void keeper_on_term(int sig)
+{
+	(void)sig;
+	keeper_stop = 1;
+}
+
 /* Serve until the node's tasks have come and gone. Each task that joined
  * is followed by a pidfd (it execs in place: the pid is the rank's). */
 static void keeper_loop(struct keeper *k, struct holder *h)
@@ -255,6 +268,8 @@ static void keeper_loop(struct keeper *k, struct holder *h)
 		long left;
 		bool accepting = joined < k->expected && !stepd_gone;
 
+		if (keeper_stop)
+			break; /* SIGTERM: unmount and clean up */
 		if (gone == joined && (joined >= k->expected || stepd_gone))
 			break;
 		left = idle_until - mono_ms();
@@ -366,6 +381,10 @@ static void keeper_main(struct keeper *k, int lock_fd, int ready_fd)
 		/* the task is gone; serve the others anyway */
 	}
 	close(ready_fd);
+	/* Its command line is the first task's: `pkill -f` aimed at the tasks
+	 * hits it too. End cleanly then, socket and lock removed. */
+	sigaction(SIGTERM, &(struct sigaction){.sa_handler = keeper_on_term},
+		  NULL);
 	keeper_loop(k, &h);
 	unlink(k->sock_path);
 	unlink(k->lock_path);
