@@ -51,7 +51,7 @@ leftovers() {
 	local p
 	for p in $(ours); do
 		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = srun ] && continue
-		echo "process $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"
+		echo "process $p: $(tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline")"
 	done
 	ls -A "$JDIR" 2>/dev/null | grep "^$1\." | sed 's/^/rendezvous entry /'
 	ls -A "$W/tmp" | sed 's/^/tmp entry /'
@@ -224,6 +224,23 @@ scancel_step() {
 	clean "$j"
 }
 ok "scancel of a running step: no keeper, holder, FUSE worker or socket left" scancel_step
+
+pkill_tasks() {
+	# pkill -f aimed at the tasks also hits the keeper and holder (they
+	# carry the first task's command line): all must end cleanly
+	srun --job-name="$NAME-pkill" -O -n 4 "$MPICTR" "$W/tiny.sif" sh -c "$NSCMD; exec sleep 61" >"$W/out.pkill" 2>&1 &
+	local pid=$! i j
+	for i in $(seq 300); do
+		[ "$(grep -c '^NS ' "$W/out.pkill")" = 4 ] && break
+		sleep 0.1
+	done
+	j=$(squeue -h -n "$NAME-pkill" -o %i)
+	[ -n "$j" ] || return 1
+	pkill -TERM -u "$MYUID" -f "$W/tiny.sif sh -c" || return 1
+	wait $pid
+	clean "$j"
+}
+ok "pkill -f of the tasks' command line (keeper included): nothing left" pkill_tasks
 
 ok_fail "a rank crashing (SIGSEGV) with srun -K fails the step" \
 	step crash -O -K -n 4 "$MPICTR" "$W/tiny.sif" sh -c '[ "$SLURM_PROCID" = 2 ] && kill -SEGV $$; exec sleep 60'
