@@ -489,8 +489,9 @@ static int join_connect(struct keeper *k, long deadline, mpictr_err **err)
 			return err_set(err, ETIMEDOUT,
 				       "wait for the node's keeper at '%s'",
 				       k->sock_path);
+		/* The keeper starts in ~0.1 s: poll often, it is cheap. */
 		usleep(delay);
-		if (delay < 50000)
+		if (delay < 10000)
 			delay *= 2;
 	}
 }
