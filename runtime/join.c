@@ -207,6 +207,7 @@ struct keeper {
 	uint32_t expected;
 	char *sock_path, *lock_path;
 	int listen_fd;
+	sigset_t waitmask; /* the mask while the keeper waits */
 };
 
 /* A pidfd for the task's parent when it is slurmstepd, else -1. The
@@ -282,7 +283,14 @@ static void keeper_loop(struct keeper *k, struct holder *h)
 		for (uint32_t i = 0; i < npid; i++)
 			pfd[np++] =
 			    (struct pollfd){.fd = pidfd[i], .events = POLLIN};
-		if (poll(pfd, np, gone == joined ? (int)left : 1000) < 0 &&
+		if (gone != joined || left > 1000)
+			left = 1000;
+		/* SIGTERM is blocked but here: it cannot slip in between the
+		 * check of keeper_stop and the wait. */
+		if (ppoll(pfd, np,
+			  &(struct timespec){.tv_sec = left / 1000,
+					     .tv_nsec = left % 1000 * 1000000L},
+			  &k->waitmask) < 0 &&
 		    errno != EINTR)
 			break;
 		if (pfd[0].revents & POLLIN) {
@@ -383,8 +391,17 @@ static void keeper_main(struct keeper *k, int lock_fd, int ready_fd)
 	close(ready_fd);
 	/* Its command line is the first task's: `pkill -f` aimed at the tasks
 	 * hits it too. End cleanly then, socket and lock removed. */
-	sigaction(SIGTERM, &(struct sigaction){.sa_handler = keeper_on_term},
-		  NULL);
+	{
+		sigset_t term;
+
+		sigemptyset(&term);
+		sigaddset(&term, SIGTERM);
+		sigprocmask(SIG_BLOCK, &term, NULL);
+		k->waitmask = none;
+		sigaction(SIGTERM,
+			  &(struct sigaction){.sa_handler = keeper_on_term},
+			  NULL);
+	}
 	keeper_loop(k, &h);
 	unlink(k->sock_path);
 	unlink(k->lock_path);
