@@ -132,6 +132,14 @@ ok "srun -O --mpi=pmi2 -n 2 mpictr tiny.sif (PMI_FD)" \
 	step pmi2 -O --mpi=pmi2 -n 2 "$MPICTR" "$W/tiny.sif" sh -c "$SEECMD"
 check "... PMI_FD is open in the program" test "$(count pmi2 '^PMI_FD ok$')" = 2
 
+# Task 0 starts the keeper (the others start 0.5 s later) and exits at
+# once: the keeper is not the first task's, the others still join it and
+# read the image 2 s later.
+ok "the task that started the keeper exits first: the others join and read the image" \
+	step first -O -n 4 sh -c 'if [ "$SLURM_PROCID" = 0 ]; then exec "$0" "$1" true; fi; sleep 0.5; exec "$0" "$1" sh -c "sleep 2; echo NS \$(readlink /proc/self/ns/user) \$(readlink /proc/self/ns/mnt); [ -x /bin/busybox ] && echo IMG ok"' \
+	"$MPICTR" "$W/tiny.sif"
+check "... 3 tasks joined one namespace set and read the image" bash -c "[ \$(grep -c '^IMG ok' '$W/out.first') = 3 ] && [ \$(grep '^NS ' '$W/out.first' | sort -u | wc -l) = 1 ]"
+
 # One image mount per node, seen from outside while the step runs: all FUSE
 # workers of the step have one parent (one holder) and live in the tasks'
 # user namespace.
