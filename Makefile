@@ -65,7 +65,7 @@ SHARED_LIB := $(B)/libmpictr.so.$(VERSION)
 SONAME     := libmpictr.so.$(SOVERSION)
 CLI        := $(B)/mpictr
 
-.PHONY: all lib cli check unit integration bench fuzz install uninstall \
+.PHONY: all lib cli check check-root unit integration bench fuzz install uninstall \
 	clean format format-check test-images
 all: lib cli $(HELPERS) $(B)/mpictr.pc
 
@@ -145,6 +145,11 @@ export LSAN_OPTIONS = suppressions=$(CURDIR)/tests/lsan.supp
 check: all $(B)/tests/check_unit $(TEST_HELPERS)
 	MPICTR_TEST_ROOT=$(CURDIR) $(B)/tests/check_unit
 	MPICTR_TEST_ROOT=$(CURDIR) tests/run-integration.sh
+
+# Tests that need root (two test users against each other); .ci/run runs
+# them after `make check`.
+check-root: all $(TEST_HELPERS)
+	MPICTR_TEST_ROOT=$(CURDIR) tests/integration-root/run.sh
 
 # Test images (tests/images/build.sh): tiny and mpi, rootfs + squashfs +
 # SIF in build/images/; does nothing when its inputs did not change.

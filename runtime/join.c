@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,8 +45,8 @@
 #include "syscalls.h"
 
 #define JOIN_MAGIC 0x6d706a31u /* "mpj1" */
-#define JOIN_WAIT_S 120        /* a task waits this long for its keeper */
-#define JOIN_IDLE_S 60         /* keeper: no task left, none arriving */
+#define JOIN_WAIT_S 120	       /* a task waits this long for its keeper */
+#define JOIN_IDLE_S 60	       /* keeper: no task left, none arriving */
 
 struct join_msg {
 	uint32_t magic;
@@ -77,7 +78,8 @@ static int join_dir(char **out, mpictr_err **err)
 	struct stat st;
 
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		err_set(err, errno, "create the rendezvous directory '%s'", dir);
+		err_set(err, errno, "create the rendezvous directory '%s'",
+			dir);
 		free(dir);
 		return -1;
 	}
@@ -90,9 +92,15 @@ static int join_dir(char **out, mpictr_err **err)
 	    (st.st_mode & 077)) {
 		err_set(err, 0,
 			"rendezvous directory '%s' is not a private directory "
-			"owned by uid %u (owner %u, mode %o): refusing to use it",
-			dir, (unsigned)getuid(), (unsigned)st.st_uid,
-			(unsigned)(st.st_mode & 07777));
+			"owned by uid %u (%s, owner uid %u, mode %o): refusing "
+			"to use it",
+			dir, (unsigned)getuid(),
+			S_ISLNK(st.st_mode)   ? "a symbolic link"
+			: S_ISDIR(st.st_mode) ? "a directory"
+					      : "not a directory",
+			(unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		err_hint(err, "remove it (if another user owns it, ask the "
+			      "administrator) or run with MPICTR_JOIN=0");
 		free(dir);
 		return -1;
 	}
@@ -137,9 +145,10 @@ static int send_fds(int sock, int32_t status, int fd1, int fd2)
 		memcpy(CMSG_DATA(c), (int[]){fd1, fd2}, 2 * sizeof(int));
 	}
 	return TEMP_FAILURE_RETRY(sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 ? -1
-									  : 0;
+									: 0;
 }
 
+/* 0: *fd1 and *fd2 received; 1: closed unanswered; -1: error. */
 static int recv_fds(int sock, int *fd1, int *fd2, mpictr_err **err)
 {
 	struct join_msg m;
@@ -155,6 +164,8 @@ static int recv_fds(int sock, int *fd1, int *fd2, mpictr_err **err)
 	struct cmsghdr *c;
 	ssize_t n = TEMP_FAILURE_RETRY(recvmsg(sock, &mh, MSG_CMSG_CLOEXEC));
 
+	if (n == 0 || (n < 0 && errno == ECONNRESET))
+		return 1; /* a keeper that was exiting closed it: retry */
 	if (n != (ssize_t)sizeof(m) || m.magic != JOIN_MAGIC)
 		return err_set(err, n < 0 ? errno : EPROTO,
 			       "receive the namespaces from the node's keeper");
@@ -165,8 +176,9 @@ static int recv_fds(int sock, int *fd1, int *fd2, mpictr_err **err)
 	c = CMSG_FIRSTHDR(&mh);
 	if (!c || c->cmsg_type != SCM_RIGHTS ||
 	    c->cmsg_len != CMSG_LEN(2 * sizeof(int)))
-		return err_set(err, EPROTO, "the node's keeper sent no "
-					    "namespace fds");
+		return err_set(err, EPROTO,
+			       "the node's keeper sent no "
+			       "namespace fds");
 	memcpy(fd1, CMSG_DATA(c), sizeof(int));
 	memcpy(fd2, CMSG_DATA(c) + sizeof(int), sizeof(int));
 	return 0;
@@ -195,43 +207,100 @@ struct keeper {
 	uint32_t expected;
 	char *sock_path, *lock_path;
 	int listen_fd;
+	sigset_t waitmask; /* the mask while the keeper waits */
 };
 
+/* A pidfd for the task's parent when it is slurmstepd, else -1. The
+ * step's slurmstepd forks every task of the node and outlives them all:
+ * once it is gone no task of the step can still arrive, so the keeper
+ * need not wait JOIN_IDLE_S for tasks that were killed (scancel) or
+ * failed before they reached mpictr. */
+static int stepd_pidfd(pid_t task)
+{
+	char path[64], *stat_txt, *rp, *comm;
+	int ppid = 0, fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)task);
+	stat_txt = read_file(path, 4096, NULL);
+	if (!stat_txt)
+		return -1;
+	rp = strrchr(stat_txt, ')'); /* comm may hold spaces and parens */
+	if (!rp || sscanf(rp + 1, " %*c %d", &ppid) != 1 || ppid <= 1) {
+		free(stat_txt);
+		return -1;
+	}
+	free(stat_txt);
+	fd = sys_pidfd_open(ppid, 0);
+	if (fd < 0)
+		return -1;
+	/* Checked after the pidfd is open: it cannot be a recycled pid. */
+	snprintf(path, sizeof(path), "/proc/%d/comm", ppid);
+	comm = read_file(path, 64, NULL);
+	if (!comm || strcmp(comm, "slurmstepd\n") != 0) {
+		free(comm);
+		close(fd);
+		return -1;
+	}
+	free(comm);
+	return fd;
+}
+
+static volatile sig_atomic_t keeper_stop;
+
+static void keeper_on_term(int sig)
+{
+	(void)sig;
+	keeper_stop = 1;
+}
+
+/* Serve until the node's tasks have come and gone. Each task that joined
+ * is followed by a pidfd (it execs in place: the pid is the rank's). */
 static void keeper_loop(struct keeper *k, struct holder *h)
 {
-	struct pollfd *pfd = xcalloc(k->expected + 2, sizeof(*pfd));
+	struct pollfd *pfd = xcalloc(k->expected + 3, sizeof(*pfd));
 	int *pidfd = xcalloc(k->expected + 1, sizeof(int));
 	uint32_t joined = 0, gone = 0, npid = 0;
 	long idle_until = mono_ms() + JOIN_IDLE_S * 1000L;
+	int stepd = -1;
+	bool stepd_gone = false;
 
 	for (;;) {
-		nfds_t np = 0;
+		nfds_t np = 0, first_pid;
 		long left;
+		bool accepting = joined < k->expected && !stepd_gone;
 
-		if (joined >= k->expected && gone == joined)
+		if (keeper_stop)
+			break; /* SIGTERM: unmount and clean up */
+		if (gone == joined && (joined >= k->expected || stepd_gone))
 			break;
 		left = idle_until - mono_ms();
 		if (gone == joined && left <= 0)
 			break;
-		pfd[np++] = (struct pollfd){.fd = joined < k->expected
-							  ? k->listen_fd
-							  : -1,
+		pfd[np++] = (struct pollfd){.fd = accepting ? k->listen_fd : -1,
 					    .events = POLLIN};
+		pfd[np++] = (struct pollfd){.fd = stepd, .events = POLLIN};
+		first_pid = np;
 		for (uint32_t i = 0; i < npid; i++)
-			pfd[np++] = (struct pollfd){.fd = pidfd[i],
-						    .events = POLLIN};
-		if (poll(pfd, np, gone == joined ? (int)left : 1000) < 0 &&
+			pfd[np++] =
+			    (struct pollfd){.fd = pidfd[i], .events = POLLIN};
+		if (gone != joined || left > 1000)
+			left = 1000;
+		/* SIGTERM is blocked but here: it cannot slip in between the
+		 * check of keeper_stop and the wait. */
+		if (ppoll(pfd, np,
+			  &(struct timespec){.tv_sec = left / 1000,
+					     .tv_nsec = left % 1000 * 1000000L},
+			  &k->waitmask) < 0 &&
 		    errno != EINTR)
 			break;
 		if (pfd[0].revents & POLLIN) {
-			int c = accept4(k->listen_fd, NULL, NULL,
-					SOCK_CLOEXEC);
+			int c = accept4(k->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 			struct ucred cr;
 			socklen_t cl = sizeof(cr);
 
 			if (c >= 0 &&
 			    getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) ==
-				    0 &&
+				0 &&
 			    cr.uid == getuid() &&
 			    send_fds(c, 0, h->userns, h->mntns) == 0) {
 				int pf = sys_pidfd_open(cr.pid, 0);
@@ -241,12 +310,19 @@ static void keeper_loop(struct keeper *k, struct holder *h)
 				else
 					gone++; /* cannot follow it: count it
 						   as gone at once */
+				if (stepd < 0 && !stepd_gone)
+					stepd = stepd_pidfd(cr.pid);
 				idle_until = mono_ms() + JOIN_IDLE_S * 1000L;
 			}
 			if (c >= 0)
 				close(c);
 		}
-		for (nfds_t i = 1; i < np; i++) {
+		if (pfd[1].revents) {
+			close(stepd);
+			stepd = -1;
+			stepd_gone = true;
+		}
+		for (nfds_t i = first_pid; i < np; i++) {
 			if (!pfd[i].revents)
 				continue;
 			for (uint32_t q = 0; q < npid; q++)
@@ -254,8 +330,8 @@ static void keeper_loop(struct keeper *k, struct holder *h)
 					close(pidfd[q]);
 					pidfd[q] = pidfd[--npid];
 					gone++;
-					idle_until = mono_ms() +
-						     JOIN_IDLE_S * 1000L;
+					idle_until =
+					    mono_ms() + JOIN_IDLE_S * 1000L;
 					break;
 				}
 		}
@@ -266,6 +342,8 @@ static void keeper_loop(struct keeper *k, struct holder *h)
 	}
 	for (uint32_t i = 0; i < npid; i++)
 		close(pidfd[i]);
+	if (stepd >= 0)
+		close(stepd);
 	free(pidfd);
 	free(pfd);
 }
@@ -311,13 +389,26 @@ static void keeper_main(struct keeper *k, int lock_fd, int ready_fd)
 		/* the task is gone; serve the others anyway */
 	}
 	close(ready_fd);
+	/* Its command line is the first task's: `pkill -f` aimed at the tasks
+	 * hits it too. End cleanly then, socket and lock removed. */
+	{
+		sigset_t term;
+
+		sigemptyset(&term);
+		sigaddset(&term, SIGTERM);
+		sigprocmask(SIG_BLOCK, &term, NULL);
+		k->waitmask = none;
+		sigaction(SIGTERM,
+			  &(struct sigaction){.sa_handler = keeper_on_term},
+			  NULL);
+	}
 	keeper_loop(k, &h);
 	unlink(k->sock_path);
 	unlink(k->lock_path);
 	holder_stop(&h);
 	close(lock_fd);
 	_exit(0);
-fail: {
+fail : {
 	char buf[1024];
 	int n = snprintf(buf, sizeof(buf), "%s", mpictr_err_message(err));
 	if (write(ready_fd, buf, (size_t)(n > 0 ? n : 0)) < 0) {
@@ -364,10 +455,20 @@ static int start_keeper(struct keeper *k, int lock_fd, mpictr_err **err)
 	return err_set(err, 0, "the node's keeper failed: %s", buf);
 }
 
-/* Connect to the node's keeper, starting it if this task is the first. */
-static int join_connect(struct keeper *k, mpictr_err **err)
+/* True when lock_fd is still the file at path: the keeper unlinks its lock
+ * when it exits, and a lock taken on the unlinked file would let a second
+ * keeper start beside the one started on the new file. */
+static bool lock_current(int lock_fd, const char *path)
 {
-	long deadline = mono_ms() + JOIN_WAIT_S * 1000L;
+	struct stat a, b;
+
+	return fstat(lock_fd, &a) == 0 && lstat(path, &b) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* Connect to the node's keeper, starting it if this task is the first. */
+static int join_connect(struct keeper *k, long deadline, mpictr_err **err)
+{
 	useconds_t delay = 2000;
 
 	for (;;) {
@@ -383,6 +484,10 @@ static int join_connect(struct keeper *k, mpictr_err **err)
 		if (lock_fd < 0)
 			return err_set(err, errno, "open '%s'", k->lock_path);
 		if (flock(lock_fd, LOCK_EX | LOCK_NB) == 0) {
+			if (!lock_current(lock_fd, k->lock_path)) {
+				close(lock_fd); /* an exiting keeper's */
+				continue;
+			}
 			/* We hold the lock: no keeper is starting. One may
 			 * have finished starting just before: try again. */
 			fd = sock_connect(k->sock_path);
@@ -401,10 +506,56 @@ static int join_connect(struct keeper *k, mpictr_err **err)
 			return err_set(err, ETIMEDOUT,
 				       "wait for the node's keeper at '%s'",
 				       k->sock_path);
+		/* The keeper starts in ~0.1 s: poll often, it is cheap. */
 		usleep(delay);
-		if (delay < 50000)
+		if (delay < 10000)
 			delay *= 2;
 	}
+}
+
+/* Receive the namespace fds from the node's keeper. A keeper that is
+ * exiting may close a connection it accepted into its backlog unanswered:
+ * then connect again (the next keeper starts under the lock). */
+static int join_fetch(struct keeper *k, int *userns, int *mntns,
+		      mpictr_err **err)
+{
+	long deadline = mono_ms() + JOIN_WAIT_S * 1000L;
+
+	for (;;) {
+		int sock = join_connect(k, deadline, err), rc;
+
+		if (sock < 0)
+			return -1;
+		rc = recv_fds(sock, userns, mntns, err);
+		close(sock);
+		if (rc <= 0)
+			return rc;
+		if (mono_ms() > deadline)
+			return err_set(err, ETIMEDOUT,
+				       "the node's keeper at '%s' closed the "
+				       "connection unanswered",
+				       k->sock_path);
+		usleep(10000);
+	}
+}
+
+/* srun --mpi=pmi2 hands the task its PMI wire as an inherited fd named
+ * by PMI_FD: it must survive the exec (container_exec marks every other
+ * inherited fd close-on-exec). -1 when unset or not an open fd. */
+static int pmi_fd(char *const *env)
+{
+	const char *v = env_get(env, "PMI_FD");
+	long fd;
+
+	if (!v || parse_long(v, 3, INT_MAX, &fd) < 0)
+		return -1;
+	if (fcntl((int)fd, F_GETFD) < 0) {
+		log_warn("PMI_FD %ld is not an open descriptor: the program "
+			 "will not reach Slurm's PMI server",
+			 fd);
+		return -1;
+	}
+	return (int)fd;
 }
 
 bool join_wanted(const struct mpictr_config *cfg)
@@ -422,14 +573,15 @@ int join_run(const struct mpictr_config *cfg, mpictr_err **err)
 	struct plan plan;
 	struct keeper k = {.listen_fd = -1};
 	cleanup_free char *dir = NULL, *key = NULL;
-	int sock, userns = -1, mntns = -1, rc = -1;
+	int userns = -1, mntns = -1, rc = -1;
 	char **env = NULL;
 
 	if (slurm_step_from_env(cfg->host_env, &step, err) < 0)
 		return err_wrap(err, "join the node's container");
 	if (step.local_tasks > 4096) {
-		err_set(err, 0, "%u local tasks in SLURM_STEP_TASKS_PER_NODE: "
-				"at most 4096 are supported",
+		err_set(err, 0,
+			"%u local tasks in SLURM_STEP_TASKS_PER_NODE: "
+			"at most 4096 are supported",
 			step.local_tasks);
 		goto out_step;
 	}
@@ -443,23 +595,19 @@ int join_run(const struct mpictr_config *cfg, mpictr_err **err)
 	k.expected = step.local_tasks;
 	k.sock_path = xasprintf("%s/%s.sock", dir, key);
 	k.lock_path = xasprintf("%s/%s.lock", dir, key);
-	if (strlen(k.sock_path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+	if (strlen(k.sock_path) >=
+	    sizeof(((struct sockaddr_un *)0)->sun_path)) {
 		err_set(err, ENAMETOOLONG, "rendezvous socket '%s'",
 			k.sock_path);
 		goto out;
 	}
-	sock = join_connect(&k, err);
-	if (sock < 0)
-		goto out;
-	rc = recv_fds(sock, &userns, &mntns, err);
-	close(sock);
-	if (rc < 0)
+	if (join_fetch(&k, &userns, &mntns, err) < 0)
 		goto out;
 	for (size_t i = 0; plan.notices && plan.notices[i]; i++)
 		log_notice("%s", plan.notices[i]);
 	plan.nlocal = (int)step.local_tasks;
 	env = plan_rank_env(&plan, (int)step.local_id);
-	container_exec(&plan, env, userns, mntns, -1, err);
+	container_exec(&plan, env, userns, mntns, pmi_fd(cfg->host_env), err);
 	rc = -1; /* only returns on failure */
 	strv_free(env);
 out:

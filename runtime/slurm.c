@@ -43,8 +43,8 @@ int slurm_parse_tasks_per_node(const char *spec, uint32_t **counts,
 			goto bad;
 		if (*p == '(') {
 			p++;
-			if (*p++ != 'x' || parse_u32(&p, SLURM_MAX_NODES,
-						      &rep) < 0 ||
+			if (*p++ != 'x' ||
+			    parse_u32(&p, SLURM_MAX_NODES, &rep) < 0 ||
 			    rep == 0 || *p++ != ')')
 				goto bad;
 		}
@@ -116,10 +116,9 @@ static int expand_one(const char *elem, char ***hosts, size_t *n,
 		if ((uint64_t)*n + (b - a) + 1 > SLURM_MAX_NODES)
 			goto too_many;
 		for (uint64_t v = a; v <= b; v++) {
-			strv_push_own(hosts,
-				      xasprintf("%.*s%0*u%s", (int)(lb - elem),
-						elem, width, (unsigned)v,
-						rb + 1));
+			strv_push_own(
+			    hosts, xasprintf("%.*s%0*u%s", (int)(lb - elem),
+					     elem, width, (unsigned)v, rb + 1));
 			(*n)++;
 		}
 		if (p == rb && p[-1] == ',')
@@ -129,8 +128,9 @@ static int expand_one(const char *elem, char ***hosts, size_t *n,
 		goto bad;
 	return 0;
 bad:
-	return err_set(err, 0, "SLURM_STEP_NODELIST element '%.64s' is "
-			       "malformed",
+	return err_set(err, 0,
+		       "SLURM_STEP_NODELIST element '%.64s' is "
+		       "malformed",
 		       elem);
 too_many:
 	return err_set(err, 0, "SLURM_STEP_NODELIST has more than %u hosts",
@@ -155,7 +155,7 @@ int slurm_expand_hostlist(const char *spec, char ***hosts, mpictr_err **err)
 			depth--;
 		if ((*s == ',' && depth == 0) || *s == '\0') {
 			cleanup_free char *elem =
-				xstrndup(start, (size_t)(s - start));
+			    xstrndup(start, (size_t)(s - start));
 			if (!*elem || expand_one(elem, &out, &n, err) < 0) {
 				strv_free(out);
 				if (!*elem)
@@ -215,12 +215,14 @@ int slurm_step_from_env(char *const *env, struct slurm_step *s,
 
 	memset(s, 0, sizeof(*s));
 	if (!job || !valid_id(job))
-		return err_set(err, 0, "SLURM_JOB_ID '%.32s' is missing or "
-				       "malformed",
+		return err_set(err, 0,
+			       "SLURM_JOB_ID '%.32s' is missing or "
+			       "malformed",
 			       job ? job : "");
 	if (!step || !valid_id(step))
-		return err_set(err, 0, "SLURM_STEP_ID '%.32s' is missing or "
-				       "malformed",
+		return err_set(err, 0,
+			       "SLURM_STEP_ID '%.32s' is missing or "
+			       "malformed",
 			       step ? step : "");
 	if (get_u32(env, "SLURM_NODEID", SLURM_MAX_NODES - 1, &s->node_id,
 		    err) < 0 ||
@@ -229,10 +231,9 @@ int slurm_step_from_env(char *const *env, struct slurm_step *s,
 	    get_u32(env, "SLURM_LOCALID", SLURM_MAX_TASKS - 1, &s->local_id,
 		    err) < 0)
 		return -1;
-	if (slurm_parse_tasks_per_node(env_get(env,
-					       "SLURM_STEP_TASKS_PER_NODE"),
-				       &s->tasks_per_node, &s->nnodes,
-				       err) < 0)
+	if (slurm_parse_tasks_per_node(
+		env_get(env, "SLURM_STEP_TASKS_PER_NODE"), &s->tasks_per_node,
+		&s->nnodes, err) < 0)
 		return -1;
 	if (s->node_id >= s->nnodes) {
 		err_set(err, 0,
