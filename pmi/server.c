@@ -181,7 +181,11 @@ static int check_nodes(struct pmi_server *s, const struct pmi_job *job,
 		       mpictr_err **err)
 {
 	struct sync_fence f = {PTHREAD_MUTEX_INITIALIZER,
-			       PTHREAD_COND_INITIALIZER, false, -1, NULL, 0};
+			       PTHREAD_COND_INITIALIZER,
+			       false,
+			       -1,
+			       NULL,
+			       0};
 	cleanup_free char *mine = xasprintf(
 	    "mpictr-node nspace=%s size=%u nodes=%u node=%u local=%u\n",
 	    job->nspace, job->size, job->nnodes, job->nodeid, job->nlocal);
@@ -190,19 +194,21 @@ static int check_nodes(struct pmi_server *s, const struct pmi_job *job,
 	int ret = -1;
 	char *save = NULL;
 
-	if (pmi_upstream_fence(s->up, mine, strlen(mine), sync_fence_done,
-			       &f) < 0)
-		return err_set(err, 0, "node daemon: the upstream agent is "
-				       "gone");
+	if (pmi_upstream_fence(s->up, mine, strlen(mine), sync_fence_done, &f) <
+	    0)
+		return err_set(err, 0,
+			       "node daemon: the upstream agent is "
+			       "gone");
 	pthread_mutex_lock(&f.lock);
 	while (!f.done)
 		pthread_cond_wait(&f.cond, &f.lock);
 	pthread_mutex_unlock(&f.lock);
 	if (f.status != 0) {
 		free(f.all);
-		return err_set(err, 0, "node daemon: exchanging the job "
-				       "description between the nodes "
-				       "failed (see the messages above)");
+		return err_set(err, 0,
+			       "node daemon: exchanging the job "
+			       "description between the nodes "
+			       "failed (see the messages above)");
 	}
 	for (char *l = strtok_r(f.all ? f.all : "", "\n", &save); l;
 	     l = strtok_r(NULL, "\n", &save)) {
@@ -213,8 +219,9 @@ static int check_nodes(struct pmi_server *s, const struct pmi_job *job,
 			   "mpictr-node nspace=%255s size=%u nodes=%u "
 			   "node=%u local=%u",
 			   ns, &size, &nodes, &node, &local) != 5) {
-			err_set(err, 0, "node daemon: malformed job "
-					"description from another node");
+			err_set(err, 0,
+				"node daemon: malformed job "
+				"description from another node");
 			goto out;
 		}
 		if (local != job->nlocal) {
@@ -226,14 +233,13 @@ static int check_nodes(struct pmi_server *s, const struct pmi_job *job,
 			goto out;
 		}
 		if (strcmp(ns, job->nspace) != 0 || size != job->size ||
-		    nodes != job->nnodes || node >= job->nnodes ||
-		    seen[node]) {
+		    nodes != job->nnodes || node >= job->nnodes || seen[node]) {
 			err_set(err, 0,
 				"node daemon: node %u registered job '%s' of "
 				"%u ranks on %u nodes, this node (%u) '%s' of "
 				"%u ranks on %u nodes",
-				node, ns, size, nodes, job->nodeid,
-				job->nspace, job->size, job->nnodes);
+				node, ns, size, nodes, job->nodeid, job->nspace,
+				job->size, job->nnodes);
 			goto out;
 		}
 		seen[node] = true;
@@ -306,8 +312,8 @@ int pmi_server_start(const struct pmi_job *job, const char *tmpdir_base,
 		     pmi_abort_fn on_abort, void *data, struct pmi_server **out,
 		     mpictr_err **err)
 {
-	return pmi_server_start_upstream(job, tmpdir_base, NULL, on_abort,
-					 data, out, err);
+	return pmi_server_start_upstream(job, tmpdir_base, NULL, on_abort, data,
+					 out, err);
 }
 
 int pmi_server_start_upstream(const struct pmi_job *job,
@@ -338,8 +344,8 @@ int pmi_server_start_upstream(const struct pmi_job *job,
 	s->hooks.abort = hook_abort;
 	/* On one node every fence is local: libpmix completes it and the
 	 * PMI-1 barrier needs nobody else. */
-	s->hooks.upstream_fence = up && job->nnodes > 1 ? hook_upstream_fence
-						       : NULL;
+	s->hooks.upstream_fence =
+	    up && job->nnodes > 1 ? hook_upstream_fence : NULL;
 	s->hooks.ctx = s;
 	if (up) {
 		if (pmi_upstream_attach(up, err) < 0)

@@ -265,8 +265,9 @@ static int agent_fence(uint64_t seq, const char *data, size_t len,
 		PMIX_LOAD_PROCID(&p, agent.me.nspace, r);
 		rc = PMIx_Get(&p, UPSTREAM_KEY, NULL, 0, &v);
 		if (rc != PMIX_SUCCESS) {
-			snprintf(why, whylen, "get the data of node task %u: %s",
-				 r, PMIx_Error_string(rc));
+			snprintf(why, whylen,
+				 "get the data of node task %u: %s", r,
+				 PMIx_Error_string(rc));
 			return -1;
 		}
 		good = v->type == PMIX_BYTE_OBJECT &&
@@ -280,11 +281,12 @@ static int agent_fence(uint64_t seq, const char *data, size_t len,
 			       v->data.bo.size - sizeof(got));
 		PMIX_VALUE_RELEASE(v);
 		if (!good) {
-			snprintf(why, whylen,
-				 "node task %u answered fence %llu with stale "
-				 "or foreign data (the nodes' fences are out of "
-				 "step)",
-				 r, (unsigned long long)seq);
+			snprintf(
+			    why, whylen,
+			    "node task %u answered fence %llu with stale "
+			    "or foreign data (the nodes' fences are out of "
+			    "step)",
+			    r, (unsigned long long)seq);
 			return -1;
 		}
 	}
@@ -307,8 +309,8 @@ static void *agent_worker(void *arg)
 		data = agent.data;
 		pthread_mutex_unlock(&agent.lock);
 
-		rc = agent_fence(req.seq, data, req.len, &out, why,
-				 sizeof(why));
+		rc =
+		    agent_fence(req.seq, data, req.len, &out, why, sizeof(why));
 		free(data);
 		if (rc == 0)
 			rc = send_msg(agent.fd, UP_RESULT, 0, req.seq, out.buf,
@@ -519,8 +521,8 @@ static void fail_all(struct up_req *r)
 }
 
 /* One fence: send, wait for the answer. Returns the done() status. */
-static int client_round(struct pmi_upstream *u, struct up_req *r,
-			char **all, size_t *len)
+static int client_round(struct pmi_upstream *u, struct up_req *r, char **all,
+			size_t *len)
 {
 	uint64_t seq = ++u->seq;
 	struct up_hdr h;
@@ -640,8 +642,7 @@ void pmi_upstream_abort(struct pmi_upstream *u, int code, const char *msg)
 	if (!u || u->fd < 0)
 		return;
 	pthread_mutex_lock(&u->wlock);
-	if (send_msg(u->fd, UP_ABORT, code, 0, msg, msg ? strlen(msg) : 0) <
-	    0)
+	if (send_msg(u->fd, UP_ABORT, code, 0, msg, msg ? strlen(msg) : 0) < 0)
 		log_warn("upstream agent: cannot send abort: %s",
 			 strerror(errno));
 	pthread_mutex_unlock(&u->wlock);
