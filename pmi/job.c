@@ -41,6 +41,46 @@ int pmi_job_single_node(uint32_t n, uid_t uid, gid_t gid, struct pmi_job *job,
 	return 0;
 }
 
+int pmi_job_node_blocks(const char *nspace, uint32_t nnodes, uint32_t nodeid,
+			uint32_t ppn, char *const *hostnames, uid_t uid,
+			gid_t gid, struct pmi_job *job, mpictr_err **err)
+{
+	uint64_t size = (uint64_t)nnodes * ppn;
+
+	memset(job, 0, sizeof(*job));
+	if (!nspace || !*nspace)
+		return err_set(err, 0, "job without a namespace");
+	if (nnodes == 0 || ppn == 0 || size > PMI_JOB_MAX_RANKS)
+		return err_set(err, 0,
+			       "%u nodes of %u ranks: the job size is out of "
+			       "range 1..%u",
+			       nnodes, ppn, PMI_JOB_MAX_RANKS);
+	if (nodeid >= nnodes)
+		return err_set(err, 0, "node index %u is outside %u nodes",
+			       nodeid, nnodes);
+	for (uint32_t i = 0; i < nnodes; i++)
+		if (!hostnames || !hostnames[i] || !*hostnames[i])
+			return err_set(err, 0, "no host name for node %u", i);
+
+	job->nspace = xstrdup(nspace);
+	job->size = (uint32_t)size;
+	job->nnodes = nnodes;
+	job->nodeid = nodeid;
+	job->hostnames = xcalloc(nnodes + 1, sizeof(char *));
+	for (uint32_t i = 0; i < nnodes; i++)
+		job->hostnames[i] = xstrdup(hostnames[i]);
+	job->rank_node = xcalloc(job->size, sizeof(uint32_t));
+	for (uint32_t r = 0; r < job->size; r++)
+		job->rank_node[r] = r / ppn;
+	job->nlocal = ppn;
+	job->local_ranks = xcalloc(ppn, sizeof(uint32_t));
+	for (uint32_t i = 0; i < ppn; i++)
+		job->local_ranks[i] = nodeid * ppn + i;
+	job->uid = uid;
+	job->gid = gid;
+	return 0;
+}
+
 void pmi_job_free(struct pmi_job *job)
 {
 	if (!job)

@@ -35,7 +35,15 @@ struct pmi_job {
  * -1 and *job is left zeroed. */
 int pmi_job_single_node(uint32_t n, uid_t uid, gid_t gid, struct pmi_job *job,
 			mpictr_err **err);
-/* Release what pmi_job_single_node() allocated; zeroes *job. NULL ok. */
+/* Build the job of node `nodeid` among `nnodes` nodes that all run `ppn`
+ * ranks (node daemon mode): size nnodes * ppn, ranks in node blocks (node i
+ * holds i*ppn .. i*ppn+ppn-1), hostnames[i] the name of node i (copied; at
+ * least nnodes entries). Every node computes the same job from the same
+ * inputs. On failure returns -1 and *job is left zeroed. */
+int pmi_job_node_blocks(const char *nspace, uint32_t nnodes, uint32_t nodeid,
+			uint32_t ppn, char *const *hostnames, uid_t uid,
+			gid_t gid, struct pmi_job *job, mpictr_err **err);
+/* Release what pmi_job_*() allocated; zeroes *job. NULL ok. */
 void pmi_job_free(struct pmi_job *job);
 
 /* Pure helpers over a job (all results malloc'ed, caller frees). */
@@ -60,6 +68,45 @@ typedef void (*pmi_abort_fn)(int exit_code, const char *msg, void *data);
 
 struct pmi_server;
 
+/* ---- node daemon mode: the upstream agent (pmi/upstream.c) ----
+ * A child process that is a PMIx client of the launcher above (Slurm's
+ * slurmstepd under srun --mpi=pmix) and allgathers fence data between the
+ * nodes' servers. See docs/pmi.md, "node daemon mode". */
+struct pmi_upstream;
+/* Called once per fence, from the upstream thread: status 0 and the
+ * concatenation of every node's bytes (malloc'ed, the callee takes it;
+ * NULL when empty), or status -1. */
+typedef void (*pmi_upstream_done_fn)(void *arg, int status, char *all,
+				     size_t len);
+
+/* Fork the agent, which calls PMIx_Init with this process's environment
+ * (PMIX_* of the outer launcher), and wait for its hello. Call it before any
+ * PMIx call in this process and while single-threaded. On failure -1 with
+ * *err (e.g. no PMIx server to connect to). */
+int pmi_upstream_start(struct pmi_upstream **out, mpictr_err **err);
+/* The agent's rank and the size of its (outer) job: one task per node. */
+uint32_t pmi_upstream_rank(const struct pmi_upstream *u);
+uint32_t pmi_upstream_size(const struct pmi_upstream *u);
+/* The outer launcher's per-step directory (PMIX_NSDIR), removed by it when
+ * the step ends; NULL when it has none. Owned by u. */
+const char *pmi_upstream_step_dir(const struct pmi_upstream *u);
+/* Start the thread that forwards fences (pmi_server_start_upstream does). */
+int pmi_upstream_attach(struct pmi_upstream *u, mpictr_err **err);
+/* Queue an allgather of data[0..n) (copied); done() is called exactly once
+ * when 0 is returned. Fences are served strictly in order. Any thread; never
+ * blocks. -1 when the agent is gone or not attached. */
+int pmi_upstream_fence(struct pmi_upstream *u, const char *data, size_t n,
+		       pmi_upstream_done_fn done, void *arg);
+/* Ask the outer launcher to end the whole job (PMIx_Abort in the agent),
+ * even while a fence is in flight. Any thread. NULL ok. */
+void pmi_upstream_abort(struct pmi_upstream *u, int code, const char *msg);
+/* Stop forwarding: queued and in-flight fences fail; pmi_upstream_abort
+ * still works afterwards. NULL ok. */
+void pmi_upstream_detach(struct pmi_upstream *u);
+/* Detach, let the agent finalize and exit (killed after 10 s), free u.
+ * NULL ok. */
+void pmi_upstream_stop(struct pmi_upstream *u);
+
 /* Start both servers for `job` (copied; the caller may free it afterwards).
  * PMIx_server_init runs with a private tmpdir created under `tmpdir_base`
  * (mkdtemp, mode 0700, owner checked); the namespace and every local rank
@@ -70,6 +117,16 @@ struct pmi_server;
 int pmi_server_start(const struct pmi_job *job, const char *tmpdir_base,
 		     pmi_abort_fn on_abort, void *data, struct pmi_server **out,
 		     mpictr_err **err);
+/* Same, in node daemon mode: fences that span nodes (PMIx fence_nb and
+ * PMI-1 barriers) go through `up` when job->nnodes > 1, and ending the job
+ * (on_abort) also asks the outer launcher to end every node. Before
+ * returning, the nodes check over `up` that they all registered the same job
+ * (namespace, size, one distinct node index each). `up` must outlive the
+ * server; NULL behaves as pmi_server_start. */
+int pmi_server_start_upstream(const struct pmi_job *job,
+			      const char *tmpdir_base, struct pmi_upstream *up,
+			      pmi_abort_fn on_abort, void *data,
+			      struct pmi_server **out, mpictr_err **err);
 /* The private directory of the server (PMIX_SERVER_TMPDIR); owned by s. */
 const char *pmi_server_tmpdir(const struct pmi_server *s);
 /* Merge the environment of the local rank with global rank `rank` into *env

@@ -3,6 +3,11 @@
  * by one thread with poll(). One key-value space per job, named after the
  * namespace; barrier_in completes when every local rank is in.
  *
+ * In node daemon mode (hooks->upstream_fence set) a barrier is also an
+ * allgather: once every local rank is in, the puts made here since the last
+ * barrier go upstream as length-prefixed key/value records, and the
+ * records of every node are stored before barrier_out.
+ *
  * The server never blocks on a rank: replies are sent with MSG_DONTWAIT and
  * a rank that does not read them, sends a malformed line or an unsupported
  * command is dropped (its socket closed) and logged. */
@@ -49,6 +54,9 @@ struct pmi1_service {
 	uint32_t nlocal;
 	struct conn *conns;
 	atomic_uint in_barrier;
+	bool barrier_upstream; /* an upstream allgather is in flight */
+	int fence_pipe[2];     /* its result, as a struct fence_result * */
+	char **new_keys;       /* put since the last barrier */
 	size_t kv_bytes;
 	struct kv *kv[KV_BUCKETS];
 };
@@ -154,12 +162,9 @@ static void conn_send(struct pmi1_service *s, struct conn *c, const char *fmt,
 		conn_drop(s, c, "cannot send reply");
 }
 
-static void barrier_check(struct pmi1_service *s)
+static void barrier_release(struct pmi1_service *s, int rc)
 {
-	if (atomic_load(&s->in_barrier) < s->nlocal)
-		return;
-	/* Multi-node jobs will allgather the puts through the upstream agent
-	 * here, before releasing the local ranks. */
+	s->barrier_upstream = false;
 	for (uint32_t i = 0; i < s->nlocal; i++) {
 		struct conn *c = &s->conns[i];
 
@@ -167,7 +172,132 @@ static void barrier_check(struct pmi1_service *s)
 			continue;
 		c->in_barrier = false;
 		atomic_fetch_sub(&s->in_barrier, 1);
-		conn_send(s, c, "cmd=barrier_out rc=0");
+		conn_send(s, c, "cmd=barrier_out rc=%d", rc);
+	}
+}
+
+/* ---- node daemon mode: the barrier as an allgather of the puts ---- */
+
+struct fence_result {
+	int status;
+	char *all;
+	size_t len;
+};
+
+struct kv_rec {
+	uint32_t klen, vlen;
+};
+
+/* Records of the keys put since the last barrier: {klen, vlen}, key,
+ * value (host byte order: every node runs the same build). */
+static char *encode_new_keys(struct pmi1_service *s, size_t *len)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	for (char **k = s->new_keys; k && *k; k++) {
+		struct kv *e = kv_find(s, *k);
+		struct kv_rec rec;
+
+		if (!e)
+			continue;
+		rec.klen = (uint32_t)strlen(e->key);
+		rec.vlen = (uint32_t)strlen(e->value);
+		sb_add(&sb, (const char *)&rec, sizeof(rec));
+		sb_add(&sb, e->key, rec.klen);
+		sb_add(&sb, e->value, rec.vlen);
+	}
+	strv_free(s->new_keys);
+	s->new_keys = NULL;
+	*len = sb.len;
+	if (!sb.len) {
+		sb_free(&sb);
+		return NULL;
+	}
+	return sb_steal(&sb);
+}
+
+/* Store every node's records; -1 when one is malformed or does not fit. */
+static int store_records(struct pmi1_service *s, const char *p, size_t len)
+{
+	while (len > 0) {
+		struct kv_rec rec;
+		cleanup_free char *key = NULL, *val = NULL;
+
+		if (len < sizeof(rec))
+			return -1;
+		memcpy(&rec, p, sizeof(rec));
+		p += sizeof(rec);
+		len -= sizeof(rec);
+		if (rec.klen == 0 || rec.klen > PMI1_KEYLEN_MAX ||
+		    rec.vlen > PMI1_VALLEN_MAX ||
+		    (size_t)rec.klen + rec.vlen > len)
+			return -1;
+		key = xstrndup(p, rec.klen);
+		val = xstrndup(p + rec.klen, rec.vlen);
+		if (strlen(key) != rec.klen || strlen(val) != rec.vlen ||
+		    kv_put(s, key, val) < 0)
+			return -1;
+		p += rec.klen + rec.vlen;
+		len -= rec.klen + rec.vlen;
+	}
+	return 0;
+}
+
+/* From the upstream thread: hand the result to the service thread. */
+static void fence_done(void *arg, int status, char *all, size_t len)
+{
+	struct pmi1_service *s = arg;
+	struct fence_result *r = xmalloc(sizeof(*r));
+
+	r->status = status;
+	r->all = all;
+	r->len = len;
+	/* A pointer is far below PIPE_BUF: the write is atomic. */
+	if (write_full(s->fence_pipe[1], &r, sizeof(r)) < 0) {
+		log_error("pmi-1: hand over a barrier result: %s",
+			  strerror(errno));
+		free(all);
+		free(r);
+	}
+}
+
+static void fence_finish(struct pmi1_service *s)
+{
+	struct fence_result *r;
+	int rc = -1;
+
+	if (read(s->fence_pipe[0], &r, sizeof(r)) != (ssize_t)sizeof(r))
+		return;
+	if (r->status == 0) {
+		rc = store_records(s, r->all, r->len) < 0 ? -1 : 0;
+		if (rc < 0)
+			log_error("pmi-1: the barrier data of the other nodes "
+				  "is malformed or exceeds the store");
+	}
+	free(r->all);
+	free(r);
+	barrier_release(s, rc);
+}
+
+static void barrier_check(struct pmi1_service *s)
+{
+	size_t len;
+	cleanup_free char *blob = NULL;
+
+	if (atomic_load(&s->in_barrier) < s->nlocal)
+		return;
+	if (!s->hooks.upstream_fence) {
+		barrier_release(s, 0);
+		return;
+	}
+	if (s->barrier_upstream)
+		return;
+	blob = encode_new_keys(s, &len);
+	s->barrier_upstream = true;
+	if (s->hooks.upstream_fence(s->hooks.ctx, blob, len, fence_done, s) <
+	    0) {
+		log_error("pmi-1: barrier: the upstream agent is gone");
+		barrier_release(s, -1);
 	}
 }
 
@@ -193,6 +323,8 @@ static void handle_put(struct pmi1_service *s, struct conn *c,
 		conn_send(s, c, "cmd=put_result rc=-1 msg=store_full");
 		return;
 	}
+	if (s->hooks.upstream_fence)
+		strv_push(&s->new_keys, key);
 	conn_send(s, c, "cmd=put_result rc=0");
 }
 
@@ -325,13 +457,15 @@ static void conn_read(struct pmi1_service *s, struct conn *c)
 static void *service_main(void *arg)
 {
 	struct pmi1_service *s = arg;
-	struct pollfd *pfd = xcalloc(s->nlocal + 1, sizeof(*pfd));
+	struct pollfd *pfd = xcalloc(s->nlocal + 2, sizeof(*pfd));
 
 	for (;;) {
-		uint32_t np = 1;
+		uint32_t np = 2;
 
 		pfd[0].fd = s->wake[0];
 		pfd[0].events = POLLIN;
+		pfd[1].fd = s->fence_pipe[0];
+		pfd[1].events = POLLIN;
 		for (uint32_t i = 0; i < s->nlocal; i++) {
 			pfd[np].fd = s->conns[i].fd; /* -1 is ignored */
 			pfd[np].events = POLLIN;
@@ -346,8 +480,10 @@ static void *service_main(void *arg)
 		}
 		if (pfd[0].revents)
 			break;
+		if (pfd[1].revents)
+			fence_finish(s);
 		for (uint32_t i = 0; i < s->nlocal; i++)
-			if (pfd[i + 1].revents && s->conns[i].fd >= 0)
+			if (pfd[i + 2].revents && s->conns[i].fd >= 0)
 				conn_read(s, &s->conns[i]);
 	}
 	free(pfd);
@@ -363,6 +499,7 @@ int pmi1_service_start(const struct pmi_job *job, const struct pmi_hooks *hooks,
 
 	*out = NULL;
 	s->wake[0] = s->wake[1] = -1;
+	s->fence_pipe[0] = s->fence_pipe[1] = -1;
 	s->hooks = *hooks;
 	s->kvsname = xstrdup(job->nspace);
 	s->size = job->size;
@@ -380,7 +517,8 @@ int pmi1_service_start(const struct pmi_job *job, const struct pmi_hooks *hooks,
 	mapping = pmi_job_process_mapping(job);
 	if (mapping)
 		kv_put(s, "PMI_process_mapping", mapping);
-	if (pipe2(s->wake, O_CLOEXEC) < 0) {
+	if (pipe2(s->wake, O_CLOEXEC) < 0 ||
+	    pipe2(s->fence_pipe, O_CLOEXEC) < 0) {
 		err_set(err, errno, "pmi-1: pipe");
 		goto fail;
 	}
@@ -470,6 +608,21 @@ void pmi1_service_stop(struct pmi1_service *s)
 		close(s->wake[0]);
 	if (s->wake[1] >= 0)
 		close(s->wake[1]);
+	if (s->fence_pipe[0] >= 0) {
+		struct fence_result *r;
+
+		/* Results that came after the thread stopped. */
+		fcntl(s->fence_pipe[0], F_SETFL, O_NONBLOCK);
+		while (read(s->fence_pipe[0], &r, sizeof(r)) ==
+		       (ssize_t)sizeof(r)) {
+			free(r->all);
+			free(r);
+		}
+		close(s->fence_pipe[0]);
+	}
+	if (s->fence_pipe[1] >= 0)
+		close(s->fence_pipe[1]);
+	strv_free(s->new_keys);
 	kv_free_all(s);
 	free(s->conns);
 	free(s->kvsname);

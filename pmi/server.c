@@ -29,6 +29,7 @@ struct pmi_server {
 	struct pmi_hooks hooks;
 	bool pmix_started;
 	struct pmi1_service *pmi1;
+	struct pmi_upstream *up; /* node daemon mode; not owned */
 
 	pthread_mutex_t lock; /* guards what follows */
 	struct rank_state *st;
@@ -58,6 +59,9 @@ static void end_job(struct pmi_server *s, int code, const char *msg)
 	if (first) {
 		log_debug("pmi: ending job (exit code %d): %s", code, msg);
 		s->on_abort(code, msg, s->data);
+		/* The ranks on the other nodes would wait for ours forever:
+		 * the outer launcher ends them all. */
+		pmi_upstream_abort(s->up, code, msg);
 	}
 }
 
@@ -136,6 +140,122 @@ void pmi_server_rank_exited(struct pmi_server *s, uint32_t rank)
 		end_job(s, 1, msg);
 }
 
+/* ---- node daemon mode ---- */
+
+static int hook_upstream_fence(void *ctx, const char *data, size_t n,
+			       void (*done)(void *arg, int status, char *all,
+					    size_t len),
+			       void *arg)
+{
+	struct pmi_server *s = ctx;
+
+	return pmi_upstream_fence(s->up, data, n, done, arg);
+}
+
+struct sync_fence {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int status;
+	char *all;
+	size_t len;
+};
+
+static void sync_fence_done(void *arg, int status, char *all, size_t len)
+{
+	struct sync_fence *f = arg;
+
+	pthread_mutex_lock(&f->lock);
+	f->status = status;
+	f->all = all;
+	f->len = len;
+	f->done = true;
+	pthread_cond_signal(&f->cond);
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* Every node describes the job it registered in one line; all must agree,
+ * or fences would mix ranks of different jobs (or hang on a node that
+ * waits for ranks nobody runs). */
+static int check_nodes(struct pmi_server *s, const struct pmi_job *job,
+		       mpictr_err **err)
+{
+	struct sync_fence f = {PTHREAD_MUTEX_INITIALIZER,
+			       PTHREAD_COND_INITIALIZER,
+			       false,
+			       -1,
+			       NULL,
+			       0};
+	cleanup_free char *mine = xasprintf(
+	    "mpictr-node nspace=%s size=%u nodes=%u node=%u local=%u\n",
+	    job->nspace, job->size, job->nnodes, job->nodeid, job->nlocal);
+	cleanup_free bool *seen = xcalloc(job->nnodes, sizeof(bool));
+	uint32_t count = 0;
+	int ret = -1;
+	char *save = NULL;
+
+	if (pmi_upstream_fence(s->up, mine, strlen(mine), sync_fence_done, &f) <
+	    0)
+		return err_set(err, 0,
+			       "node daemon: the upstream agent is "
+			       "gone");
+	pthread_mutex_lock(&f.lock);
+	while (!f.done)
+		pthread_cond_wait(&f.cond, &f.lock);
+	pthread_mutex_unlock(&f.lock);
+	if (f.status != 0) {
+		free(f.all);
+		return err_set(err, 0,
+			       "node daemon: exchanging the job "
+			       "description between the nodes "
+			       "failed (see the messages above)");
+	}
+	for (char *l = strtok_r(f.all ? f.all : "", "\n", &save); l;
+	     l = strtok_r(NULL, "\n", &save)) {
+		char ns[256];
+		unsigned size, nodes, node, local;
+
+		if (sscanf(l,
+			   "mpictr-node nspace=%255s size=%u nodes=%u "
+			   "node=%u local=%u",
+			   ns, &size, &nodes, &node, &local) != 5) {
+			err_set(err, 0,
+				"node daemon: malformed job "
+				"description from another node");
+			goto out;
+		}
+		if (local != job->nlocal) {
+			err_set(err, 0,
+				"node daemon: node %u runs %u ranks, this node "
+				"(%u) runs %u: every node must run the same "
+				"'mpictr -n N'",
+				node, local, job->nodeid, job->nlocal);
+			goto out;
+		}
+		if (strcmp(ns, job->nspace) != 0 || size != job->size ||
+		    nodes != job->nnodes || node >= job->nnodes || seen[node]) {
+			err_set(err, 0,
+				"node daemon: node %u registered job '%s' of "
+				"%u ranks on %u nodes, this node (%u) '%s' of "
+				"%u ranks on %u nodes",
+				node, ns, size, nodes, job->nodeid, job->nspace,
+				job->size, job->nnodes);
+			goto out;
+		}
+		seen[node] = true;
+		count++;
+	}
+	if (count != job->nnodes) {
+		err_set(err, 0, "node daemon: %u of %u nodes answered", count,
+			job->nnodes);
+		goto out;
+	}
+	ret = 0;
+out:
+	free(f.all);
+	return ret;
+}
+
 /* ---- private tmpdir ---- */
 
 static int rm_entry(const char *path, const struct stat *st, int flag,
@@ -192,6 +312,15 @@ int pmi_server_start(const struct pmi_job *job, const char *tmpdir_base,
 		     pmi_abort_fn on_abort, void *data, struct pmi_server **out,
 		     mpictr_err **err)
 {
+	return pmi_server_start_upstream(job, tmpdir_base, NULL, on_abort, data,
+					 out, err);
+}
+
+int pmi_server_start_upstream(const struct pmi_job *job,
+			      const char *tmpdir_base, struct pmi_upstream *up,
+			      pmi_abort_fn on_abort, void *data,
+			      struct pmi_server **out, mpictr_err **err)
+{
 	struct pmi_server *s;
 
 	*out = NULL;
@@ -213,8 +342,18 @@ int pmi_server_start(const struct pmi_job *job, const char *tmpdir_base,
 	s->data = data;
 	s->hooks.rank_event = hook_rank_event;
 	s->hooks.abort = hook_abort;
-	s->hooks.upstream_fence = NULL; /* single node */
+	/* On one node every fence is local: libpmix completes it and the
+	 * PMI-1 barrier needs nobody else. */
+	s->hooks.upstream_fence =
+	    up && job->nnodes > 1 ? hook_upstream_fence : NULL;
 	s->hooks.ctx = s;
+	if (up) {
+		if (pmi_upstream_attach(up, err) < 0)
+			goto fail;
+		s->up = up;
+		if (job->nnodes > 1 && check_nodes(s, job, err) < 0)
+			goto fail;
+	}
 
 	s->tmpdir = make_tmpdir(tmpdir_base, err);
 	if (!s->tmpdir)
@@ -300,6 +439,9 @@ void pmi_server_stop(struct pmi_server *s)
 {
 	if (!s)
 		return;
+	/* Fail what is queued upstream while both servers can still take
+	 * the answer. */
+	pmi_upstream_detach(s->up);
 	if (s->pmix_started)
 		pmi_pmix_stop();
 	pmi1_service_stop(s->pmi1);

@@ -38,6 +38,7 @@
 #include "ns.h"
 #include "plan.h"
 #include "pmi.h"
+#include "slurm.h"
 #include "squash.h"
 
 #define RELAY_MSG_MAX 1024
@@ -96,6 +97,8 @@ struct job {
 	int *out_fd;      /* --tag-output: read ends of rank stdout/stderr */
 	bool *midline;    /* --tag-output: last byte of rank r was not \n */
 	struct pmi_server *pmi;
+	struct pmi_upstream *upstream; /* node daemon mode, else NULL */
+	uint32_t rank_base; /* global rank of local rank 0 */
 	int abort_pipe[2];
 	int sfd;          /* signalfd */
 };
@@ -475,6 +478,11 @@ static int make_run_dir(struct job *j, mpictr_err **err)
 	const char *base = env_get(j->cfg->host_env, "TMPDIR");
 	struct stat st;
 
+	/* Node daemon mode: Slurm's per-step directory, which slurmstepd
+	 * removes even when it kills the step (and our janitor with it). */
+	if (j->upstream && pmi_upstream_step_dir(j->upstream) &&
+	    access(pmi_upstream_step_dir(j->upstream), W_OK) == 0)
+		base = pmi_upstream_step_dir(j->upstream);
 	if (!base || base[0] != '/' || access(base, W_OK) < 0)
 		base = "/tmp";
 	j->run_dir = xasprintf("%s/mpictr-%u.XXXXXX", base, (unsigned)getuid());
@@ -536,7 +544,8 @@ static int rank_env(struct job *j, int rank, char ***env, int *pmi_fd,
 	}
 	if (!j->with_pmi)
 		return 0;
-	return pmi_server_rank_env(j->pmi, (uint32_t)rank, env, pmi_fd, err);
+	return pmi_server_rank_env(j->pmi, j->rank_base + (uint32_t)rank, env,
+				   pmi_fd, err);
 }
 
 static int start_rank(struct job *j, int rank, mpictr_err **err)
@@ -578,7 +587,7 @@ static int start_rank(struct job *j, int rank, mpictr_err **err)
 	j->out_fd[rank] = out[0];
 	j->ranks[rank] = pid;
 	if (j->with_pmi)
-		pmi_server_rank_forked(j->pmi, (uint32_t)rank);
+		pmi_server_rank_forked(j->pmi, j->rank_base + (uint32_t)rank);
 	if (relay_recv(sync[0], "rank", err) < 0) {
 		int st;
 		close(sync[0]);
@@ -716,8 +725,8 @@ static int supervise(struct job *j, int *status)
 				j->status[r] = st;
 				live--;
 				if (j->with_pmi)
-					pmi_server_rank_exited(j->pmi,
-							       (uint32_t)r);
+					pmi_server_rank_exited(
+					    j->pmi, j->rank_base + (uint32_t)r);
 				if (exit_code_of(st) != 0 && first_fail < 0) {
 					first_fail = r;
 					if (live > 0) {
@@ -772,6 +781,7 @@ static void teardown(struct job *j)
 	}
 	if (j->pmi)
 		pmi_server_stop(j->pmi);
+	pmi_upstream_stop(j->upstream); /* after the server: it uses it */
 	if (j->run_dir) {
 		rm_rf(j->run_dir);
 		if (j->janitor_fd >= 0)
@@ -796,6 +806,116 @@ static void teardown(struct job *j)
 	free(j->midline);
 	free(j->run_dir);
 	plan_free(&j->plan);
+}
+
+/* ---- node daemon mode ----------------------------------------------
+ * `srun --ntasks-per-node=1 --mpi=pmix mpictr -n N IMAGE CMD`: this task
+ * launches its N ranks as in launch mode, and its PMI servers register the
+ * global job - N ranks on each node of the step, computed the same way on
+ * every node from the SLURM_* step variables - with fences across nodes
+ * going through the upstream agent (pmi/upstream.c), Slurm's PMIx client.
+ * docs/pmi.md, "node daemon mode". */
+
+static bool daemon_wanted(const struct mpictr_config *cfg)
+{
+	char *const *env = cfg->host_env;
+	const char *d = env_get(env, "MPICTR_NODE_DAEMON");
+
+	if (cfg->nranks <= 0 || (d && strcmp(d, "0") == 0) ||
+	    !slurm_in_step(env) || !env_get(env, "PMIX_NAMESPACE"))
+		return false;
+	return env_get(env, "PMIX_SERVER_URI41") ||
+	       env_get(env, "PMIX_SERVER_URI4") ||
+	       env_get(env, "PMIX_SERVER_URI3") ||
+	       env_get(env, "PMIX_SERVER_URI2") ||
+	       env_get(env, "PMIX_SERVER_URI21");
+}
+
+/* Check the step shape and fork the agent: before any PMIx call in this
+ * process and while it is single-threaded. */
+static int daemon_start(struct job *j, mpictr_err **err)
+{
+	const char *tpn = env_get(j->cfg->host_env,
+				  "SLURM_STEP_TASKS_PER_NODE");
+	struct slurm_step step;
+
+	if (slurm_step_from_env(j->cfg->host_env, &step, err) < 0)
+		return err_wrap(err, "node daemon mode");
+	for (uint32_t i = 0; i < step.nnodes; i++) {
+		if (step.tasks_per_node[i] == 1)
+			continue;
+		slurm_step_free(&step);
+		err_set(err, 0,
+			"node daemon mode (mpictr -n under srun --mpi=pmix) "
+			"needs exactly one srun task per node, but "
+			"SLURM_STEP_TASKS_PER_NODE is '%.64s'",
+			tpn);
+		return err_hint(err, "srun --ntasks-per-node=1 ... mpictr -n "
+				     "N; or let srun start every rank and run "
+				     "mpictr without -n");
+	}
+	slurm_step_free(&step);
+	if (pmi_upstream_start(&j->upstream, err) < 0)
+		return err_wrap(err, "node daemon mode");
+	return 0;
+}
+
+/* The global job: node i of the step runs global ranks i*N .. i*N+N-1. */
+static int daemon_job(struct job *j, struct pmi_job *pj, mpictr_err **err)
+{
+	const char *nodelist = env_get(j->cfg->host_env,
+				       "SLURM_STEP_NODELIST");
+	struct slurm_step step;
+	char **hosts = NULL;
+	cleanup_free char *nspace = NULL;
+	int rc = -1;
+
+	if (slurm_step_from_env(j->cfg->host_env, &step, err) < 0)
+		return err_wrap(err, "node daemon mode");
+	if (slurm_expand_hostlist(nodelist, &hosts, err) < 0)
+		goto out;
+	if (strv_len(hosts) != step.nnodes) {
+		err_set(err, 0,
+			"SLURM_STEP_NODELIST '%.64s' names %zu hosts but "
+			"SLURM_STEP_TASKS_PER_NODE %u nodes",
+			nodelist, strv_len(hosts), step.nnodes);
+		goto out;
+	}
+	if (pmi_upstream_size(j->upstream) != step.nnodes) {
+		err_set(err, 0,
+			"Slurm's PMIx job has %u tasks, but the step has %u "
+			"nodes of one task",
+			pmi_upstream_size(j->upstream), step.nnodes);
+		goto out;
+	}
+	/* The same name on every node: Open MPI derives its job id from it
+	 * and the fence data names it. */
+	nspace = xasprintf("mpictr.%s.%s", step.job_id, step.step_id);
+	if (pmi_job_node_blocks(nspace, step.nnodes, step.node_id,
+				(uint32_t)j->nranks, hosts, j->plan.uid_in,
+				j->plan.gid_in, pj, err) < 0)
+		goto out;
+	j->rank_base = step.node_id * (uint32_t)j->nranks;
+	rc = 0;
+out:
+	if (rc < 0)
+		err_wrap(err, "node daemon mode");
+	strv_free(hosts);
+	slurm_step_free(&step);
+	return rc;
+}
+
+/* This node failed before or while starting its ranks: the other nodes
+ * would wait for them in their first fence, so end the step everywhere.
+ * Say why first - Slurm may kill this process before main() prints it. */
+static void daemon_fail(struct job *j, mpictr_err *const *err)
+{
+	const char *msg = err && *err ? mpictr_err_message(*err) : "failed";
+
+	if (!j->upstream)
+		return;
+	log_error("node daemon: ending the step on every node: %s", msg);
+	pmi_upstream_abort(j->upstream, MPICTR_EXIT_FAILURE, msg);
 }
 
 static int refuse_privileged(mpictr_err **err)
@@ -848,6 +968,8 @@ MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status,
 		err_set(err, errno, "pipe");
 		goto out;
 	}
+	if (daemon_wanted(cfg) && daemon_start(&j, err) < 0)
+		goto out;
 	if (make_run_dir(&j, err) < 0) {
 		free(j.run_dir);
 		j.run_dir = NULL;
@@ -881,11 +1003,14 @@ MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status,
 		struct pmi_job pj;
 		int prc;
 
-		if (pmi_job_single_node((uint32_t)j.nranks, j.plan.uid_in,
-					j.plan.gid_in, &pj, err) < 0)
+		if (j.upstream ? daemon_job(&j, &pj, err) < 0
+			       : pmi_job_single_node((uint32_t)j.nranks,
+						     j.plan.uid_in,
+						     j.plan.gid_in, &pj,
+						     err) < 0)
 			goto out;
-		prc = pmi_server_start(&pj, j.run_dir, on_pmi_abort, &j,
-				       &j.pmi, err);
+		prc = pmi_server_start_upstream(&pj, j.run_dir, j.upstream,
+						on_pmi_abort, &j, &j.pmi, err);
 		pmi_job_free(&pj);
 		if (prc < 0)
 			goto out;
@@ -895,6 +1020,8 @@ MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status,
 			goto out; /* 126/127 travel in the error's exit code */
 	rc = supervise(&j, status);
 out:
+	if (rc < 0)
+		daemon_fail(&j, err);
 	teardown(&j);
 	return rc;
 }

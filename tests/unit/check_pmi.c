@@ -129,6 +129,60 @@ START_TEST(test_job_maps_multi_node)
 }
 END_TEST
 
+/* Node daemon mode: every node computes the same global job. */
+START_TEST(test_job_node_blocks)
+{
+	char *hosts[] = {"node1", "node2", "node3", NULL};
+	struct pmi_job a, b;
+	char *s;
+
+	ck_assert_int_eq(pmi_job_node_blocks("mpictr.7.0", 3, 1, 2, hosts,
+					     1001, 1001, &a, NULL),
+			 0);
+	ck_assert_uint_eq(a.size, 6);
+	ck_assert_uint_eq(a.nnodes, 3);
+	ck_assert_uint_eq(a.nodeid, 1);
+	ck_assert_uint_eq(a.nlocal, 2);
+	ck_assert_uint_eq(a.local_ranks[0], 2);
+	ck_assert_uint_eq(a.local_ranks[1], 3);
+	s = pmi_job_local_peers(&a);
+	ck_assert_str_eq(s, "2,3");
+	free(s);
+	s = pmi_job_proc_list(&a);
+	ck_assert_str_eq(s, "0,1;2,3;4,5");
+	free(s);
+	s = pmi_job_node_list(&a);
+	ck_assert_str_eq(s, "node1,node2,node3");
+	free(s);
+	s = pmi_job_process_mapping(&a);
+	ck_assert_str_eq(s, "(vector,(0,3,2))");
+	free(s);
+	/* Another node: same maps, its own local ranks. */
+	ck_assert_int_eq(pmi_job_node_blocks("mpictr.7.0", 3, 2, 2, hosts,
+					     1001, 1001, &b, NULL),
+			 0);
+	ck_assert_str_eq(b.nspace, a.nspace);
+	ck_assert_uint_eq(b.local_ranks[0], 4);
+	ck_assert_mem_eq(a.rank_node, b.rank_node, 6 * sizeof(uint32_t));
+	pmi_job_free(&a);
+	pmi_job_free(&b);
+
+	ck_assert_int_eq(pmi_job_node_blocks("x", 3, 3, 2, hosts, 0, 0, &a,
+					     NULL),
+			 -1);
+	ck_assert_int_eq(pmi_job_node_blocks("x", 4, 0, 2, hosts, 0, 0, &a,
+					     NULL),
+			 -1); /* no host name for node 3 */
+	ck_assert_int_eq(pmi_job_node_blocks("x", 2, 0, 0, hosts, 0, 0, &a,
+					     NULL),
+			 -1);
+	ck_assert_int_eq(pmi_job_node_blocks("x", 1 << 11, 0, 1 << 10, hosts,
+					     0, 0, &a, NULL),
+			 -1);
+	ck_assert_ptr_null(a.nspace);
+}
+END_TEST
+
 /* ---- wire parser ---- */
 
 static int parse(const char *line, struct pmi1_msg *m)
@@ -608,6 +662,7 @@ Suite *suite_pmi(void)
 	tcase_add_test(tc, test_job_single_node);
 	tcase_add_test(tc, test_job_bad_size);
 	tcase_add_test(tc, test_job_maps_multi_node);
+	tcase_add_test(tc, test_job_node_blocks);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("wire");
