@@ -8,15 +8,15 @@
 # unprivileged user mpictr-test (rootless is the point). Writes
 # docs/bench-startup.md (the table) and build/bench/30-startup.{md,json}.
 #
-# Knobs: MPICTR_BENCH_QUICK=1 (fewer rounds), BENCH_STARTUP_ROUNDS (40;
-# quick 12), BENCH_DOCS=0 (do not write docs/).
+# Knobs: MPICTR_BENCH_QUICK=1 (fewer rounds), BENCH_STARTUP_ROUNDS (30;
+# quick 10), BENCH_DOCS=0 (do not write docs/).
 set -u
 ROOT=${MPICTR_TEST_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 HERE=$ROOT/tests/bench
 MPICTR=$ROOT/build/mpictr
 IMG=$ROOT/build/images
 QUICK=${MPICTR_BENCH_QUICK:-0}
-ROUNDS=${BENCH_STARTUP_ROUNDS:-$([ "$QUICK" = 1 ] && echo 12 || echo 40)}
+ROUNDS=${BENCH_STARTUP_ROUNDS:-$([ "$QUICK" = 1 ] && echo 10 || echo 30)}
 JSON=$ROOT/build/bench/30-startup.json
 OUT=$ROOT/build/bench/30-startup.md
 DOC=$ROOT/docs/bench-startup.md
@@ -51,6 +51,7 @@ V=$W/variants
 	fi
 } >"$V"
 
+START=$(date -u "+%Y-%m-%d %H:%M UTC")
 echo "30-startup: $ROUNDS interleaved rounds as $RUNUSER, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 (cd "$W" && "${AS[@]}" env HOME="$W" python3 "$HERE/interleave.py" \
@@ -118,7 +119,7 @@ if [ "${BENCH_DOCS:-1}" = 1 ]; then
 		echo
 		echo "Written by \`tests/bench/30-startup.sh\` (\`make bench\`; rerun alone with"
 		echo "\`tests/bench/run.sh tests/bench/30-startup.sh\`, quick: \`MPICTR_BENCH_QUICK=1\`)."
-		echo "Taken $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) vCPUs ($(uname -r)), a shared"
+		echo "Started $START on $(nproc) vCPUs ($(uname -r)), a shared"
 		echo "machine (other sessions were running tests), so only the ratios of the"
 		echo "same run mean something; see [benchmarks.md](benchmarks.md) for the caveats."
 		echo
