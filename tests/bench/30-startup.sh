@@ -58,10 +58,10 @@ LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 	--rounds "$ROUNDS" --warmup 2 --timeout 30 "$V" "$W/out.json") |
 	awk -v q="$QUICK" 'q == 1 || NR % 5 == 1 || /FAIL/' ||
 	{ echo "30-startup: the timing loop failed"; exit 1; }
-cp "$W/out.json" "$JSON"
+cp "$W/out.json" "$JSON" || { echo "30-startup: cannot write $JSON"; exit 1; }
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 
-python3 - "$JSON" "$OUT" "$RUNUSER" "$LOAD0" "$LOAD1" <<'EOF'
+python3 - "$JSON" "$OUT" "$RUNUSER" "$LOAD0" "$LOAD1" <<'EOF' || { echo "30-startup: the report failed"; exit 1; }
 import json, sys, statistics, datetime, platform, os
 res = json.load(open(sys.argv[1]))
 out, user, l0, l1 = sys.argv[2:6]

@@ -104,7 +104,7 @@ else
 echo "50-launch: ping-pong/alltoall, $PP_ROUNDS rounds x 14 variants, $PP_ITERS iterations, as $RUNUSER, load $LOAD0"
 timed "$PP_ROUNDS" "$W/pp.variants" "$W/pp.json" --capture ||
 	{ echo "50-launch: the timing loop failed"; exit 1; }
-cp "$W/pp.json" "$OUTD/50-pingpong.json"
+cp "$W/pp.json" "$OUTD/50-pingpong.json" || exit 1
 
 # ---- 2. launch ----------------------------------------------------------------
 {
@@ -122,7 +122,7 @@ cp "$W/pp.json" "$OUTD/50-pingpong.json"
 echo "50-launch: launch, $L_ROUNDS rounds"
 timed "$L_ROUNDS" "$W/launch.variants" "$W/launch.json" ||
 	{ echo "50-launch: the timing loop failed"; exit 1; }
-cp "$W/launch.json" "$OUTD/50-launch.json"
+cp "$W/launch.json" "$OUTD/50-launch.json" || exit 1
 LOAD1=$(cut -d' ' -f1-3 /proc/loadavg)
 printf 'START=%q\nLOAD0=%q\nLOAD1=%q\nPP_ROUNDS=%q\nPP_ITERS=%q\nRUNUSER=%q\n' \
 	"$START" "$LOAD0" "$LOAD1" "$PP_ROUNDS" "$PP_ITERS" "$RUNUSER" >"$OUTD/50-launch.env"
