@@ -194,7 +194,7 @@ static void holder_main(const struct plan *p, int nworkers,
 	close(sync_wfd); /* ready */
 	while (TEMP_FAILURE_RETRY(read(ctl_rfd, &c, 1)) > 0)
 		;
-	squash_umount(sq, NULL);
+	squash_abort(sq); /* no rank is left */
 	_exit(0);
 }
 

@@ -978,6 +978,16 @@ int squash_umount(struct squash_mount *m, mpictr_err **err)
 	return rc;
 }
 
+void squash_abort(struct squash_mount *m)
+{
+	if (!m)
+		return;
+	squash_stop_workers(m->pids, m->npids, 0);
+	free(m->pids);
+	free(m->mountpoint);
+	free(m);
+}
+
 size_t squash_worker_pids(const struct squash_mount *m, const pid_t **pids)
 {
 	*pids = m ? m->pids : NULL;

@@ -50,6 +50,13 @@ int squash_mount(const char *image, uint64_t offset, const char *mountpoint,
  * workers are stopped all the same). */
 int squash_umount(struct squash_mount *m, mpictr_err **err);
 
+/* Stop the workers at once (SIGKILL, reaped) and free m; NULL is a no-op.
+ * For an owner that knows no user of the mount is left (the namespace
+ * holder after the last rank): the mount itself goes with the namespace,
+ * and binds of it elsewhere in the namespace would keep the connection
+ * alive through any grace period. */
+void squash_abort(struct squash_mount *m);
+
 /* The worker pids, so that a caller reaping children with waitpid(-1) can
  * recognise them. *pids stays valid until squash_umount(m). */
 size_t squash_worker_pids(const struct squash_mount *m, const pid_t **pids);
