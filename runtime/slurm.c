@@ -78,8 +78,25 @@ too_many:
 		       spec, SLURM_MAX_NODES, SLURM_MAX_TASKS);
 }
 
+/* A host vector that grows geometrically: host lists reach 65536 names,
+ * and growing one slot at a time would be quadratic. */
+struct hostvec {
+	char **v;
+	size_t n, cap;
+};
+
+static void hostvec_push(struct hostvec *h, char *s)
+{
+	if (h->n + 2 > h->cap) {
+		h->cap = h->cap ? h->cap * 2 : 16;
+		h->v = xrealloc(h->v, h->cap * sizeof(char *));
+	}
+	h->v[h->n++] = s;
+	h->v[h->n] = NULL;
+}
+
 /* Expand one hostlist element "pre[1-3,5]post" (one bracket at most). */
-static int expand_one(const char *elem, char ***hosts, size_t *n,
+static int expand_one(const char *elem, struct hostvec *hosts, size_t *n,
 		      mpictr_err **err)
 {
 	const char *lb = strchr(elem, '['), *rb;
@@ -90,7 +107,7 @@ static int expand_one(const char *elem, char ***hosts, size_t *n,
 			goto bad;
 		if (++*n > SLURM_MAX_NODES)
 			goto too_many;
-		strv_push(hosts, elem);
+		hostvec_push(hosts, xstrdup(elem));
 		return 0;
 	}
 	rb = strchr(lb, ']');
@@ -116,7 +133,7 @@ static int expand_one(const char *elem, char ***hosts, size_t *n,
 		if ((uint64_t)*n + (b - a) + 1 > SLURM_MAX_NODES)
 			goto too_many;
 		for (uint64_t v = a; v <= b; v++) {
-			strv_push_own(
+			hostvec_push(
 			    hosts, xasprintf("%.*s%0*u%s", (int)(lb - elem),
 					     elem, width, (unsigned)v, rb + 1));
 			(*n)++;
@@ -139,7 +156,7 @@ too_many:
 
 int slurm_expand_hostlist(const char *spec, char ***hosts, mpictr_err **err)
 {
-	char **out = NULL;
+	struct hostvec out = {NULL, 0, 0};
 	size_t n = 0, depth = 0;
 	const char *s = spec, *start = spec;
 
@@ -157,7 +174,7 @@ int slurm_expand_hostlist(const char *spec, char ***hosts, mpictr_err **err)
 			cleanup_free char *elem =
 			    xstrndup(start, (size_t)(s - start));
 			if (!*elem || expand_one(elem, &out, &n, err) < 0) {
-				strv_free(out);
+				strv_free(out.v);
 				if (!*elem)
 					return err_set(err, 0,
 						       "SLURM_STEP_NODELIST "
@@ -171,7 +188,7 @@ int slurm_expand_hostlist(const char *spec, char ***hosts, mpictr_err **err)
 			start = s + 1;
 		}
 	}
-	*hosts = out;
+	*hosts = out.v;
 	return 0;
 }
 
