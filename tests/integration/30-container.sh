@@ -10,6 +10,7 @@ fi
 IMG=$(test_images tiny) || { need "tiny image" "tests/images/build.sh failed"; done_testing; exit; }
 UID_=$(id -u); GID_=$(id -g)
 cd "$T_TMP" || exit 1
+private_tmpdir
 
 forms="$IMG/tiny"
 if have_fuse; then

@@ -11,6 +11,7 @@ if ! have_userns || ! have_fuse; then
 fi
 IMG=$(test_images mpi) || { need "mpi image" "tests/images/build.sh failed"; done_testing; exit; }
 cd "$T_TMP" || exit 1
+private_tmpdir
 B=/opt/mpictr/bin
 UCX="OMPI_MCA_pml=ucx OMPI_MCA_pml_ucx_devices=any OMPI_MCA_pml_ucx_tls=any OMPI_MCA_btl=^vader,openib,uct"
 T="timeout -k 5 120"

@@ -81,6 +81,6 @@ marked_procs() {
 	done
 }
 # A private TMPDIR for mpictr's job directories, so a leftover check can
-# look at this test's alone.
-export TMPDIR=$T_TMP/tmpdir
-mkdir -p "$TMPDIR"
+# look at this test's alone (not for tests that pass it to srun: nodes
+# have private /tmp directories).
+private_tmpdir() { export TMPDIR=$T_TMP/tmpdir; mkdir -p "$TMPDIR"; }
