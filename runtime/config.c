@@ -199,17 +199,6 @@ MPICTR_PUBLIC int mpictr_config_add_bind(mpictr_config *cfg, const char *spec,
 	return bind_parse(spec, &cfg->binds, &cfg->nbinds, err);
 }
 
-static bool valid_env_name(const char *s)
-{
-	if (!*s || (*s >= '0' && *s <= '9'))
-		return false;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || *s == '_'))
-			return false;
-	return true;
-}
-
 MPICTR_PUBLIC int mpictr_config_set_env(mpictr_config *cfg, const char *name,
 					const char *value, mpictr_err **err)
 {
@@ -217,7 +206,7 @@ MPICTR_PUBLIC int mpictr_config_set_env(mpictr_config *cfg, const char *name,
 	    check_arg(name, "variable name", err) < 0 ||
 	    check_arg(value, "variable value", err) < 0)
 		return -1;
-	if (!valid_env_name(name))
+	if (!env_name_valid(name, strlen(name)))
 		return err_set(err, 0,
 			       "invalid environment variable name '%s' "
 			       "(letters, digits and '_', not starting with "

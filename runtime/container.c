@@ -303,18 +303,6 @@ static int resolve_command(const char *cmd, char *const *env, char **out,
 			    cmd, path ? path : CONTAINER_DEFAULT_PATH);
 }
 
-static bool valid_name(const char *s, size_t n)
-{
-	if (n == 0 || (s[0] >= '0' && s[0] <= '9'))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') ||
-		      (s[i] >= 'A' && s[i] <= 'Z') ||
-		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
-			return false;
-	return true;
-}
-
 /* The image's env scripts are sourced by the image's own /bin/sh before
  * the command (Apptainer's order); the user's variables are exported again
  * afterwards so they win. Names are validated, values travel in the
@@ -346,7 +334,7 @@ static char **wrap_with_env_scripts(char ***env, char *const *user_env,
 		const char *eq = strchr(user_env[i], '=');
 		cleanup_free char *name = NULL, *var = NULL;
 
-		if (!eq || !valid_name(user_env[i],
+		if (!eq || !env_name_valid(user_env[i],
 				       (size_t)(eq - user_env[i])))
 			continue;
 		name = xstrndup(user_env[i], (size_t)(eq - user_env[i]));

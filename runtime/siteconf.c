@@ -161,24 +161,12 @@ static int parse_bool(struct parser *ps, const char *key, const char *v,
 		    v, key);
 }
 
-static bool env_name_ok(const char *s, size_t n)
-{
-	if (n == 0 || (s[0] >= '0' && s[0] <= '9'))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') ||
-		      (s[i] >= 'A' && s[i] <= 'Z') ||
-		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
-			return false;
-	return true;
-}
-
 static int check_env(struct parser *ps, const char *key, const char *v,
 		     mpictr_err **err)
 {
 	const char *eq = strchr(v, '=');
 
-	if (!eq || !env_name_ok(v, (size_t)(eq - v)))
+	if (!eq || !env_name_valid(v, (size_t)(eq - v)))
 		return perr(ps, err,
 			    "invalid '%s' value '%s' (expected NAME=VALUE, "
 			    "NAME of letters, digits and '_')",

@@ -114,6 +114,10 @@ void close_all_fds_except(const int *keep, size_t nkeep);
  * Returns 0 or -1 with errno (EINVAL, ERANGE). */
 int parse_long(const char *s, long min, long max, long *out);
 
+/* Is s[0..n) a valid environment variable name (letters, digits, '_',
+ * not starting with a digit)? */
+bool env_name_valid(const char *s, size_t n);
+
 /* True when a and b are equal C strings (both may be NULL). */
 bool streq0(const char *a, const char *b);
 bool str_has_prefix(const char *s, const char *prefix);
