@@ -982,6 +982,8 @@ MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status,
 		goto out;
 	if (plan_build(cfg, j.run_dir, &j.plan, err) < 0)
 		goto out;
+	/* Launch mode: every rank is ours, unless other nodes run the rest. */
+	j.plan.single_node = !j.upstream;
 	for (size_t i = 0; j.plan.notices && j.plan.notices[i]; i++)
 		log_notice("%s", j.plan.notices[i]);
 
