@@ -958,15 +958,20 @@ MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status,
 	}
 	if (daemon_wanted(cfg) && daemon_start(&j, err) < 0)
 		goto out;
-	if (make_run_dir(&j, err) < 0) {
+	/* The job directory holds the PMI servers' files and nothing else:
+	 * a single process (no -n) needs neither it nor the janitor, which
+	 * saves a fork, a mkdtemp, a bind and an rm_rf per run. */
+	if (j.with_pmi && make_run_dir(&j, err) < 0) {
 		free(j.run_dir);
 		j.run_dir = NULL;
 		goto out;
 	}
-	if (start_janitor(&j, err) < 0)
+	if (j.with_pmi && start_janitor(&j, err) < 0)
 		goto out;
 	if (plan_build(cfg, j.run_dir, &j.plan, err) < 0)
 		goto out;
+	/* Launch mode: every rank is ours, unless other nodes run the rest. */
+	j.plan.single_node = !j.upstream;
 	for (size_t i = 0; j.plan.notices && j.plan.notices[i]; i++)
 		log_notice("%s", j.plan.notices[i]);
 

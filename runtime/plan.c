@@ -688,6 +688,7 @@ char **plan_rank_env(const struct plan *p, int local_rank)
 	struct transport_opts o = {
 		.enabled = p->transport_env,
 		.shared_ns = p->shared_ns,
+		.single_node = p->single_node,
 		.local_rank = local_rank,
 		.nlocal = p->nlocal,
 		.ucx_net_devices_from_ucx = p->ucx_net_devices,

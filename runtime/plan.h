@@ -65,6 +65,7 @@ struct plan {
 	bool inject_verbs;
 	char *ucx_net_devices; /* from the UCX query helper, or NULL */
 	bool shared_ns;     /* all local ranks share the namespaces */
+	bool single_node;   /* every rank is local (launch mode, no daemon) */
 	bool transport_env; /* --transport-env=on */
 	int nlocal;         /* local ranks (1 without -n) */
 	char **profiles;    /* selected site profiles, in order */

@@ -203,6 +203,15 @@ void transport_env(const struct host_devices *d, const struct transport_opts *o,
 		for (size_t i = 0; i < ARRAY_SIZE(unshared_fallbacks); i++) {
 			const char *n = unshared_fallbacks[i].name;
 			const char *v = unshared_fallbacks[i].value;
+
+			/* Without CMA (and without posix, whose segments
+			 * live in each rank's own /dev/shm) UCX finds no
+			 * on-node zero-copy transport and adds tcp lanes;
+			 * polling them made small messages ~8x slower. With
+			 * every peer on this node tcp is never needed; across
+			 * nodes it may be the only network, so keep it. */
+			if (o->single_node && strcmp(n, "UCX_TLS") == 0)
+				v = "^cma,tcp";
 			struct strbuf *sb = set_unset(env, n, v) ? &set : &kept;
 			sb_printf(sb, " %s", n);
 			if (sb == &set)

@@ -12,6 +12,9 @@
 struct transport_opts {
 	bool enabled;	/* false: --transport-env=off, nothing is set */
 	bool shared_ns; /* all local ranks share one user+mount namespace */
+	/* Every rank of the job runs on this node (launch mode without the
+	 * node daemon): the unshared fallback may then keep UCX off tcp. */
+	bool single_node;
 	int local_rank; /* 0..nlocal-1 */
 	int nlocal;	/* local ranks on this node (0 or 1: one process) */
 	/* Comma list of UCX's RDMA network devices, from

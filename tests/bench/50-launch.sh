@@ -80,7 +80,7 @@ MC="$MPICTR --bind-to=core -n 2 $IMG/mpi.sif"
 MCNS="$MPICTR --bind-to=core --no-share -n 2 $IMG/mpi.sif"
 {
 	for prog in pingpong alltoall; do
-		# --no-share: UCX_TLS is left to mpictr's fallback (^cma, and
+		# --no-share: UCX_TLS is left to mpictr's fallback (^cma,tcp, and
 		# UCX_POSIX_USE_PROC_LINK=n); vader's single copy likewise.
 		echo "ucx-native-$prog $UCX UCX_TLS=self,posix,cma mpirun -n 2 $BIN/$prog $PP_ITERS"
 		# The same native run again: an A/A comparison shows what ratio
@@ -367,7 +367,7 @@ if [ "${BENCH_DOCS:-1}" = 1 ]; then
 		echo
 		echo "- UCX: \`$UCX UCX_TLS=self,posix,cma\`;"
 		echo "  the --no-share run gets the same without \`UCX_TLS\`, which mpictr then sets"
-		echo "  to its fallback (\`UCX_TLS=^cma\`, \`UCX_POSIX_USE_PROC_LINK=n\`);"
+		echo "  to its fallback (\`UCX_TLS=^cma,tcp\`, \`UCX_POSIX_USE_PROC_LINK=n\`);"
 		echo "- ob1: \`$OB1\`; --no-share gets mpictr's"
 		echo "  \`OMPI_MCA_btl_vader_single_copy_mechanism=none\`."
 		echo

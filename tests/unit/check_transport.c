@@ -183,6 +183,45 @@ START_TEST(test_unshared_fallbacks)
 }
 END_TEST
 
+/* Every rank on this node: UCX_TLS also keeps tcp out (its lanes slowed
+ * small on-node messages ~8x); the other fallbacks are the same. Across
+ * nodes (single_node false, above) tcp may be the network: ^cma only. */
+START_TEST(test_unshared_single_node)
+{
+	char **env = NULL, **notices = NULL;
+
+	env = run_policy(two_numa, 3,
+			 (struct transport_opts){.enabled = true,
+						 .shared_ns = false,
+						 .single_node = true,
+						 .nlocal = 2},
+			 env, &notices);
+	ck_assert_str_eq(env_get(env, "UCX_TLS"), "^cma,tcp");
+	for (size_t i = 0; i < ARRAY_SIZE(fallback_vars); i++) {
+		const char *v = env_get(env, fallback_vars[i][0]);
+		if (strcmp(fallback_vars[i][0], "UCX_TLS") == 0)
+			continue;
+		ck_assert_msg(v && strcmp(v, fallback_vars[i][1]) == 0,
+			      "%s is '%s'", fallback_vars[i][0], v);
+	}
+	ck_assert_uint_eq(strv_len(notices), 1);
+	ck_assert(strstr(notices[0], "UCX_TLS=^cma,tcp"));
+	strv_free(notices);
+	strv_free(env);
+	/* shared namespaces: nothing of the fallback, single node or not */
+	notices = NULL;
+	env = run_policy(two_numa, 3,
+			 (struct transport_opts){.enabled = true,
+						 .shared_ns = true,
+						 .single_node = true,
+						 .nlocal = 2},
+			 NULL, &notices);
+	ck_assert_ptr_null(env_get(env, "UCX_TLS"));
+	strv_free(notices);
+	strv_free(env);
+}
+END_TEST
+
 START_TEST(test_user_wins)
 {
 	char **env = NULL, **notices = NULL;
@@ -425,6 +464,7 @@ Suite *suite_transport(void)
 	tcase_add_test(tc, test_shared_per_numa);
 	tcase_add_test(tc, test_one_numa);
 	tcase_add_test(tc, test_unshared_fallbacks);
+	tcase_add_test(tc, test_unshared_single_node);
 	tcase_add_test(tc, test_user_wins);
 	tcase_add_test(tc, test_fi_provider);
 	tcase_add_test(tc, test_ucx_names);
