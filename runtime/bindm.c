@@ -51,10 +51,10 @@ struct mnt_set {
 
 struct rootfs {
 	const struct plan *p;
-	int *src_fd; /* per op: O_PATH fd of the host source, or -1 */
-	struct mnt_set image;  /* mounts that show image content */
-	struct mnt_set layer;  /* tmpfs mounts of the writable layer */
-	char **ro_layers;      /* materialized dirs, remounted ro at the end */
+	int *src_fd;	      /* per op: O_PATH fd of the host source, or -1 */
+	struct mnt_set image; /* mounts that show image content */
+	struct mnt_set layer; /* tmpfs mounts of the writable layer */
+	char **ro_layers;     /* materialized dirs, remounted ro at the end */
 	struct devices_bind *inject; /* --inject-verbs: host provider files */
 	int *inject_fd;
 	size_t ninject;
@@ -138,8 +138,8 @@ static int bind_path(const char *src, const char *dst, bool rec,
 		keep &= ~(unsigned long)MS_NODEV;
 	if (!flags || (keep | flags) == keep)
 		return 0;
-	if (mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | keep | flags,
-		  NULL) < 0)
+	if (mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | keep | flags, NULL) <
+	    0)
 		return err_set(err, errno, "remount '%s' with flags 0x%lx", dst,
 			       keep | flags);
 	if (rec && (flags & MS_RDONLY)) {
@@ -184,8 +184,8 @@ static int materialize(struct rootfs *r, const char *dir, mpictr_err **err)
 		char opts[64];
 		snprintf(opts, sizeof(opts), "mode=%o",
 			 (unsigned)(st.st_mode & 07777));
-		if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV,
-			  opts) < 0) {
+		if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) <
+		    0) {
 			int e = errno;
 			closedir(d);
 			return err_set(err, e, "mount tmpfs on '%s'", dir);
@@ -222,9 +222,9 @@ static int materialize(struct rootfs *r, const char *dir, mpictr_err **err)
 			if (mkdir(dst, est.st_mode & 07777) < 0)
 				goto fail;
 		} else if (S_ISREG(est.st_mode)) {
-			int fd = open(dst, O_CREAT | O_EXCL | O_WRONLY |
-						   O_CLOEXEC,
-				      est.st_mode & 0777);
+			int fd =
+			    open(dst, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC,
+				 est.st_mode & 0777);
 			if (fd < 0)
 				goto fail;
 			close(fd);
@@ -237,7 +237,7 @@ static int materialize(struct rootfs *r, const char *dir, mpictr_err **err)
 		}
 		mnt_set_add_path(&r->image, dst);
 		continue;
-fail:
+	fail:
 		closedir(d);
 		return err_set(err, errno, "create '%s' in the writable layer",
 			       dst);
@@ -307,8 +307,8 @@ static int ensure_target(struct rootfs *r, const char *target, bool dir,
 
 	if (stat(target, &st) == 0) {
 		if (dir && !S_ISDIR(st.st_mode))
-			return err_set(err, ENOTDIR,
-				       "bind a directory on '%s'", target);
+			return err_set(err, ENOTDIR, "bind a directory on '%s'",
+				       target);
 		if (!dir && S_ISDIR(st.st_mode))
 			return err_set(err, EISDIR, "bind a file on '%s'",
 				       target);
@@ -329,8 +329,8 @@ static int ensure_target(struct rootfs *r, const char *target, bool dir,
 			return err_set(err, errno, "create mount point '%s'",
 				       target);
 	} else {
-		int fd = open(target, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC,
-			      0644);
+		int fd =
+		    open(target, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
 		if (fd < 0)
 			return err_set(err, errno, "create mount point '%s'",
 				       target);
@@ -340,8 +340,7 @@ static int ensure_target(struct rootfs *r, const char *target, bool dir,
 }
 
 /* /etc/passwd or /etc/group of the image plus the user's entry. */
-static char *gen_file(const struct plan *p, const char *root,
-		      const char *which)
+static char *gen_file(const struct plan *p, const char *root, const char *which)
 {
 	bool passwd = strcmp(which, "passwd") == 0;
 	cleanup_free char *path = xasprintf("%s/etc/%s", root, which);
@@ -449,8 +448,8 @@ static int do_op(struct rootfs *r, size_t i, mpictr_err **err)
 			    mount("tmpfs", GENDIR, "tmpfs",
 				  MS_NOSUID | MS_NODEV | MS_NOEXEC,
 				  "mode=755,size=8m") < 0)
-				return err_set(err, errno, "mount tmpfs on '%s'",
-					       GENDIR);
+				return err_set(err, errno,
+					       "mount tmpfs on '%s'", GENDIR);
 			r->gen_mounted = true;
 		}
 		if (write_file(path, content, O_CREAT | O_EXCL) < 0 ||
@@ -507,8 +506,7 @@ static int image_and_root(struct rootfs *r, int nworkers,
 	struct dirent *de;
 
 	ifd = open(img->path, O_RDONLY | O_CLOEXEC |
-				      (img->kind == IMAGE_DIR ? O_DIRECTORY
-							      : 0));
+				  (img->kind == IMAGE_DIR ? O_DIRECTORY : 0));
 	if (ifd < 0)
 		return err_set(err, errno, "open image '%s'", img->path);
 	if (mount("tmpfs", r->layer_dir, "tmpfs", MS_NOSUID | MS_NODEV,
@@ -517,9 +515,8 @@ static int image_and_root(struct rootfs *r, int nworkers,
 	if (mkdir(r->l_image, 0755) < 0 || mkdir(r->l_root, 0755) < 0)
 		return err_set(err, errno, "create directories in the layer");
 	if (img->kind == IMAGE_DIR) {
-		if (bind_path(fd_path(ifd, src, sizeof(src), false),
-			      r->l_image, true,
-			      MS_RDONLY | MS_NOSUID | MS_NODEV, false,
+		if (bind_path(fd_path(ifd, src, sizeof(src), false), r->l_image,
+			      true, MS_RDONLY | MS_NOSUID | MS_NODEV, false,
 			      err) < 0)
 			return err_wrap(err, "image '%s'", img->path);
 	} else {
@@ -559,9 +556,9 @@ static int image_and_root(struct rootfs *r, int nworkers,
 			if (mkdir(t, st.st_mode & 07777) < 0)
 				goto fail;
 		} else if (S_ISREG(st.st_mode)) {
-			int fd = open(t, O_CREAT | O_EXCL | O_WRONLY |
-						 O_CLOEXEC,
-				      st.st_mode & 0777);
+			int fd =
+			    open(t, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC,
+				 st.st_mode & 0777);
 			if (fd < 0)
 				goto fail;
 			close(fd);
@@ -574,7 +571,7 @@ static int image_and_root(struct rootfs *r, int nworkers,
 		}
 		mnt_set_add_path(&r->image, t);
 		continue;
-fail:
+	fail:
 		closedir(d);
 		return err_set(err, errno, "create '%s' in the writable layer",
 			       t);

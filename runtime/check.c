@@ -14,8 +14,7 @@
 #include "pmi.h"
 #include "util.h"
 
-static void line(struct strbuf *sb, bool ok, const char *what,
-		 const char *fix)
+static void line(struct strbuf *sb, bool ok, const char *what, const char *fix)
 {
 	sb_printf(sb, "%s %s", ok ? "ok:" : "problem:", what);
 	if (!ok && fix)
@@ -29,10 +28,10 @@ static void check_userns(struct strbuf *sb, int *blocking)
 	long left = ns_userns_left();
 
 	if (ns_probe(&e) == 0) {
-		cleanup_free char *s = xasprintf(
-			"unprivileged user namespaces work "
-			"(user.max_user_namespaces = %ld)",
-			left);
+		cleanup_free char *s =
+		    xasprintf("unprivileged user namespaces work "
+			      "(user.max_user_namespaces = %ld)",
+			      left);
 		line(sb, true, s, NULL);
 		return;
 	}
@@ -49,8 +48,9 @@ static void check_fuse(struct strbuf *sb, int *blocking)
 	int fd;
 
 	if (stat("/dev/fuse", &st) < 0) {
-		line(sb, false, "/dev/fuse is missing: SIF and squashfs images "
-				"cannot be mounted",
+		line(sb, false,
+		     "/dev/fuse is missing: SIF and squashfs images "
+		     "cannot be mounted",
 		     "modprobe fuse, or install fuse3 (directory images still "
 		     "work)");
 		(*blocking)++;
@@ -59,24 +59,26 @@ static void check_fuse(struct strbuf *sb, int *blocking)
 	fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		cleanup_free char *s = xasprintf(
-			"/dev/fuse is not usable by this user (mode %o): %s",
-			(unsigned)(st.st_mode & 07777), strerror(errno));
+		    "/dev/fuse is not usable by this user (mode %o): %s",
+		    (unsigned)(st.st_mode & 07777), strerror(errno));
 		line(sb, false, s,
 		     "chmod 0666 /dev/fuse, as udev does on a standard system");
 		(*blocking)++;
 		return;
 	}
 	close(fd);
-	line(sb, true, "/dev/fuse is usable (squashfuse mounts in-process, "
-		       "libsquashfuse linked in)",
+	line(sb, true,
+	     "/dev/fuse is usable (squashfuse mounts in-process, "
+	     "libsquashfuse linked in)",
 	     NULL);
 }
 
 static void check_setuid(struct strbuf *sb, int *blocking)
 {
 	if (getuid() != geteuid() || getgid() != getegid()) {
-		line(sb, false, "mpictr runs setuid or setgid",
-		     "remove the setuid/setgid bit: mpictr needs no privileges");
+		line(
+		    sb, false, "mpictr runs setuid or setgid",
+		    "remove the setuid/setgid bit: mpictr needs no privileges");
 		(*blocking)++;
 		return;
 	}
@@ -105,8 +107,10 @@ MPICTR_PUBLIC int mpictr_check(char **report, int *blocking, mpictr_err **err)
 	}
 	{
 		const char *v = pmi_library_version();
-		cleanup_free char *s = xasprintf("PMIx library %s", v ? v : "unknown");
-		line(&sb, v != NULL, s, "install libpmix2 (Debian) or openpmix");
+		cleanup_free char *s =
+		    xasprintf("PMIx library %s", v ? v : "unknown");
+		line(&sb, v != NULL, s,
+		     "install libpmix2 (Debian) or openpmix");
 	}
 	*report = sb_steal(&sb);
 	*blocking = nblock;

@@ -54,8 +54,8 @@ static int check_arg(const void *p, const char *what, mpictr_err **err)
 	return 0;
 }
 
-MPICTR_PUBLIC int mpictr_config_set_image(mpictr_config *cfg,
-					  const char *path, mpictr_err **err)
+MPICTR_PUBLIC int mpictr_config_set_image(mpictr_config *cfg, const char *path,
+					  mpictr_err **err)
 {
 	if (check_arg(cfg, "config", err) < 0 ||
 	    check_arg(path, "image path", err) < 0)
@@ -75,8 +75,9 @@ static int set_argv(mpictr_config *cfg, int argc, char *const argv[],
 	if (argc < (runscript ? 0 : 1) || (argc > 0 && !argv))
 		return err_set(err, 0, "missing command");
 	if (argc > 65536)
-		return err_set(err, 0, "too many arguments (%d, at most "
-				       "65536)",
+		return err_set(err, 0,
+			       "too many arguments (%d, at most "
+			       "65536)",
 			       argc);
 	strv_free(cfg->argv);
 	cfg->argv = xcalloc((size_t)argc + 1, sizeof(char *));
@@ -134,9 +135,8 @@ static int bind_parse_one(const char *elem, struct bind_spec *b,
 		return err_set(err, 0, "invalid bind '%s': empty source path",
 			       elem);
 	if (np >= 2 && !*parts[1])
-		return err_set(err, 0,
-			       "invalid bind '%s': empty destination path",
-			       elem);
+		return err_set(
+		    err, 0, "invalid bind '%s': empty destination path", elem);
 	if (np >= 2 && parts[1][0] != '/')
 		return err_set(err, 0,
 			       "invalid bind '%s': destination '%s' is not "
@@ -297,8 +297,9 @@ MPICTR_PUBLIC int mpictr_config_set_devices(mpictr_config *cfg,
 	    check_arg(spec, "device list", err) < 0)
 		return -1;
 	if (!*spec)
-		return err_set(err, 0, "invalid --devices '': empty (use "
-				       "none, all or a comma list)");
+		return err_set(err, 0,
+			       "invalid --devices '': empty (use "
+			       "none, all or a comma list)");
 	free(cfg->devices);
 	cfg->devices = xstrdup(spec);
 	return 0;
@@ -328,16 +329,17 @@ MPICTR_PUBLIC const char *mpictr_site_config_path(void)
 	return MPICTR_SITE_CONF;
 }
 
-MPICTR_PUBLIC int mpictr_config_load_site(mpictr_config *cfg,
-					  const char *path, mpictr_err **err)
+MPICTR_PUBLIC int mpictr_config_load_site(mpictr_config *cfg, const char *path,
+					  mpictr_err **err)
 {
 	const char *test;
 
 	if (check_arg(cfg, "config", err) < 0)
 		return -1;
 	if (cfg->site.site_loaded)
-		return err_set(err, 0, "the site configuration is already "
-				       "loaded");
+		return err_set(err, 0,
+			       "the site configuration is already "
+			       "loaded");
 	if (path)
 		return siteconf_load(&cfg->site, path, true, err);
 	if (access(MPICTR_SITE_CONF, F_OK) == 0)
@@ -370,8 +372,7 @@ MPICTR_PUBLIC int mpictr_config_add_config_file(mpictr_config *cfg,
 }
 
 MPICTR_PUBLIC int mpictr_config_add_profile(mpictr_config *cfg,
-					    const char *name,
-					    mpictr_err **err)
+					    const char *name, mpictr_err **err)
 {
 	if (check_arg(cfg, "config", err) < 0 ||
 	    check_arg(name, "profile name", err) < 0)

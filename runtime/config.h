@@ -18,7 +18,7 @@ struct bind_spec {
 
 struct mpictr_config {
 	char *image;
-	char **argv;    /* command (or runscript arguments) */
+	char **argv;	/* command (or runscript arguments) */
 	bool runscript; /* `mpictr run` */
 	struct bind_spec *binds;
 	size_t nbinds;
@@ -26,13 +26,13 @@ struct mpictr_config {
 	char *pwd;
 	char **host_env;
 	bool contain, fakeroot, no_share, tag_output, transport_env, gpu,
-		inject_verbs;
+	    inject_verbs;
 	int nranks; /* 0: single process, no PMI */
 	char *devices;
 	char *bind_to;
 	bool transport_env_set; /* set through the API (not the default) */
-	struct siteconf site;   /* site file, then user config files */
-	char **profiles;        /* --profile names, resolved when planning */
+	struct siteconf site;	/* site file, then user config files */
+	char **profiles;	/* --profile names, resolved when planning */
 };
 
 /* Parse one -B argument (comma list of SRC[:DST[:ro|rw]]) and append the

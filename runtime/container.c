@@ -84,23 +84,23 @@ struct job {
 	const mpictr_config *cfg;
 	struct plan plan;
 	char *run_dir;
-	int nranks;       /* processes to start (1 without -n) */
+	int nranks; /* processes to start (1 without -n) */
 	bool with_pmi;
 	sigset_t old_mask;
 	pid_t supervisor;
 	pid_t janitor;
-	int janitor_fd;   /* write end; closing it lets the janitor clean */
+	int janitor_fd; /* write end; closing it lets the janitor clean */
 	struct holder *holders; /* one, or one per rank with --no-share */
 	size_t nholders;
 	pid_t *ranks;
-	int *status;      /* wait status per rank, -1 while running */
-	int *out_fd;      /* --tag-output: read ends of rank stdout/stderr */
-	bool *midline;    /* --tag-output: last byte of rank r was not \n */
+	int *status;   /* wait status per rank, -1 while running */
+	int *out_fd;   /* --tag-output: read ends of rank stdout/stderr */
+	bool *midline; /* --tag-output: last byte of rank r was not \n */
 	struct pmi_server *pmi;
 	struct pmi_upstream *upstream; /* node daemon mode, else NULL */
-	uint32_t rank_base; /* global rank of local rank 0 */
+	uint32_t rank_base;	       /* global rank of local rank 0 */
 	int abort_pipe[2];
-	int sfd;          /* signalfd */
+	int sfd; /* signalfd */
 };
 
 /* ---- children ------------------------------------------------------- */
@@ -129,7 +129,8 @@ int rm_rf(const char *path)
 		cleanup_free char *p = NULL;
 		struct stat st;
 
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+		if (strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
 			continue;
 		p = xasprintf("%s/%s", path, de->d_name);
 		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
@@ -334,8 +335,8 @@ static char **wrap_with_env_scripts(char ***env, char *const *user_env,
 		const char *eq = strchr(user_env[i], '=');
 		cleanup_free char *name = NULL, *var = NULL;
 
-		if (!eq || !env_name_valid(user_env[i],
-				       (size_t)(eq - user_env[i])))
+		if (!eq ||
+		    !env_name_valid(user_env[i], (size_t)(eq - user_env[i])))
 			continue;
 		name = xstrndup(user_env[i], (size_t)(eq - user_env[i]));
 		var = xasprintf("__mpictr_u%d", k++);
@@ -451,8 +452,8 @@ static void rank_main(struct job *j, int rank, int sync_wfd, int pmi_fd,
 		dup2(out_wfd, STDERR_FILENO);
 		close(out_wfd);
 	}
-	container_exec(&j->plan, env, j->holders[h].userns,
-		       j->holders[h].mntns, pmi_fd, &err);
+	container_exec(&j->plan, env, j->holders[h].userns, j->holders[h].mntns,
+		       pmi_fd, &err);
 	if (j->cfg->nranks > 0)
 		err_wrap(&err, "rank %d", rank);
 	relay_send(sync_wfd, err);
@@ -480,8 +481,10 @@ static int make_run_dir(struct job *j, mpictr_err **err)
 	/* mkdtemp made it 0700 and ours; check anyway before trusting it. */
 	if (lstat(j->run_dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
 	    st.st_uid != getuid() || (st.st_mode & 077))
-		return err_set(err, EPERM, "job directory '%s' is not a private "
-				       "directory of ours", j->run_dir);
+		return err_set(err, EPERM,
+			       "job directory '%s' is not a private "
+			       "directory of ours",
+			       j->run_dir);
 	return 0;
 }
 
@@ -662,12 +665,12 @@ static int supervise(struct job *j, int *status)
 		if (live == 0)
 			break;
 		pfd[np++] = (struct pollfd){.fd = j->sfd, .events = POLLIN};
-		pfd[np++] = (struct pollfd){.fd = j->abort_pipe[0],
-					    .events = POLLIN};
+		pfd[np++] =
+		    (struct pollfd){.fd = j->abort_pipe[0], .events = POLLIN};
 		for (int r = 0; r < j->nranks && np < ARRAY_SIZE(pfd); r++)
 			if (j->out_fd[r] >= 0)
-				pfd[np++] = (struct pollfd){
-					.fd = j->out_fd[r], .events = POLLIN};
+				pfd[np++] = (struct pollfd){.fd = j->out_fd[r],
+							    .events = POLLIN};
 		if (kill_at >= 0) {
 			long left = kill_at - now_ms();
 			timeout = left > 0 ? (int)left : 0;
@@ -719,8 +722,8 @@ static int supervise(struct job *j, int *status)
 					first_fail = r;
 					if (live > 0) {
 						signal_ranks(j, SIGTERM);
-						kill_at = now_ms() +
-							  TERM_GRACE_MS;
+						kill_at =
+						    now_ms() + TERM_GRACE_MS;
 					}
 				}
 			}
@@ -728,11 +731,12 @@ static int supervise(struct job *j, int *status)
 				if (j->holders[h].pid == pid) {
 					j->holders[h].pid = 0;
 					if (live > 0) {
-						log_error("the namespace holder "
-							  "exited early "
-							  "(status 0x%x); "
-							  "ending the job",
-							  st);
+						log_error(
+						    "the namespace holder "
+						    "exited early "
+						    "(status 0x%x); "
+						    "ending the job",
+						    st);
 						signal_ranks(j, SIGKILL);
 					}
 				}
@@ -823,8 +827,8 @@ static bool daemon_wanted(const struct mpictr_config *cfg)
  * process and while it is single-threaded. */
 static int daemon_start(struct job *j, mpictr_err **err)
 {
-	const char *tpn = env_get(j->cfg->host_env,
-				  "SLURM_STEP_TASKS_PER_NODE");
+	const char *tpn =
+	    env_get(j->cfg->host_env, "SLURM_STEP_TASKS_PER_NODE");
 	struct slurm_step step;
 
 	if (slurm_step_from_env(j->cfg->host_env, &step, err) < 0)
@@ -851,8 +855,7 @@ static int daemon_start(struct job *j, mpictr_err **err)
 /* The global job: node i of the step runs global ranks i*N .. i*N+N-1. */
 static int daemon_job(struct job *j, struct pmi_job *pj, mpictr_err **err)
 {
-	const char *nodelist = env_get(j->cfg->host_env,
-				       "SLURM_STEP_NODELIST");
+	const char *nodelist = env_get(j->cfg->host_env, "SLURM_STEP_NODELIST");
 	struct slurm_step step;
 	char **hosts = NULL;
 	cleanup_free char *nspace = NULL;
@@ -915,8 +918,7 @@ static int refuse_privileged(mpictr_err **err)
 	return 0;
 }
 
-MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status,
-			     mpictr_err **err)
+MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status, mpictr_err **err)
 {
 	struct job j;
 	sigset_t mask;
@@ -979,7 +981,7 @@ MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status,
 	j.holders = xcalloc(j.nholders, sizeof(*j.holders));
 	for (size_t h = 0; h < j.nholders; h++)
 		j.holders[h].ctl = j.holders[h].userns = j.holders[h].mntns =
-			-1;
+		    -1;
 	j.ranks = xcalloc((size_t)j.nranks, sizeof(pid_t));
 	j.status = xcalloc((size_t)j.nranks, sizeof(int));
 	j.out_fd = xcalloc((size_t)j.nranks, sizeof(int));
@@ -996,11 +998,10 @@ MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status,
 		struct pmi_job pj;
 		int prc;
 
-		if (j.upstream ? daemon_job(&j, &pj, err) < 0
-			       : pmi_job_single_node((uint32_t)j.nranks,
-						     j.plan.uid_in,
-						     j.plan.gid_in, &pj,
-						     err) < 0)
+		if (j.upstream
+			? daemon_job(&j, &pj, err) < 0
+			: pmi_job_single_node((uint32_t)j.nranks, j.plan.uid_in,
+					      j.plan.gid_in, &pj, err) < 0)
 			goto out;
 		prc = pmi_server_start_upstream(&pj, j.run_dir, j.upstream,
 						on_pmi_abort, &j, &j.pmi, err);
@@ -1025,8 +1026,9 @@ MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
 	struct plan p;
 
 	if (!cfg || !json)
-		return err_set(err, EINVAL, "mpictr_plan_json: missing "
-					    "argument");
+		return err_set(err, EINVAL,
+			       "mpictr_plan_json: missing "
+			       "argument");
 	if (plan_build(cfg, NULL, &p, err) < 0) {
 		plan_free(&p);
 		return -1;

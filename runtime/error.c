@@ -93,8 +93,7 @@ int err_hint(mpictr_err **err, const char *fmt, ...)
 	return -1;
 }
 
-int err_from_relay(mpictr_err **err, int errnum, int exit_code,
-		   const char *msg)
+int err_from_relay(mpictr_err **err, int errnum, int exit_code, const char *msg)
 {
 	if (!err)
 		return -1;

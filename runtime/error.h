@@ -20,19 +20,19 @@ struct mpictr_err {
 /* Store a new error in *err (if err != NULL) and return -1. errnum may be 0;
  * when non-zero its strerror text is appended after ": ". */
 int err_set(mpictr_err **err, int errnum, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 int err_setv(mpictr_err **err, int errnum, const char *fmt, va_list ap)
-	__attribute__((format(printf, 3, 0)));
+    __attribute__((format(printf, 3, 0)));
 /* Like err_set() with an explicit exit code (126/127 for the payload). */
-int err_set_exit(mpictr_err **err, int exit_code, int errnum,
-		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int err_set_exit(mpictr_err **err, int exit_code, int errnum, const char *fmt,
+		 ...) __attribute__((format(printf, 4, 5)));
 /* Prefix "<context>: " to an existing error; returns -1. No-op if err or
  * *err is NULL. */
 int err_wrap(mpictr_err **err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 /* Append " (hint: ...)" to an existing error; returns -1. */
 int err_hint(mpictr_err **err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 /* Build an error from a relayed (errnum, exit_code, message) triple, as sent
  * by a forked child over a sync socket (R3). Returns -1. */
 int err_from_relay(mpictr_err **err, int errnum, int exit_code,
@@ -40,7 +40,7 @@ int err_from_relay(mpictr_err **err, int errnum, int exit_code,
 
 /* Log through the process-global sink. */
 void log_msg(enum mpictr_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 #define log_error(...) log_msg(MPICTR_LOG_ERROR, __VA_ARGS__)
 #define log_warn(...) log_msg(MPICTR_LOG_WARNING, __VA_ARGS__)
 #define log_notice(...) log_msg(MPICTR_LOG_NOTICE, __VA_ARGS__)

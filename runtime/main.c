@@ -20,18 +20,16 @@ static void stderr_sink(enum mpictr_log_level level, const char *line,
 			void *data)
 {
 	static const char *const prefix[] = {
-		[MPICTR_LOG_ERROR] = "error: ",
-		[MPICTR_LOG_WARNING] = "warning: ",
-		[MPICTR_LOG_NOTICE] = "",
-		[MPICTR_LOG_INFO] = "",
-		[MPICTR_LOG_DEBUG] = "debug: ",
+	    [MPICTR_LOG_ERROR] = "error: ", [MPICTR_LOG_WARNING] = "warning: ",
+	    [MPICTR_LOG_NOTICE] = "",	    [MPICTR_LOG_INFO] = "",
+	    [MPICTR_LOG_DEBUG] = "debug: ",
 	};
 	char buf[2300];
 	int n;
 
 	/* One write() per line, so lines of concurrent ranks never mix. */
-	n = snprintf(buf, sizeof(buf), "%s: %s%s\n", progname,
-		     prefix[level], line);
+	n = snprintf(buf, sizeof(buf), "%s: %s%s\n", progname, prefix[level],
+		     line);
 	if (n > (int)sizeof(buf))
 		n = (int)sizeof(buf);
 	if (n > 0 && write(STDERR_FILENO, buf, (size_t)n) < 0) {
@@ -48,8 +46,8 @@ static int fail(mpictr_err *err)
 	return code ? code : MPICTR_EXIT_FAILURE;
 }
 
-__attribute__((format(printf, 1, 2))) static int
-usage_error(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt,
+							     ...)
 {
 	va_list ap;
 
@@ -138,28 +136,28 @@ enum {
 
 /* Option identifiers are permanent: scripts depend on them. */
 static const struct option run_options[] = {
-	{"nranks", required_argument, NULL, 'n'},
-	{"bind", required_argument, NULL, 'B'},
-	{"env", required_argument, NULL, 'e'},
-	{"pwd", required_argument, NULL, OPT_PWD},
-	{"contain", no_argument, NULL, 'c'},
-	{"fakeroot", no_argument, NULL, OPT_FAKEROOT},
-	{"no-share", no_argument, NULL, OPT_NO_SHARE},
-	{"tag-output", no_argument, NULL, OPT_TAG_OUTPUT},
-	{"transport-env", required_argument, NULL, OPT_TRANSPORT_ENV},
-	{"devices", required_argument, NULL, OPT_DEVICES},
-	{"gpu", no_argument, NULL, OPT_GPU},
-	{"inject-verbs", no_argument, NULL, OPT_INJECT_VERBS},
-	{"bind-to", required_argument, NULL, OPT_BIND_TO},
-	{"dry-run", no_argument, NULL, OPT_DRY_RUN},
-	{"profile", required_argument, NULL, OPT_PROFILE},
-	{"config", required_argument, NULL, OPT_CONFIG},
-	{"list-profiles", no_argument, NULL, OPT_LIST_PROFILES},
-	{"verbose", no_argument, NULL, 'v'},
-	{"quiet", no_argument, NULL, 'q'},
-	{"help", no_argument, NULL, 'h'},
-	{"version", no_argument, NULL, 'V'},
-	{NULL, 0, NULL, 0},
+    {"nranks", required_argument, NULL, 'n'},
+    {"bind", required_argument, NULL, 'B'},
+    {"env", required_argument, NULL, 'e'},
+    {"pwd", required_argument, NULL, OPT_PWD},
+    {"contain", no_argument, NULL, 'c'},
+    {"fakeroot", no_argument, NULL, OPT_FAKEROOT},
+    {"no-share", no_argument, NULL, OPT_NO_SHARE},
+    {"tag-output", no_argument, NULL, OPT_TAG_OUTPUT},
+    {"transport-env", required_argument, NULL, OPT_TRANSPORT_ENV},
+    {"devices", required_argument, NULL, OPT_DEVICES},
+    {"gpu", no_argument, NULL, OPT_GPU},
+    {"inject-verbs", no_argument, NULL, OPT_INJECT_VERBS},
+    {"bind-to", required_argument, NULL, OPT_BIND_TO},
+    {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+    {"profile", required_argument, NULL, OPT_PROFILE},
+    {"config", required_argument, NULL, OPT_CONFIG},
+    {"list-profiles", no_argument, NULL, OPT_LIST_PROFILES},
+    {"verbose", no_argument, NULL, 'v'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
 };
 
 static int set_flag(mpictr_config *cfg, enum mpictr_flag f, int on,
@@ -289,10 +287,11 @@ static int cmd_run(int argc, char **argv, int runscript)
 		case '?':
 		default:
 			if (optopt)
-				fprintf(stderr,
-					"%s: unknown option or missing "
-					"argument for '-%c' (see '%s --help')\n",
-					progname, optopt, progname);
+				fprintf(
+				    stderr,
+				    "%s: unknown option or missing "
+				    "argument for '-%c' (see '%s --help')\n",
+				    progname, optopt, progname);
 			else
 				fprintf(stderr,
 					"%s: unknown option or missing "
@@ -411,11 +410,11 @@ static int cmd_sif(int argc, char **argv)
 	}
 	if (strcmp(sub, "create") == 0) {
 		static const struct option opts[] = {
-			{"output", required_argument, NULL, 'o'},
-			{"deffile", required_argument, NULL, 'd'},
-			{"env-script", required_argument, NULL, 'E'},
-			{"labels", required_argument, NULL, 'l'},
-			{NULL, 0, NULL, 0},
+		    {"output", required_argument, NULL, 'o'},
+		    {"deffile", required_argument, NULL, 'd'},
+		    {"env-script", required_argument, NULL, 'E'},
+		    {"labels", required_argument, NULL, 'l'},
+		    {NULL, 0, NULL, 0},
 		};
 		mpictr_sif_create_opts *o = mpictr_sif_create_opts_new();
 		const char *out = NULL;
@@ -433,22 +432,22 @@ static int cmd_sif(int argc, char **argv)
 				break;
 			case 'd':
 				rc = mpictr_sif_create_opts_set_deffile(
-					o, optarg, &err);
+				    o, optarg, &err);
 				break;
 			case 'E':
 				rc = mpictr_sif_create_opts_set_env_script(
-					o, optarg, &err);
+				    o, optarg, &err);
 				break;
 			case 'l':
 				rc = mpictr_sif_create_opts_set_labels(
-					o, optarg, &err);
+				    o, optarg, &err);
 				break;
 			default:
 				mpictr_sif_create_opts_free(o);
 				return usage_error(
-					"%s", "usage: sif create -o OUT.sif "
-					      "SOURCE [--deffile F] "
-					      "[--env-script F] [--labels F]");
+				    "%s", "usage: sif create -o OUT.sif "
+					  "SOURCE [--deffile F] "
+					  "[--env-script F] [--labels F]");
 			}
 			if (rc < 0) {
 				mpictr_sif_create_opts_free(o);

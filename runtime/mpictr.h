@@ -48,7 +48,7 @@ MPICTR_PUBLIC const char *mpictr_version(void);
 
 #define MPICTR_EXIT_CANNOT_EXEC 126 /* command found but not executable */
 #define MPICTR_EXIT_NOT_FOUND 127   /* command not found in the image */
-#define MPICTR_EXIT_FAILURE 255     /* mpictr itself failed */
+#define MPICTR_EXIT_FAILURE 255	    /* mpictr itself failed */
 
 /* ---- errors --------------------------------------------------------- */
 
@@ -109,8 +109,9 @@ MPICTR_PUBLIC void mpictr_sif_create_opts_free(mpictr_sif_create_opts *o);
 MPICTR_PUBLIC int mpictr_sif_create_opts_set_deffile(mpictr_sif_create_opts *o,
 						     const char *path,
 						     mpictr_err **err);
-MPICTR_PUBLIC int mpictr_sif_create_opts_set_env_script(
-	mpictr_sif_create_opts *o, const char *path, mpictr_err **err);
+MPICTR_PUBLIC int
+mpictr_sif_create_opts_set_env_script(mpictr_sif_create_opts *o,
+				      const char *path, mpictr_err **err);
 MPICTR_PUBLIC int mpictr_sif_create_opts_set_labels(mpictr_sif_create_opts *o,
 						    const char *path,
 						    mpictr_err **err);
@@ -159,13 +160,14 @@ MPICTR_PUBLIC int mpictr_config_set_host_env(mpictr_config *cfg,
 					     mpictr_err **err);
 
 enum mpictr_flag {
-	MPICTR_FLAG_CONTAIN = 1,       /* no $HOME, cwd, /tmp binds */
-	MPICTR_FLAG_FAKEROOT = 2,      /* map the user to uid 0 inside */
-	MPICTR_FLAG_NO_SHARE = 3,      /* debug: one namespace set per rank */
-	MPICTR_FLAG_TAG_OUTPUT = 4,    /* prefix rank output with [rank] */
-	MPICTR_FLAG_TRANSPORT_ENV = 5, /* set transport variables (default on) */
-	MPICTR_FLAG_GPU = 6,           /* expose GPUs and driver libraries */
-	MPICTR_FLAG_INJECT_VERBS = 7,  /* bind host verbs providers in */
+	MPICTR_FLAG_CONTAIN = 1,    /* no $HOME, cwd, /tmp binds */
+	MPICTR_FLAG_FAKEROOT = 2,   /* map the user to uid 0 inside */
+	MPICTR_FLAG_NO_SHARE = 3,   /* debug: one namespace set per rank */
+	MPICTR_FLAG_TAG_OUTPUT = 4, /* prefix rank output with [rank] */
+	MPICTR_FLAG_TRANSPORT_ENV =
+	    5,			      /* set transport variables (default on) */
+	MPICTR_FLAG_GPU = 6,	      /* expose GPUs and driver libraries */
+	MPICTR_FLAG_INJECT_VERBS = 7, /* bind host verbs providers in */
 };
 MPICTR_PUBLIC int mpictr_config_set_flag(mpictr_config *cfg,
 					 enum mpictr_flag flag, int on,
@@ -198,8 +200,8 @@ MPICTR_PUBLIC const char *mpictr_site_config_path(void);
  * once, before mpictr_config_add_config_file(). Errors name the file and
  * line ("mpictr.conf:12: unknown key 'foo'"); on error cfg is unchanged.
  * The format is in mpictr(1) and docs/admin.md. */
-MPICTR_PUBLIC int mpictr_config_load_site(mpictr_config *cfg,
-					  const char *path, mpictr_err **err);
+MPICTR_PUBLIC int mpictr_config_load_site(mpictr_config *cfg, const char *path,
+					  mpictr_err **err);
 /* Add a user configuration file (--config, MPICTR_CONF): binds,
  * environment and new profiles. It cannot lift the site's restrictions:
  * restriction keys, locked settings and redefined profiles are errors, and
@@ -211,8 +213,7 @@ MPICTR_PUBLIC int mpictr_config_add_config_file(mpictr_config *cfg,
  * Resolved when the plan is built, so the files may be loaded later; an
  * unknown name then fails, listing the known ones. */
 MPICTR_PUBLIC int mpictr_config_add_profile(mpictr_config *cfg,
-					    const char *name,
-					    mpictr_err **err);
+					    const char *name, mpictr_err **err);
 /* The profiles loaded so far, one line each: "NAME\tDESCRIPTION\tFILE:LINE\n".
  * *out is "" when there are none. */
 MPICTR_PUBLIC int mpictr_config_list_profiles(const mpictr_config *cfg,
@@ -231,16 +232,14 @@ MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
  * itself failed (nothing it created is left behind). Must be called from a
  * single-threaded process: it forks and changes signal dispositions while
  * it runs, restoring them before it returns. */
-MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status,
-			     mpictr_err **err);
+MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status, mpictr_err **err);
 
 /* ---- preflight ------------------------------------------------------ */
 
 /* `mpictr check`: one line per item into *report, "ok:" or "problem:" then
  * what was checked and, for problems, the fix. *blocking is the number of
  * problems that prevent running containers at all. */
-MPICTR_PUBLIC int mpictr_check(char **report, int *blocking,
-			       mpictr_err **err);
+MPICTR_PUBLIC int mpictr_check(char **report, int *blocking, mpictr_err **err);
 
 #ifdef __cplusplus
 }

@@ -63,14 +63,16 @@ int ns_create(uid_t uid_in, gid_t gid_in, mpictr_err **err)
 	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid_in,
 		 (unsigned)uid);
 	if (write_file("/proc/self/uid_map", map, 0) < 0)
-		return err_set(err, errno, "write '/proc/self/uid_map' (%u -> "
-				       "%u)",
+		return err_set(err, errno,
+			       "write '/proc/self/uid_map' (%u -> "
+			       "%u)",
 			       (unsigned)uid, (unsigned)uid_in);
 	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid_in,
 		 (unsigned)gid);
 	if (write_file("/proc/self/gid_map", map, 0) < 0)
-		return err_set(err, errno, "write '/proc/self/gid_map' (%u -> "
-				       "%u)",
+		return err_set(err, errno,
+			       "write '/proc/self/gid_map' (%u -> "
+			       "%u)",
 			       (unsigned)gid, (unsigned)gid_in);
 	return 0;
 }
@@ -107,7 +109,7 @@ int ns_probe(mpictr_err **err)
 
 long ns_userns_left(void)
 {
-	cleanup_free char *s = read_file("/proc/sys/user/max_user_namespaces",
-					 64, NULL);
+	cleanup_free char *s =
+	    read_file("/proc/sys/user/max_user_namespaces", 64, NULL);
 	return s ? strtol(s, NULL, 10) : -1;
 }

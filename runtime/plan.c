@@ -55,8 +55,7 @@ static struct mount_op *add_op(struct plan *p, enum mop_kind kind,
 
 /* Is a bind of src onto dst already provided by an earlier bind of an
  * ancestor (same relative path on both sides)? */
-static bool bind_covered(const struct plan *p, const char *src,
-			 const char *dst)
+static bool bind_covered(const struct plan *p, const char *src, const char *dst)
 {
 	for (size_t i = 0; i < p->nops; i++) {
 		const struct mount_op *op = &p->ops[i];
@@ -153,7 +152,7 @@ static int user_binds(const struct mpictr_config *cfg, struct plan *p,
 			return err_set(err, errno, "bind source '%s'", b->src);
 		{
 			cleanup_free char *what =
-				xasprintf("bind '%s'", b->src);
+			    xasprintf("bind '%s'", b->src);
 			if (siteconf_check_user_bind(&cfg->site, src, what,
 						     err) < 0)
 				return -1;
@@ -199,7 +198,7 @@ static int item_binds(const struct mpictr_config *cfg, struct plan *p,
 		}
 		if (!it->site) {
 			cleanup_free char *what = xasprintf(
-				"bind '%s' (from %s)", b[i].src, it->origin);
+			    "bind '%s' (from %s)", b[i].src, it->origin);
 			rc = siteconf_check_user_bind(&cfg->site, src, what,
 						      err);
 			if (rc < 0)
@@ -236,10 +235,10 @@ static int resolve_profiles(const struct mpictr_config *cfg, struct plan *p,
 	*out = xcalloc(n + 1, sizeof(**out));
 	for (size_t i = 0; i < n; i++) {
 		const struct site_profile *sp =
-			siteconf_profile(&cfg->site, cfg->profiles[i]);
+		    siteconf_profile(&cfg->site, cfg->profiles[i]);
 		if (!sp) {
 			cleanup_free char *known =
-				siteconf_profile_names(&cfg->site);
+			    siteconf_profile_names(&cfg->site);
 			return err_set(err, 0,
 				       "unknown profile '%s' (known: %s)",
 				       cfg->profiles[i], known);
@@ -271,8 +270,8 @@ static int site_locks(const struct mpictr_config *cfg, mpictr_err **err)
 	return 0;
 }
 
-static void add_inject_bind(struct plan *p, const char *real,
-			    const char *name, const char *why)
+static void add_inject_bind(struct plan *p, const char *real, const char *name,
+			    const char *why)
 {
 	cleanup_free char *dst = xasprintf(MPIINJECT_DIR "/%s", name);
 	struct mount_op *op;
@@ -320,21 +319,23 @@ static int plan_mpi(const struct mpictr_config *cfg, struct plan *p,
 			return err_set(err, errno, "MPI library '%s'",
 				       sp->mpi.value);
 		if (!sp->mpi.site) {
-			cleanup_free char *what = xasprintf(
-				"MPI library '%s' (from %s)", sp->mpi.value,
-				sp->mpi.origin);
+			cleanup_free char *what =
+			    xasprintf("MPI library '%s' (from %s)",
+				      sp->mpi.value, sp->mpi.origin);
 			if (siteconf_check_user_bind(&cfg->site, real, what,
 						     err) < 0)
 				return -1;
 		}
 		add_inject_bind(p, real, inj->host.soname, "host MPI");
 		if (inj->host.family == MPI_FAMILY_MPICH) {
-			cleanup_free char *a = xasprintf(
-				"libmpi.so.%d", inj->host.major);
-			cleanup_free char *b = xasprintf(
-				"libmpich.so.%d", inj->host.major);
-			add_inject_bind(p, real, a, "host MPI (MPICH ABI name)");
-			add_inject_bind(p, real, b, "host MPI (MPICH ABI name)");
+			cleanup_free char *a =
+			    xasprintf("libmpi.so.%d", inj->host.major);
+			cleanup_free char *b =
+			    xasprintf("libmpich.so.%d", inj->host.major);
+			add_inject_bind(p, real, a,
+					"host MPI (MPICH ABI name)");
+			add_inject_bind(p, real, b,
+					"host MPI (MPICH ABI name)");
 		}
 		for (size_t k = 0; k < sp->mpi_deps.n; k++) {
 			const struct site_item *d = &sp->mpi_deps.v[k];
@@ -346,9 +347,9 @@ static int plan_mpi(const struct mpictr_config *cfg, struct plan *p,
 					       "MPI dependency '%s' (from %s)",
 					       d->value, d->origin);
 			if (!d->site) {
-				cleanup_free char *what = xasprintf(
-					"MPI dependency '%s' (from %s)",
-					d->value, d->origin);
+				cleanup_free char *what =
+				    xasprintf("MPI dependency '%s' (from %s)",
+					      d->value, d->origin);
 				if (siteconf_check_user_bind(&cfg->site, dreal,
 							     what, err) < 0)
 					return -1;
@@ -365,8 +366,7 @@ static int plan_mpi(const struct mpictr_config *cfg, struct plan *p,
 }
 
 static int site_binds(const struct mpictr_config *cfg, struct plan *p,
-		      const struct site_profile *const *profs,
-		      mpictr_err **err)
+		      const struct site_profile *const *profs, mpictr_err **err)
 {
 	const struct siteconf *sc = &cfg->site;
 
@@ -399,18 +399,18 @@ static void site_env(const struct mpictr_config *cfg,
 			const char *kv = profs[i]->env.v[k].value;
 			const char *eq = strchr(kv, '=');
 			cleanup_free char *name =
-				xstrndup(kv, (size_t)(eq - kv));
+			    xstrndup(kv, (size_t)(eq - kv));
 			env_set(env, name, eq + 1);
 		}
 		for (size_t k = 0; k < profs[i]->env_prepend.n; k++) {
 			const char *kv = profs[i]->env_prepend.v[k].value;
 			const char *eq = strchr(kv, '=');
 			cleanup_free char *name =
-				xstrndup(kv, (size_t)(eq - kv));
+			    xstrndup(kv, (size_t)(eq - kv));
 			const char *cur = env_get(*env, name);
 			cleanup_free char *v =
-				cur && *cur ? xasprintf("%s:%s", eq + 1, cur)
-					    : xstrdup(eq + 1);
+			    cur && *cur ? xasprintf("%s:%s", eq + 1, cur)
+					: xstrdup(eq + 1);
 			env_set(env, name, v);
 		}
 	}
@@ -419,29 +419,29 @@ static void site_env(const struct mpictr_config *cfg,
 static int default_mounts(const struct mpictr_config *cfg, struct plan *p,
 			  mpictr_err **err)
 {
-	static const char *const devs[] = {"null",   "zero",    "full",
+	static const char *const devs[] = {"null",   "zero",	"full",
 					   "random", "urandom", "tty"};
 	const unsigned long nsd = MS_NOSUID | MS_NODEV;
 
 	add_op(p, MOP_IMAGE, p->image.path, "/", MS_RDONLY | nsd, "image");
 	add_op(p, MOP_BIND, "/proc", "/proc", nsd | MS_NOEXEC, "host pid ns")
-		->src_is_dir = true;
+	    ->src_is_dir = true;
 	add_op(p, MOP_BIND, "/sys", "/sys", MS_RDONLY | nsd | MS_NOEXEC,
 	       "host sysfs, read-only")
-		->src_is_dir = true;
+	    ->src_is_dir = true;
 	add_op(p, MOP_TMPFS, "tmpfs", "/dev", MS_NOSUID | MS_NOEXEC,
 	       "minimal /dev")
-		->data = xstrdup("mode=755,size=1m");
+	    ->data = xstrdup("mode=755,size=1m");
 	for (size_t i = 0; i < ARRAY_SIZE(devs); i++) {
 		cleanup_free char *path = xasprintf("/dev/%s", devs[i]);
-		struct mount_op *op = add_op(p, MOP_DEV, path, path,
-					     MS_NOSUID | MS_NOEXEC,
-					     "minimal /dev");
+		struct mount_op *op =
+		    add_op(p, MOP_DEV, path, path, MS_NOSUID | MS_NOEXEC,
+			   "minimal /dev");
 		op->optional = strcmp(devs[i], "tty") == 0;
 	}
 	add_op(p, MOP_DEVPTS, "devpts", "/dev/pts", MS_NOSUID | MS_NOEXEC,
 	       "pseudo terminals")
-		->data = xstrdup("newinstance,ptmxmode=0666,mode=0620");
+	    ->data = xstrdup("newinstance,ptmxmode=0666,mode=0620");
 	add_op(p, MOP_SYMLINK, "pts/ptmx", "/dev/ptmx", 0, "pseudo terminals");
 	if (cfg->no_share) {
 		/* Debugging only: per-rank namespaces cannot share a private
@@ -452,19 +452,17 @@ static int default_mounts(const struct mpictr_config *cfg, struct plan *p,
 	} else {
 		add_op(p, MOP_TMPFS, "tmpfs", "/dev/shm", nsd,
 		       "private shared memory of the job")
-			->data = xstrdup("mode=1777");
+		    ->data = xstrdup("mode=1777");
 	}
 	add_op(p, MOP_SYMLINK, "/proc/self/fd", "/dev/fd", 0, "standard");
 	add_op(p, MOP_SYMLINK, "/proc/self/fd/0", "/dev/stdin", 0, "standard");
-	add_op(p, MOP_SYMLINK, "/proc/self/fd/1", "/dev/stdout", 0,
-	       "standard");
-	add_op(p, MOP_SYMLINK, "/proc/self/fd/2", "/dev/stderr", 0,
-	       "standard");
+	add_op(p, MOP_SYMLINK, "/proc/self/fd/1", "/dev/stdout", 0, "standard");
+	add_op(p, MOP_SYMLINK, "/proc/self/fd/2", "/dev/stderr", 0, "standard");
 	/* Without them images stall about 5 s in DNS per MPI start. */
 	if (add_bind(p, "/etc/hosts", "/etc/hosts", MS_RDONLY, true,
 		     "name resolution", err) < 0 ||
-	    add_bind(p, "/etc/resolv.conf", "/etc/resolv.conf", MS_RDONLY,
-		     true, "name resolution", err) < 0)
+	    add_bind(p, "/etc/resolv.conf", "/etc/resolv.conf", MS_RDONLY, true,
+		     "name resolution", err) < 0)
 		return -1;
 	add_op(p, MOP_FILE, "passwd", "/etc/passwd", MS_RDONLY | nsd,
 	       "user entry");
@@ -506,17 +504,16 @@ static int host_binds(const struct mpictr_config *cfg, struct plan *p,
 		    add_bind(p, p->home, p->home, 0, true, "home directory",
 			     err) < 0)
 			return -1;
-		if (strcmp(cwd, "/") &&
-		    add_bind(p, cwd, cwd, 0, false, "working directory",
-			     err) < 0)
+		if (strcmp(cwd, "/") && add_bind(p, cwd, cwd, 0, false,
+						 "working directory", err) < 0)
 			return -1;
 	} else {
 		add_op(p, MOP_TMPFS, "tmpfs", "/tmp", MS_NOSUID | MS_NODEV,
 		       "private /tmp (--contain)")
-			->data = xstrdup("mode=1777");
+		    ->data = xstrdup("mode=1777");
 		add_op(p, MOP_TMPFS, "tmpfs", p->home, MS_NOSUID | MS_NODEV,
 		       "empty home (--contain)")
-			->data = xstrdup("mode=700");
+		    ->data = xstrdup("mode=700");
 	}
 	/* The job's private directory (PMIx server files) at the same path,
 	 * so PMIx clients find their shared-memory store. */
@@ -552,9 +549,8 @@ static void build_env(const struct mpictr_config *cfg, struct plan *p,
 			continue;
 		/* In launch mode mpictr is the PMI server: variables of an
 		 * outer launcher would point the ranks at the wrong one. */
-		if (cfg->nranks > 0 &&
-		    (str_has_prefix(name, "PMI_") ||
-		     str_has_prefix(name, "PMIX_")))
+		if (cfg->nranks > 0 && (str_has_prefix(name, "PMI_") ||
+					str_has_prefix(name, "PMIX_")))
 			continue;
 		strv_push(&env, kv);
 	}
@@ -625,8 +621,8 @@ static int plan_devices(const struct mpictr_config *cfg, struct plan *p,
 			mpictr_err **err)
 {
 	const char *sysroot = env_get(cfg->host_env, "MPICTR_SYSROOT");
-	const char *spec = cfg->devices ? cfg->devices
-					: cfg->site.devices.value;
+	const char *spec =
+	    cfg->devices ? cfg->devices : cfg->site.devices.value;
 	struct host_devices *d = &p->hostdev;
 
 	/* A testing aid that binds host paths: ignored wherever the site
@@ -686,12 +682,12 @@ char **plan_rank_env(const struct plan *p, int local_rank)
 	char **env = strv_dup(p->env);
 	char **notices = NULL;
 	struct transport_opts o = {
-		.enabled = p->transport_env,
-		.shared_ns = p->shared_ns,
-		.single_node = p->single_node,
-		.local_rank = local_rank,
-		.nlocal = p->nlocal,
-		.ucx_net_devices_from_ucx = p->ucx_net_devices,
+	    .enabled = p->transport_env,
+	    .shared_ns = p->shared_ns,
+	    .single_node = p->single_node,
+	    .local_rank = local_rank,
+	    .nlocal = p->nlocal,
+	    .ucx_net_devices_from_ucx = p->ucx_net_devices,
 	};
 	cleanup_free char *ld = NULL;
 
@@ -702,17 +698,17 @@ char **plan_rank_env(const struct plan *p, int local_rank)
 	strv_free(notices);
 	for (size_t i = 0; p->hostdev.lib_dirs && p->hostdev.lib_dirs[i]; i++) {
 		const char *cur = env_get(env, "LD_LIBRARY_PATH");
-		char *v = cur && *cur ? xasprintf("%s:%s", p->hostdev.lib_dirs[i],
-						 cur)
-				      : xstrdup(p->hostdev.lib_dirs[i]);
+		char *v = cur && *cur
+			      ? xasprintf("%s:%s", p->hostdev.lib_dirs[i], cur)
+			      : xstrdup(p->hostdev.lib_dirs[i]);
 		env_set(&env, "LD_LIBRARY_PATH", v);
 		free(v);
 	}
 	if (p->nmpi) {
 		const char *cur = env_get(env, "LD_LIBRARY_PATH");
-		cleanup_free char *v =
-			cur && *cur ? xasprintf(MPIINJECT_DIR ":%s", cur)
-				    : xstrdup(MPIINJECT_DIR);
+		cleanup_free char *v = cur && *cur
+					   ? xasprintf(MPIINJECT_DIR ":%s", cur)
+					   : xstrdup(MPIINJECT_DIR);
 		env_set(&env, "LD_LIBRARY_PATH", v);
 	}
 	return env;
@@ -766,7 +762,8 @@ int plan_build(const struct mpictr_config *cfg, const char *run_dir,
 			       "(srun --mpi=...): the server rejects a rank "
 			       "whose uid changed and the step hangs (hint: "
 			       "drop --fakeroot)");
-	if (site_locks(cfg, err) < 0 || resolve_profiles(cfg, p, &profs, err) < 0)
+	if (site_locks(cfg, err) < 0 ||
+	    resolve_profiles(cfg, p, &profs, err) < 0)
 		return -1;
 	if (image_probe(cfg->image, &p->image, err) < 0)
 		return -1;
@@ -796,7 +793,8 @@ int plan_build(const struct mpictr_config *cfg, const char *run_dir,
 			p->shared_ns = false;
 	}
 	if (default_mounts(cfg, p, err) < 0 || plan_devices(cfg, p, err) < 0 ||
-	    host_binds(cfg, p, cwd, err) < 0 || site_binds(cfg, p, profs, err) < 0 ||
+	    host_binds(cfg, p, cwd, err) < 0 ||
+	    site_binds(cfg, p, profs, err) < 0 ||
 	    user_binds(cfg, p, cwd, err) < 0)
 		return -1;
 	if (cfg->runscript) {
@@ -927,9 +925,9 @@ char *plan_to_json(const struct plan *p)
 		sb_json_str(&sb, op->target);
 		sb_puts(&sb, ", \"options\": ");
 		if (op->kind == MOP_IMAGE && p->image.kind != IMAGE_DIR) {
-			cleanup_free char *o = xasprintf(
-				"%s,squashfs,offset=%llu", opts,
-				(unsigned long long)p->image.offset);
+			cleanup_free char *o =
+			    xasprintf("%s,squashfs,offset=%llu", opts,
+				      (unsigned long long)p->image.offset);
 			sb_json_str(&sb, o);
 		} else {
 			sb_json_str(&sb, opts);

@@ -27,11 +27,11 @@ enum mop_kind {
 
 struct mount_op {
 	enum mop_kind kind;
-	char *source; /* host path, file content or link text */
-	char *target; /* path inside the container */
+	char *source;	     /* host path, file content or link text */
+	char *target;	     /* path inside the container */
 	unsigned long flags; /* MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC */
-	char *data;          /* fs options for tmpfs/devpts */
-	bool optional;       /* a missing source is skipped */
+	char *data;	     /* fs options for tmpfs/devpts */
+	bool optional;	     /* a missing source is skipped */
 	bool src_is_dir;     /* what the target must be */
 	const char *why;     /* short reason, for debugging output */
 };
@@ -46,30 +46,31 @@ struct plan {
 	struct image_info image;
 	struct mount_op *ops;
 	size_t nops;
-	char **env;         /* environment of the command (rank 0) */
-	char **user_env;    /* NAME=VALUE that win over the env scripts */
-	char **env_scripts; /* paths inside the image, sourced in order */
+	char **env;		/* environment of the command (rank 0) */
+	char **user_env;	/* NAME=VALUE that win over the env scripts */
+	char **env_scripts;	/* paths inside the image, sourced in order */
 	bool env_scripts_known; /* false: decided at run time */
-	char **argv;        /* the command as the user asked for it */
-	char *cwd;          /* start directory inside the container */
-	char *run_dir;      /* private host dir for this job (PMIx tmpdir) */
-	uid_t uid, uid_in;  /* host uid and uid inside the container */
+	char **argv;		/* the command as the user asked for it */
+	char *cwd;		/* start directory inside the container */
+	char *run_dir;	   /* private host dir for this job (PMIx tmpdir) */
+	uid_t uid, uid_in; /* host uid and uid inside the container */
 	gid_t gid, gid_in;
-	char *home;         /* the user's home directory */
-	char *user;         /* login name */
+	char *home; /* the user's home directory */
+	char *user; /* login name */
 	struct plan_device *devices;
 	size_t ndevices;
-	char **notices;     /* lines to log before running */
+	char **notices;		     /* lines to log before running */
 	struct host_devices hostdev; /* discovered devices and HCAs */
-	char *sysroot;      /* MPICTR_SYSROOT (testing aid), or NULL */
+	char *sysroot;		     /* MPICTR_SYSROOT (testing aid), or NULL */
 	bool inject_verbs;
 	char *ucx_net_devices; /* from the UCX query helper, or NULL */
-	bool shared_ns;     /* all local ranks share the namespaces */
+	bool shared_ns;	       /* all local ranks share the namespaces */
 	bool single_node;   /* every rank is local (launch mode, no daemon) */
 	bool transport_env; /* --transport-env=on */
-	int nlocal;         /* local ranks (1 without -n) */
+	int nlocal;	    /* local ranks (1 without -n) */
 	char **profiles;    /* selected site profiles, in order */
-	struct mpi_inject *mpi; /* host MPIs to inject (checked in the holder) */
+	struct mpi_inject
+	    *mpi; /* host MPIs to inject (checked in the holder) */
 	size_t nmpi;
 };
 

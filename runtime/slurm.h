@@ -18,10 +18,10 @@ int slurm_parse_tasks_per_node(const char *spec, uint32_t **counts,
 int slurm_expand_hostlist(const char *spec, char ***hosts, mpictr_err **err);
 
 struct slurm_step {
-	char *job_id;   /* SLURM_JOB_ID */
-	char *step_id;  /* SLURM_STEP_ID */
-	uint32_t node_id;    /* SLURM_NODEID */
-	uint32_t nnodes;     /* entries of tasks_per_node */
+	char *job_id;	  /* SLURM_JOB_ID */
+	char *step_id;	  /* SLURM_STEP_ID */
+	uint32_t node_id; /* SLURM_NODEID */
+	uint32_t nnodes;  /* entries of tasks_per_node */
 	uint32_t *tasks_per_node;
 	uint32_t local_tasks; /* tasks_per_node[node_id] */
 	uint32_t proc_id;     /* SLURM_PROCID (global rank) */

@@ -64,7 +64,7 @@ char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *xvasprintf(const char *fmt, va_list ap)
-	__attribute__((format(printf, 1, 0)));
+    __attribute__((format(printf, 1, 0)));
 
 /* ---- string buffer ---- */
 struct strbuf {
@@ -72,12 +72,15 @@ struct strbuf {
 	size_t len;
 	size_t cap;
 };
-#define STRBUF_INIT {NULL, 0, 0}
+#define STRBUF_INIT                                                            \
+	{                                                                      \
+		NULL, 0, 0                                                     \
+	}
 void sb_add(struct strbuf *sb, const char *s, size_t n);
 void sb_puts(struct strbuf *sb, const char *s);
 void sb_putc(struct strbuf *sb, char c);
 void sb_printf(struct strbuf *sb, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 /* Append s as a JSON string literal, quotes included. NULL gives null. */
 void sb_json_str(struct strbuf *sb, const char *s);
 /* Return the buffer (never NULL) and reset sb. */
@@ -86,8 +89,8 @@ void sb_free(struct strbuf *sb);
 
 /* ---- string vectors (NULL-terminated char *[]) ---- */
 size_t strv_len(char *const *v);
-void strv_push(char ***v, const char *s);   /* copies s */
-void strv_push_own(char ***v, char *s);     /* takes s */
+void strv_push(char ***v, const char *s); /* copies s */
+void strv_push_own(char ***v, char *s);	  /* takes s */
 char **strv_dup(char *const *v);
 void strv_free(char **v);
 /* For "NAME=VALUE" vectors: find, set (replace or append), remove. */
