@@ -65,7 +65,7 @@ SHARED_LIB := $(B)/libmpictr.so.$(VERSION)
 SONAME     := libmpictr.so.$(SOVERSION)
 CLI        := $(B)/mpictr
 
-.PHONY: all lib cli check check-root unit integration bench fuzz install uninstall \
+.PHONY: all lib cli check check-root unit integration bench reliability fuzz install uninstall \
 	clean format format-check test-images
 all: lib cli $(HELPERS) $(B)/mpictr.pc
 
@@ -119,7 +119,7 @@ $(B)/mpictr.pc: Makefile
 UNIT_SRCS := $(sort $(wildcard tests/unit/check_*.c))
 UNIT_NAMES := $(UNIT_SRCS:tests/unit/check_%.c=%)
 TEST_HELPER_SRCS := $(wildcard tests/helpers/*.c)
-TEST_HELPERS := $(TEST_HELPER_SRCS:tests/helpers/%.c=$(B)/tests/%)
+TEST_HELPERS := $(TEST_HELPER_SRCS:tests/helpers/%.c=$(B)/tests/%) $(B)/tests/escape-probe
 
 $(B)/tests/suites.h: $(UNIT_SRCS) Makefile
 	@mkdir -p $(dir $@)
@@ -134,6 +134,12 @@ $(B)/tests/%: tests/helpers/%.c $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(HELPER_CFLAGS_$*) -o $@ $< \
 		$(LDFLAGS_ALL) $(STATIC_LIB) $(DEP_LIBS) $(HELPER_LIBS_$*)
+
+# The isolation probe runs inside the (busybox-only) test image: static,
+# and no libmpictr.
+$(B)/tests/escape-probe: tests/probes/escape.c
+	@mkdir -p $(dir $@)
+	$(CC) -static -O2 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) -o $@ $<
 
 unit: $(B)/tests/check_unit
 	MPICTR_TEST_ROOT=$(CURDIR) $(B)/tests/check_unit
@@ -155,6 +161,10 @@ check-root: all $(TEST_HELPERS)
 # SIF in build/images/; does nothing when its inputs did not change.
 test-images: $(CLI)
 	tests/images/build.sh $(B)/images all
+
+# Fault injection, soak and load (tests/reliability/; long: not in check).
+reliability: all $(TEST_HELPERS)
+	MPICTR_TEST_ROOT=$(CURDIR) tests/reliability/run.sh
 
 bench: all $(TEST_HELPERS)
 	MPICTR_TEST_ROOT=$(CURDIR) tests/bench/run.sh
