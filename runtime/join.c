@@ -349,6 +349,50 @@ static void keeper_loop(struct keeper *k, struct holder *h)
 }
 
 /* The keeper process: detached from the task that started it. */
+/* Does path still name the file (dev, ino) we made? */
+static bool same_file(const char *path, const struct stat *was)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && st.st_dev == was->st_dev &&
+	       st.st_ino == was->st_ino;
+}
+
+/* A keeper killed with SIGKILL cannot remove its socket and lock. A small
+ * sweeper waits on a pipe whose only writer is the keeper; when the keeper
+ * is gone, however it ended, the sweeper removes the two files, unless a
+ * new keeper of the same step has replaced them in the meantime. */
+static void start_sweeper(struct keeper *k)
+{
+	struct stat sock_st, lock_st;
+	int p[2];
+	pid_t pid;
+	char c;
+
+	if (lstat(k->sock_path, &sock_st) < 0 ||
+	    lstat(k->lock_path, &lock_st) < 0 || pipe2(p, O_CLOEXEC) < 0)
+		return;
+	pid = fork();
+	if (pid != 0) {
+		close(p[0]);
+		if (pid < 0)
+			close(p[1]);
+		/* p[1] stays open in the keeper until it ends. */
+		return;
+	}
+	close_all_fds_except(&p[0], 1);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	while (TEMP_FAILURE_RETRY(read(p[0], &c, 1)) > 0)
+		;
+	if (same_file(k->sock_path, &sock_st))
+		unlink(k->sock_path);
+	if (same_file(k->lock_path, &lock_st))
+		unlink(k->lock_path);
+	_exit(0);
+}
+
 static void keeper_main(struct keeper *k, int lock_fd, int ready_fd)
 {
 	struct holder h = {.pid = 0, .ctl = -1, .userns = -1, .mntns = -1};
@@ -383,6 +427,7 @@ static void keeper_main(struct keeper *k, int lock_fd, int ready_fd)
 		err_set(&err, errno, "listen on '%s'", k->sock_path);
 		goto fail;
 	}
+	start_sweeper(k);
 	if (holder_start(k->plan, k->nworkers, &none, &h, &err) < 0)
 		goto fail;
 	if (write(ready_fd, "", 1) < 0) {
