@@ -33,7 +33,7 @@ marked_procs() {
 # leftovers [JOBID]: prints what was left, nothing when clean
 leftovers() {
 	local p
-	marked_procs | grep -v -E '^[0-9]+ (sed|grep|tr|awk|pgrep|sort|comm|bash|ls|cat /proc) ' | sed 's/^/proc /'
+	marked_procs | grep -v -E '^[0-9]+ (sed|grep|tr|awk|pgrep|sort|comm|bash|ls|wc|head|cat /proc) ' | sed 's/^/proc /'
 	for p in $(marked_procs | awk '{print $1}'); do
 		[ -r /proc/$p/mountinfo ] && grep -c -e fuse -e "$T_TMP" /proc/$p/mountinfo 2>/dev/null |
 			sed "s/^/mounts-of-$p /"
