@@ -46,11 +46,23 @@ static int userns_hint(mpictr_err **err, int errnum)
 			     "on Ubuntu");
 }
 
+/* Write a one-line id map: `inside` in the namespace is `outside` here. */
+static int write_map(const char *path, unsigned inside, unsigned outside,
+		     mpictr_err **err)
+{
+	char map[64];
+
+	snprintf(map, sizeof(map), "%u %u 1\n", inside, outside);
+	if (write_file(path, map, 0) < 0)
+		return err_set(err, errno, "write '%s' (%u -> %u)", path,
+			       outside, inside);
+	return 0;
+}
+
 int ns_create(uid_t uid_in, gid_t gid_in, mpictr_err **err)
 {
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
-	char map[64];
 
 	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
 		int e = errno;
@@ -60,20 +72,9 @@ int ns_create(uid_t uid_in, gid_t gid_in, mpictr_err **err)
 	if (write_file("/proc/self/setgroups", "deny", 0) < 0 &&
 	    errno != ENOENT)
 		return err_set(err, errno, "write '/proc/self/setgroups'");
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid_in,
-		 (unsigned)uid);
-	if (write_file("/proc/self/uid_map", map, 0) < 0)
-		return err_set(err, errno,
-			       "write '/proc/self/uid_map' (%u -> "
-			       "%u)",
-			       (unsigned)uid, (unsigned)uid_in);
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid_in,
-		 (unsigned)gid);
-	if (write_file("/proc/self/gid_map", map, 0) < 0)
-		return err_set(err, errno,
-			       "write '/proc/self/gid_map' (%u -> "
-			       "%u)",
-			       (unsigned)gid, (unsigned)gid_in);
+	if (write_map("/proc/self/uid_map", uid_in, uid, err) < 0 ||
+	    write_map("/proc/self/gid_map", gid_in, gid, err) < 0)
+		return -1;
 	return 0;
 }
 
