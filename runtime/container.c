@@ -173,13 +173,63 @@ int container_fuse_workers(const struct mpictr_config *cfg)
 	return (int)(n < 1 ? 1 : n > 8 ? 8 : n);
 }
 
+/* Wait until the launcher or keeper closes ctl_rfd, watching the squashfs
+ * workers meanwhile. A worker that dies (killed, or a crash in the
+ * decompressor) takes the request it was serving with it, and its reader
+ * would wait for the answer forever; aborting the whole mount instead makes
+ * every reader fail with ENOTCONN, so the job ends with an error instead of
+ * hanging. */
+static void holder_wait(int ctl_rfd, int sfd, struct squash_mount **sq)
+{
+	struct pollfd pfd[2] = {{.fd = ctl_rfd, .events = POLLIN},
+				{.fd = sfd, .events = POLLIN}};
+
+	for (;;) {
+		struct signalfd_siginfo si;
+		pid_t dead;
+		int st = 0;
+		char c;
+
+		if (poll(pfd, *sq ? 2 : 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		if (pfd[0].revents) {
+			if (TEMP_FAILURE_RETRY(read(ctl_rfd, &c, 1)) > 0)
+				continue;
+			return;
+		}
+		if (!(pfd[1].revents & POLLIN))
+			continue;
+		while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			;
+		dead = squash_reap_workers(*sq, &st);
+		if (!dead)
+			continue;
+		if (WIFSIGNALED(st))
+			log_error("squashfs worker %d was killed by signal %d "
+				  "(%s); the image mount is aborted, and its "
+				  "readers get an I/O error",
+				  (int)dead, WTERMSIG(st), strsignal(WTERMSIG(st)));
+		else
+			log_error("squashfs worker %d exited with status %d; "
+				  "the image mount is aborted, and its readers "
+				  "get an I/O error",
+				  (int)dead, WEXITSTATUS(st));
+		squash_abort(*sq);
+		*sq = NULL;
+	}
+}
+
 static void holder_main(const struct plan *p, int nworkers,
 			const sigset_t *mask, pid_t parent, int ctl_rfd,
 			int sync_wfd)
 {
 	struct squash_mount *sq = NULL;
 	mpictr_err *err = NULL;
-	char c;
+	sigset_t chld;
+	int sfd;
 
 	child_common(mask, parent);
 	close_all_fds_except((int[]){ctl_rfd, sync_wfd}, 2);
@@ -187,14 +237,20 @@ static void holder_main(const struct plan *p, int nworkers,
 	 * the terminal's signals meant for the job. */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
-	if (ns_create(p->uid_in, p->gid_in, &err) < 0 ||
+	/* Blocked before the workers exist, so that no death is missed. */
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		err_set(&err, errno, "signalfd in the namespace holder");
+	if (sfd < 0 || ns_create(p->uid_in, p->gid_in, &err) < 0 ||
 	    rootfs_build(p, nworkers, &sq, &err) < 0) {
 		relay_send(sync_wfd, err);
 		_exit(MPICTR_EXIT_FAILURE);
 	}
 	close(sync_wfd); /* ready */
-	while (TEMP_FAILURE_RETRY(read(ctl_rfd, &c, 1)) > 0)
-		;
+	holder_wait(ctl_rfd, sfd, &sq);
 	squash_abort(sq); /* no rank is left */
 	_exit(0);
 }

@@ -988,6 +988,31 @@ void squash_abort(struct squash_mount *m)
 	free(m);
 }
 
+pid_t squash_reap_workers(struct squash_mount *m, int *status)
+{
+	pid_t dead = 0;
+
+	if (!m)
+		return 0;
+	for (size_t i = 0; i < m->npids; i++) {
+		int st;
+		pid_t r;
+
+		if (m->pids[i] <= 0)
+			continue;
+		r = waitpid(m->pids[i], &st, WNOHANG);
+		if (r != m->pids[i])
+			continue;
+		/* Reaped: forget the pid, which may be reused now. */
+		m->pids[i] = 0;
+		if (!dead) {
+			dead = r;
+			*status = st;
+		}
+	}
+	return dead;
+}
+
 size_t squash_worker_pids(const struct squash_mount *m, const pid_t **pids)
 {
 	*pids = m ? m->pids : NULL;

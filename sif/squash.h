@@ -57,6 +57,14 @@ int squash_umount(struct squash_mount *m, mpictr_err **err);
  * alive through any grace period. */
 void squash_abort(struct squash_mount *m);
 
+/* Reap any worker that has ended, without blocking. A worker only ends on
+ * its own while the mount is in use when it was killed or crashed, and the
+ * request it had read is then never answered: its reader would wait forever.
+ * So when one has ended, the caller should squash_abort(m), which ends the
+ * connection and turns every pending and later request into ENOTCONN.
+ * Returns the pid of an ended worker (its wait status in *status), or 0. */
+pid_t squash_reap_workers(struct squash_mount *m, int *status);
+
 /* The worker pids, so that a caller reaping children with waitpid(-1) can
  * recognise them. *pids stays valid until squash_umount(m). */
 size_t squash_worker_pids(const struct squash_mount *m, const pid_t **pids);

@@ -78,7 +78,7 @@ keeper_growth
 
 leakcheck() {
 	command -v valgrind >/dev/null || { row "valgrind leak check of the launcher" 0 - - - "valgrind not installed" -; return; }
-	valgrind --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=99 --child-silent-after-fork=yes \
+	valgrind --leak-check=full --errors-for-leak-kinds=definite --suppressions="$ROOT/tests/valgrind.supp" --error-exitcode=99 --child-silent-after-fork=yes \
 		--log-file="$T_TMP/vg.log" "$MPICTR" -n 4 "$TINY" /bin/true >/dev/null 2>&1
 	local rc=$?
 	settle
