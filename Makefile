@@ -10,6 +10,7 @@ BINDIR     ?= $(PREFIX)/bin
 LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 LIBEXECDIR ?= $(PREFIX)/libexec/mpictr
+PLUGINDIR  ?= $(LIBDIR)/mpictr
 MANDIR     ?= $(PREFIX)/share/man
 SYSCONFDIR ?= /etc
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
@@ -27,7 +28,13 @@ DEPS_ALL   := libcap mount $(DEPS_FUSE) $(DEPS_PMIX)
 FUSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEPS_FUSE))
 PMIX_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEPS_PMIX))
 BASE_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcap mount)
-DEP_LIBS   := $(shell $(PKG_CONFIG) --libs $(DEPS_ALL)) -lpthread
+# libmpictr itself needs only libcap and libmount; libpmix and
+# libsquashfuse/libfuse3 are linked into the two plugins (runtime/plugin.h)
+# that the processes serving PMIx or mounting an image load on first use.
+DEPS_BASE  := libcap mount
+DEP_LIBS   := $(shell $(PKG_CONFIG) --libs $(DEPS_BASE)) -lpthread
+FUSE_LIBS  := $(shell $(PKG_CONFIG) --libs $(DEPS_FUSE))
+PMIX_LIBS  := $(shell $(PKG_CONFIG) --libs $(DEPS_PMIX)) -lpthread
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check)
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check)
 
@@ -49,13 +56,25 @@ SAN_LDFLAGS :=
 endif
 
 CPPFLAGS_ALL := -D_GNU_SOURCE -DMPICTR_VERSION_STRING='"$(VERSION)"' \
-	-DMPICTR_LIBEXECDIR='"$(LIBEXECDIR)"' \
+	-DMPICTR_LIBEXECDIR='"$(LIBEXECDIR)"' -DMPICTR_PLUGINDIR='"$(PLUGINDIR)"' \
 	-DMPICTR_SITE_CONF='"$(SYSCONFDIR)/mpictr/mpictr.conf"' -Iruntime -Isif -Ipmi
 CFLAGS_ALL := -std=gnu11 $(OPT) $(HARDEN) -fvisibility=hidden $(WARN) \
 	$(BASE_CFLAGS) $(CFLAGS)
 LDFLAGS_ALL := -Wl,-z,relro,-z,now $(SAN_LDFLAGS) $(LDFLAGS)
 
-LIB_SRCS := $(sort $(filter-out runtime/main.c,$(wildcard runtime/*.c sif/*.c pmi/*.c)))
+# The plugins: their own sources, plus a copy of the pure helpers with
+# logging routed to the host (error.c built with MPICTR_PLUGIN_BUILD).
+PLUGIN_NAMES := pmix squash
+PLUGIN_SRCS_pmix := pmi/pmix_server.c pmi/upstream.c pmi/pmix_plugin.c
+PLUGIN_SRCS_squash := sif/squash.c sif/squash_plugin.c
+PLUGIN_ONLY_SRCS := $(foreach p,$(PLUGIN_NAMES),$(PLUGIN_SRCS_$(p)))
+PLUGIN_BASE_OBJS := $(B)/obj-plugin/runtime/error.o $(B)/obj/runtime/util.o
+PLUGIN_EXTRA_pmix := $(B)/obj/pmi/job.o
+PLUGIN_LIBS_pmix := $(PMIX_LIBS)
+PLUGIN_LIBS_squash := $(FUSE_LIBS)
+PLUGINS := $(PLUGIN_NAMES:%=$(B)/plugins/mpictr-%.so)
+
+LIB_SRCS := $(sort $(filter-out runtime/main.c $(PLUGIN_ONLY_SRCS),$(wildcard runtime/*.c sif/*.c pmi/*.c)))
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
 HELPER_SRCS := $(wildcard runtime/helpers/*.c)
 HELPERS  := $(HELPER_SRCS:runtime/helpers/%.c=$(B)/libexec/%)
@@ -67,7 +86,7 @@ CLI        := $(B)/mpictr
 
 .PHONY: all lib cli check check-root unit integration bench reliability fuzz install uninstall \
 	clean format format-check test-images
-all: lib cli $(HELPERS) $(B)/mpictr.pc
+all: lib cli $(PLUGINS) $(HELPERS) $(B)/mpictr.pc
 
 lib: $(STATIC_LIB) $(SHARED_LIB)
 cli: $(CLI)
@@ -78,6 +97,27 @@ $(B)/obj/pmi/%.o: EXTRA_CFLAGS := $(PMIX_CFLAGS)
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) $(CFLAGS_ALL) $(EXTRA_CFLAGS) -MMD -MP -c -o $@ $<
+
+# The installation paths are compiled in (the plugins, the UCX helper, the
+# site configuration): the objects that use them are rebuilt whenever they
+# change, e.g. by `make install PREFIX=...` after a plain `make`.
+PATHS_STAMP := $(B)/paths.stamp
+PATHS_VALUE := $(PLUGINDIR):$(LIBEXECDIR):$(SYSCONFDIR)
+$(shell mkdir -p $(B) && { [ "$$(cat $(PATHS_STAMP) 2>/dev/null)" = '$(PATHS_VALUE)' ] || printf '%s' '$(PATHS_VALUE)' >$(PATHS_STAMP); })
+$(B)/obj/runtime/plugin.o $(B)/obj/runtime/check.o $(B)/obj/runtime/plan.o \
+	$(B)/obj/runtime/config.o: $(PATHS_STAMP)
+
+$(B)/obj-plugin/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) -DMPICTR_PLUGIN_BUILD $(CPPFLAGS) $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
+
+define plugin_rule
+$(B)/plugins/mpictr-$(1).so: $(PLUGIN_SRCS_$(1):%.c=$(B)/obj/%.o) $(PLUGIN_EXTRA_$(1)) $(PLUGIN_BASE_OBJS) runtime/plugin.map
+	@mkdir -p $$(dir $$@)
+	$$(CC) -shared -Wl,--version-script=runtime/plugin.map -Wl,-z,defs $$(LDFLAGS_ALL) \
+		-o $$@ $$(filter %.o,$$^) $$(PLUGIN_LIBS_$(1))
+endef
+$(foreach p,$(PLUGIN_NAMES),$(eval $(call plugin_rule,$(p))))
 
 $(STATIC_LIB): $(LIB_OBJS)
 	@mkdir -p $(B)
@@ -108,7 +148,7 @@ define write_pc
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
 		'Name: mpictr' 'Description: rootless container engine for MPI jobs' \
 		'Version: $(VERSION)' 'Libs: -L$${libdir} -lmpictr' \
-		'Requires.private: $(DEPS_ALL)' 'Libs.private: -lpthread' \
+		'Requires.private: $(DEPS_BASE)' 'Libs.private: -lpthread' \
 		'Cflags: -I$${includedir}' > $(1)
 endef
 $(B)/mpictr.pc: Makefile
@@ -177,7 +217,7 @@ FUZZERS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
 # FUSE or PMIx in the fuzzers.
 FUZZ_LIB_SRCS := runtime/error.c runtime/util.c runtime/config.c \
 	runtime/slurm.c pmi/pmi1_wire.c \
-	$(filter-out sif/squash.c,$(wildcard sif/*.c)) \
+	$(filter-out sif/squash%,$(wildcard sif/*.c)) \
 	$(wildcard runtime/siteconf.c)
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
 	-fno-sanitize-recover=undefined -std=gnu11 $(CPPFLAGS_ALL) $(BASE_CFLAGS) $(PMIX_CFLAGS)
@@ -193,8 +233,10 @@ $(B)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRCS)
 # ---- install ----------------------------------------------------------------
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) \
-		$(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(LIBEXECDIR)
+		$(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(LIBEXECDIR) \
+		$(DESTDIR)$(PLUGINDIR)
 	install -m 0755 $(CLI) $(DESTDIR)$(BINDIR)/mpictr
+	install -m 0644 $(PLUGINS) $(DESTDIR)$(PLUGINDIR)/
 	install -m 0644 $(STATIC_LIB) $(DESTDIR)$(LIBDIR)/libmpictr.a
 	install -m 0755 $(SHARED_LIB) $(DESTDIR)$(LIBDIR)/
 	ln -sf libmpictr.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
@@ -209,7 +251,7 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/mpictr $(DESTDIR)$(LIBDIR)/libmpictr.a \
 		$(DESTDIR)$(LIBDIR)/libmpictr.so* $(DESTDIR)$(INCLUDEDIR)/mpictr.h \
 		$(DESTDIR)$(PKGCONFIGDIR)/mpictr.pc $(DESTDIR)$(MANDIR)/man1/mpictr.1
-	rm -rf $(DESTDIR)$(LIBEXECDIR)
+	rm -rf $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(PLUGINDIR)
 
 clean:
 	rm -rf $(B)
@@ -220,4 +262,5 @@ format:
 format-check:
 	clang-format --style=file:docs/clang-format --dry-run --Werror $(FORMAT_SRCS)
 
--include $(LIB_OBJS:.o=.d) $(B)/obj/runtime/main.d
+-include $(LIB_OBJS:.o=.d) $(B)/obj/runtime/main.d \
+	$(PLUGIN_ONLY_SRCS:%.c=$(B)/obj/%.d) $(B)/obj-plugin/runtime/error.d

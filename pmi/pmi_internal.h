@@ -39,6 +39,28 @@ int pmi_pmix_rank_env(uint32_t rank, char ***env, mpictr_err **err);
 void pmi_pmix_stop(void);
 
 /* ---- PMI-1 service (pmi1_server.c) ---- */
+/* The table of the "pmix" plugin (runtime/plugin.h): pmi/pmix_server.c and
+ * pmi/upstream.c, the only users of libpmix; pmi/pmix_stub.c forwards the
+ * functions of pmi.h and the three above to it. */
+struct pmix_plugin {
+	int (*pmix_start)(const struct pmi_job *job, const char *tmpdir,
+			  const struct pmi_hooks *hooks, mpictr_err **err);
+	int (*pmix_rank_env)(uint32_t rank, char ***env, mpictr_err **err);
+	void (*pmix_stop)(void);
+	const char *(*library_version)(void);
+	int (*upstream_start)(struct pmi_upstream **out, mpictr_err **err);
+	uint32_t (*upstream_rank)(const struct pmi_upstream *u);
+	uint32_t (*upstream_size)(const struct pmi_upstream *u);
+	const char *(*upstream_step_dir)(const struct pmi_upstream *u);
+	int (*upstream_attach)(struct pmi_upstream *u, mpictr_err **err);
+	int (*upstream_fence)(struct pmi_upstream *u, const char *data,
+			      size_t n, pmi_upstream_done_fn done, void *arg);
+	void (*upstream_abort)(struct pmi_upstream *u, int code,
+			       const char *msg);
+	void (*upstream_detach)(struct pmi_upstream *u);
+	void (*upstream_stop)(struct pmi_upstream *u);
+};
+
 struct pmi1_service;
 /* One socketpair per local rank, a thread polling the server ends. */
 int pmi1_service_start(const struct pmi_job *job, const struct pmi_hooks *hooks,

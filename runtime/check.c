@@ -11,6 +11,7 @@
 #include "ns.h"
 #include "devices.h"
 #include "plan.h"
+#include "plugin.h"
 #include "pmi.h"
 #include "util.h"
 
@@ -67,10 +68,27 @@ static void check_fuse(struct strbuf *sb, int *blocking)
 		return;
 	}
 	close(fd);
-	line(sb, true,
-	     "/dev/fuse is usable (squashfuse mounts in-process, "
-	     "libsquashfuse linked in)",
+	line(sb, true, "/dev/fuse is usable (squashfuse mounts in-process)",
 	     NULL);
+}
+
+/* A plugin (runtime/plugin.h) loads: true when it did. */
+static bool check_plugin(struct strbuf *sb, const char *name, const char *what)
+{
+	mpictr_err *e = NULL;
+	cleanup_free char *s = NULL;
+
+	if (plugin_load(name, &e)) {
+		s = xasprintf("plugin '%s' loads: %s", name, what);
+		line(sb, true, s, NULL);
+		return true;
+	}
+	s = xasprintf("plugin '%s' (%s): %s", name, what,
+		      mpictr_err_message(e));
+	line(sb, false, s,
+	     "reinstall mpictr; 'make install' puts it in " MPICTR_PLUGINDIR);
+	mpictr_err_free(e);
+	return false;
 }
 
 static void check_setuid(struct strbuf *sb, int *blocking)
@@ -105,7 +123,9 @@ MPICTR_PUBLIC int mpictr_check(char **report, int *blocking, mpictr_err **err)
 			mpictr_err_free(e);
 		}
 	}
-	{
+	check_plugin(&sb, "squash",
+		     "the image mounts (libsquashfuse, libfuse3)");
+	if (check_plugin(&sb, "pmix", "the PMIx server (libpmix)")) {
 		const char *v = pmi_library_version();
 		cleanup_free char *s =
 		    xasprintf("PMIx library %s", v ? v : "unknown");

@@ -211,7 +211,8 @@ static void holder_wait(int ctl_rfd, int sfd, struct squash_mount **sq)
 			log_error("squashfs worker %d was killed by signal %d "
 				  "(%s); the image mount is aborted, and its "
 				  "readers get an I/O error",
-				  (int)dead, WTERMSIG(st), strsignal(WTERMSIG(st)));
+				  (int)dead, WTERMSIG(st),
+				  strsignal(WTERMSIG(st)));
 		else
 			log_error("squashfs worker %d exited with status %d; "
 				  "the image mount is aborted, and its readers "

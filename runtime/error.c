@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "plugin.h"
 #include "util.h"
 
 static mpictr_log_fn log_sink;
@@ -137,10 +138,26 @@ MPICTR_PUBLIC void mpictr_set_log_sink(mpictr_log_fn fn, void *data,
 	log_max = max_level;
 }
 
+#ifdef MPICTR_PLUGIN_BUILD
+/* In a plugin: every message goes to the host's sink, whatever the host
+ * sets after the plugin was loaded (a keeper silences its output). */
+static const struct plugin_host *plugin_host;
+
+void plugin_attach_host(const struct plugin_host *h)
+{
+	plugin_host = h;
+}
+
+int log_enabled(enum mpictr_log_level level)
+{
+	return plugin_host && plugin_host->log_enabled(level);
+}
+#else
 int log_enabled(enum mpictr_log_level level)
 {
 	return log_sink && level <= log_max;
 }
+#endif
 
 void log_msg(enum mpictr_log_level level, const char *fmt, ...)
 {
@@ -153,7 +170,11 @@ void log_msg(enum mpictr_log_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+#ifdef MPICTR_PLUGIN_BUILD
+	plugin_host->log_line(level, line);
+#else
 	log_sink(level, line, log_sink_data);
+#endif
 	errno = saved;
 }
 

@@ -69,4 +69,15 @@ pid_t squash_reap_workers(struct squash_mount *m, int *status);
  * recognise them. *pids stays valid until squash_umount(m). */
 size_t squash_worker_pids(const struct squash_mount *m, const pid_t **pids);
 
+/* The table of the "squash" plugin (runtime/plugin.h): the functions
+ * above, implemented in sif/squash.c; sif/squash_stub.c forwards to it. */
+struct squash_plugin {
+	int (*mount)(const char *image, uint64_t offset, const char *mountpoint,
+		     int nworkers, struct squash_mount **out, mpictr_err **err);
+	int (*umount)(struct squash_mount *m, mpictr_err **err);
+	void (*abort)(struct squash_mount *m);
+	pid_t (*reap_workers)(struct squash_mount *m, int *status);
+	size_t (*worker_pids)(const struct squash_mount *m, const pid_t **pids);
+};
+
 #endif

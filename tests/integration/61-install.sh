@@ -44,7 +44,12 @@ ok "installed: header, both libraries, pc file, man page, CLI" bash -c "cd '$P' 
 	-a -L lib/libmpictr.so.0 -a -f lib/pkgconfig/mpictr.pc -a -f share/man/man1/mpictr.1 -a -x bin/mpictr"
 export PKG_CONFIG_PATH=$P/lib/pkgconfig
 ok "pkg-config names the temporary prefix" bash -c "pkg-config --cflags mpictr | grep -q -- '-I$P/include'"
-ok "pkg-config --static lists the private dependencies" bash -c "pkg-config --static --libs mpictr | grep -q -- -lsquashfuse_ll"
+ok "pkg-config --static lists the private dependencies (libcap, libmount)" bash -c "pkg-config --static --libs mpictr | grep -q -- -lcap &&
+	pkg-config --static --libs mpictr | grep -q -- -lmount"
+ok "plugins installed in lib/mpictr: PMIx and squashfuse stay out of the library" bash -c "cd '$P' && test -f lib/mpictr/mpictr-pmix.so -a -f lib/mpictr/mpictr-squash.so &&
+	! readelf -d lib/libmpictr.so.0 | grep NEEDED | grep -q -e squashfuse -e pmix -e fuse &&
+	! readelf -d bin/mpictr | grep NEEDED | grep -q -e squashfuse -e pmix -e fuse &&
+	readelf -d lib/mpictr/mpictr-pmix.so | grep NEEDED | grep -q pmix"
 ok "installed header compiles alone (C and C++)" bash -c "echo '#include <mpictr.h>' | cc -x c -std=c99 -Wall -Werror -fsyntax-only \$(pkg-config --cflags mpictr) - &&
 	{ ! command -v c++ >/dev/null || echo '#include <mpictr.h>' | c++ -x c++ -Wall -Werror -fsyntax-only \$(pkg-config --cflags mpictr) -; }"
 ok "site wrapper builds against the shared library" bash -c "cc -Wall -Wextra -Werror -o '$T_TMP/w-shared' '$WRAP' \$(pkg-config --cflags --libs mpictr)"
@@ -67,4 +72,13 @@ ok "shared wrapper runs a job: its bind and env are there" bash -c "[ \"\$(LD_LI
 ok_status "static wrapper passes the job's exit status" 7 $T "$T_TMP/w-static" "$IMG/tiny.sif" sh -c 'exit 7'
 ok "wrapper's dry-run plan has its bind" bash -c "SITE_WRAPPER_DRY_RUN=1 '$T_TMP/w-static' '$IMG/tiny.sif' true | grep -q '\"target\": \"/scratch\"'"
 ok_status "wrapper reports library errors (missing image: 255)" 255 "$T_TMP/w-static" "$T_TMP/none.sif" true
+ok "installed CLI runs a job from its prefix" bash -c "[ \"\$($T '$P/bin/mpictr' '$IMG/tiny.sif' cat /probe/marker)\" = 'tiny image: marker file' ]"
+missing_plugin() {
+	mv "$P/lib/mpictr" "$P/lib/mpictr.off"
+	$T "$P/bin/mpictr" "$IMG/tiny.sif" true
+	local rc=$?
+	mv "$P/lib/mpictr.off" "$P/lib/mpictr"
+	[ $rc = 255 ]
+}
+ok "a missing plugin: exit 255, the message names the plugin and where it was looked for" bash -c "$(declare -f missing_plugin); P='$P' IMG='$IMG' T='$T' missing_plugin 2>&1 | grep -q \"plugin 'mpictr-squash.so' not found (looked for .*$P/lib/mpictr/mpictr-squash.so\""
 done_testing

@@ -1,0 +1,17 @@
+/* squash_plugin.c - the entry of the "squash" plugin (runtime/plugin.h):
+ * sif/squash.c with libsquashfuse and libfuse3, loaded only by the
+ * processes that mount an image. */
+#include <string.h>
+
+#include "plugin.h"
+#include "squash.h"
+
+static const struct squash_plugin squash_table = {
+    .mount = squash_mount,
+    .umount = squash_umount,
+    .abort = squash_abort,
+    .reap_workers = squash_reap_workers,
+    .worker_pids = squash_worker_pids,
+};
+
+MPICTR_PLUGIN_DEFINE(squash_table)

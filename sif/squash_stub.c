@@ -1,0 +1,61 @@
+/* squash_stub.c - squash.h for the host: every call goes to the "squash"
+ * plugin (runtime/plugin.h), loaded by the first squash_mount(). The other
+ * functions take a mount, so the plugin is loaded when they are called. */
+#include <errno.h>
+
+#include "error.h"
+#include "plugin.h"
+#include "squash.h"
+
+static const struct squash_plugin *squash_table(mpictr_err **err)
+{
+	return plugin_load("squash", err);
+}
+
+int squash_mount(const char *image, uint64_t offset, const char *mountpoint,
+		 int nworkers, struct squash_mount **out, mpictr_err **err)
+{
+	const struct squash_plugin *t = squash_table(err);
+
+	*out = NULL;
+	if (!t)
+		return err_wrap(err, "mount squashfs '%s'", image);
+	return t->mount(image, offset, mountpoint, nworkers, out, err);
+}
+
+int squash_umount(struct squash_mount *m, mpictr_err **err)
+{
+	const struct squash_plugin *t;
+
+	if (!m)
+		return 0;
+	t = squash_table(err);
+	return t ? t->umount(m, err) : -1;
+}
+
+void squash_abort(struct squash_mount *m)
+{
+	const struct squash_plugin *t;
+
+	if (m && (t = squash_table(NULL)))
+		t->abort(m);
+}
+
+pid_t squash_reap_workers(struct squash_mount *m, int *status)
+{
+	const struct squash_plugin *t;
+
+	if (!m || !(t = squash_table(NULL)))
+		return 0;
+	return t->reap_workers(m, status);
+}
+
+size_t squash_worker_pids(const struct squash_mount *m, const pid_t **pids)
+{
+	const struct squash_plugin *t;
+
+	*pids = NULL;
+	if (!m || !(t = squash_table(NULL)))
+		return 0;
+	return t->worker_pids(m, pids);
+}
