@@ -43,6 +43,8 @@
 
 #define RELAY_MSG_MAX 1024
 #define TERM_GRACE_MS 3000
+/* The largest file the holder prefetches (holder_prefetch). */
+#define PREFETCH_MAX (64L << 20)
 
 /* What a child reports over its CLOEXEC sync pipe before _exit (R3). An
  * exec that succeeds closes the pipe with nothing written. */
@@ -179,6 +181,8 @@ int container_fuse_workers(const struct mpictr_config *cfg)
  * would wait for the answer forever; aborting the whole mount instead makes
  * every reader fail with ENOTCONN, so the job ends with an error instead of
  * hanging. */
+static pid_t prefetch_pid = -1;
+
 static void holder_wait(int ctl_rfd, int sfd, struct squash_mount **sq)
 {
 	struct pollfd pfd[2] = {{.fd = ctl_rfd, .events = POLLIN},
@@ -204,6 +208,9 @@ static void holder_wait(int ctl_rfd, int sfd, struct squash_mount **sq)
 			continue;
 		while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 			;
+		if (prefetch_pid > 0 &&
+		    waitpid(prefetch_pid, NULL, WNOHANG) == prefetch_pid)
+			prefetch_pid = -1;
 		dead = squash_reap_workers(*sq, &st);
 		if (!dead)
 			continue;
@@ -221,6 +228,91 @@ static void holder_wait(int ctl_rfd, int sfd, struct squash_mount **sq)
 		squash_abort(*sq);
 		*sq = NULL;
 	}
+}
+
+/* Read a file of the image, to have it in the page cache. (readahead()
+ * and POSIX_FADV_WILLNEED do nothing on a FUSE mount: only read() fills
+ * it.) At most PREFETCH_MAX bytes. */
+static void prefetch_file(const char *path)
+{
+	static char buf[256 << 10];
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	long total = 0;
+	struct stat st;
+	ssize_t n;
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		while (total < PREFETCH_MAX &&
+		       (n = read(fd, buf, sizeof(buf))) > 0)
+			total += n;
+	close(fd);
+}
+
+/* What every rank execs first: the image's /bin/sh when the image has
+ * environment scripts, then the command as found on the PATH. */
+static void prefetch_files(const struct plan *p)
+{
+	const char *cmd = p->argv ? p->argv[0] : NULL;
+	DIR *d = opendir("/.singularity.d/env");
+
+	if (d) {
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			size_t l = strlen(de->d_name);
+			if (l > 3 && strcmp(de->d_name + l - 3, ".sh") == 0) {
+				prefetch_file("/bin/sh");
+				break;
+			}
+		}
+		closedir(d);
+	}
+	if (!cmd || !*cmd)
+		return;
+	if (strchr(cmd, '/')) {
+		prefetch_file(cmd);
+		return;
+	}
+	{
+		const char *path = env_get(p->env, "PATH");
+		cleanup_free char *copy =
+		    xstrdup(path ? path : CONTAINER_DEFAULT_PATH);
+		char *save = NULL;
+
+		for (char *dir = strtok_r(copy, ":", &save); dir;
+		     dir = strtok_r(NULL, ":", &save)) {
+			cleanup_free char *cand =
+			    xasprintf("%s/%s", *dir ? dir : ".", cmd);
+			if (access(cand, X_OK) == 0) {
+				prefetch_file(cand);
+				return;
+			}
+		}
+	}
+}
+
+/* A fresh squashfs mount has an empty page cache, and every rank's first
+ * exec faults the same binary in one small READ at a time, each a round
+ * trip to a FUSE worker: on a busy node that holds up the start of every
+ * rank (measured: 45 ms from the first rank's exec of the image's sh to
+ * its exec of the command, 10 ms when cached). A short-lived child of the
+ * holder reads those files with large sequential reads, which the workers
+ * serve in parallel, while the ranks join. Called in the container root,
+ * once the holder has reported ready; returns the child's pid (reaped by
+ * holder_wait) or -1. */
+static pid_t holder_prefetch(const struct plan *p, int ctl_rfd, int sfd)
+{
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	prctl(PR_SET_NAME, "mpictr-prefetch");
+	close(ctl_rfd);
+	close(sfd);
+	prefetch_files(p);
+	_exit(0);
 }
 
 static void holder_main(const struct plan *p, int nworkers,
@@ -251,6 +343,8 @@ static void holder_main(const struct plan *p, int nworkers,
 		_exit(MPICTR_EXIT_FAILURE);
 	}
 	close(sync_wfd); /* ready */
+	if (sq)
+		prefetch_pid = holder_prefetch(p, ctl_rfd, sfd);
 	holder_wait(ctl_rfd, sfd, &sq);
 	squash_abort(sq); /* no rank is left */
 	_exit(0);

@@ -108,7 +108,7 @@ static int join_dir(char **out, mpictr_err **err)
 	return 0;
 }
 
-static char *join_key(const struct slurm_step *s, const struct plan *p)
+static char *join_key(const struct slurm_step *s, const char *image)
 {
 	char host[256] = "";
 	uint64_t h = 0xcbf29ce484222325ULL;
@@ -117,7 +117,7 @@ static char *join_key(const struct slurm_step *s, const struct plan *p)
 	gethostname(host, sizeof(host) - 1);
 	snprintf(uid, sizeof(uid), "%u", (unsigned)getuid());
 	h = fnv1a(h, host);
-	h = fnv1a(h, p->image.path);
+	h = fnv1a(h, image);
 	h = fnv1a(h, uid);
 	return xasprintf("%s.%s.%u.%016llx", s->job_id, s->step_id, s->node_id,
 			 (unsigned long long)h);
@@ -202,7 +202,12 @@ static int sock_connect(const char *path)
 }
 
 struct keeper {
-	const struct plan *plan;
+	const struct plan *plan; /* NULL until build_plan() made it */
+	/* Only the task that starts the keeper needs the plan before it
+	 * joins; the others build theirs after the keeper answered, so that
+	 * they leave the CPUs to the keeper while it mounts the image. */
+	const struct mpictr_config *cfg;
+	struct plan *plan_store;
 	int nworkers;
 	uint32_t expected;
 	char *sock_path, *lock_path;
@@ -511,6 +516,16 @@ static bool lock_current(int lock_fd, const char *path)
 	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+static int build_plan(struct keeper *k, mpictr_err **err)
+{
+	if (k->plan)
+		return 0;
+	if (plan_build(k->cfg, NULL, k->plan_store, err) < 0)
+		return -1;
+	k->plan = k->plan_store;
+	return 0;
+}
+
 /* Connect to the node's keeper, starting it if this task is the first. */
 static int join_connect(struct keeper *k, long deadline, mpictr_err **err)
 {
@@ -537,7 +552,9 @@ static int join_connect(struct keeper *k, long deadline, mpictr_err **err)
 			 * have finished starting just before: try again. */
 			fd = sock_connect(k->sock_path);
 			if (fd < 0) {
-				int rc = start_keeper(k, lock_fd, err);
+				int rc = build_plan(k, err) < 0
+					     ? -1
+					     : start_keeper(k, lock_fd, err);
 				close(lock_fd);
 				if (rc < 0)
 					return -1;
@@ -616,11 +633,12 @@ int join_run(const struct mpictr_config *cfg, mpictr_err **err)
 {
 	struct slurm_step step;
 	struct plan plan;
-	struct keeper k = {.listen_fd = -1};
-	cleanup_free char *dir = NULL, *key = NULL;
+	struct keeper k = {.listen_fd = -1, .cfg = cfg, .plan_store = &plan};
+	cleanup_free char *dir = NULL, *key = NULL, *image = NULL;
 	int userns = -1, mntns = -1, rc = -1;
 	char **env = NULL;
 
+	memset(&plan, 0, sizeof(plan));
 	if (slurm_step_from_env(cfg->host_env, &step, err) < 0)
 		return err_wrap(err, "join the node's container");
 	if (step.local_tasks > 4096) {
@@ -630,12 +648,17 @@ int join_run(const struct mpictr_config *cfg, mpictr_err **err)
 			step.local_tasks);
 		goto out_step;
 	}
-	if (plan_build(cfg, NULL, &plan, err) < 0)
-		goto out_step;
+	/* The key names the image as plan_build will (its real path); an
+	 * image that cannot be resolved fails there, with its message. */
+	image = realpath(cfg->image, NULL);
+	if (!image) {
+		if (build_plan(&k, err) < 0)
+			goto out;
+		image = xstrdup(plan.image.path);
+	}
 	if (join_dir(&dir, err) < 0)
 		goto out;
-	key = join_key(&step, &plan);
-	k.plan = &plan;
+	key = join_key(&step, image);
 	k.nworkers = container_fuse_workers(cfg);
 	k.expected = step.local_tasks;
 	k.sock_path = xasprintf("%s/%s.sock", dir, key);
@@ -647,6 +670,8 @@ int join_run(const struct mpictr_config *cfg, mpictr_err **err)
 		goto out;
 	}
 	if (join_fetch(&k, &userns, &mntns, err) < 0)
+		goto out;
+	if (build_plan(&k, err) < 0)
 		goto out;
 	for (size_t i = 0; plan.notices && plan.notices[i]; i++)
 		log_notice("%s", plan.notices[i]);
@@ -662,7 +687,8 @@ out:
 		close(mntns);
 	free(k.sock_path);
 	free(k.lock_path);
-	plan_free(&plan);
+	if (k.plan)
+		plan_free(&plan);
 out_step:
 	slurm_step_free(&step);
 	return rc;

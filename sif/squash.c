@@ -52,6 +52,10 @@
 /* The image is immutable: let the kernel cache names, attributes, negative
  * lookups, directory listings and file pages for as long as it likes. */
 #define SQUASH_TIMEOUT (86400.0 * 365)
+/* Decompressed data blocks each worker keeps (squash_grow_data_cache):
+ * 8 x the block size, at most 8 MiB with 1 MiB blocks. */
+#define SQUASH_DATA_CACHE_BLOCKS 8
+
 /* How long squash_umount() lets workers finish requests in flight. */
 #define SQUASH_GRACE_MS 2000
 
@@ -81,6 +85,7 @@ struct squash_ctx {
 	int image_fd;
 	bool have_xattrs;
 	bool got_init;
+	bool no_open, no_opendir; /* the kernel can skip OPEN/OPENDIR */
 	/* per worker */
 	char *buf;
 	size_t buf_size;
@@ -210,6 +215,12 @@ static void squash_op_init(void *data, struct fuse_conn_info *conn)
 	conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	/* Nothing is kept per open file or directory, so let the kernel
+	 * open without asking (and close without RELEASE): an exec or a
+	 * script read then costs no round trip through a worker. Pages and
+	 * listings stay cached as with keep_cache and cache_readdir. */
+	c->no_open = conn->capable & FUSE_CAP_NO_OPEN_SUPPORT;
+	c->no_opendir = conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT;
 	/* Let readahead of many readers queue up for several workers. */
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
@@ -304,8 +315,15 @@ static void squash_op_readlink(fuse_req_t req, fuse_ino_t ino)
 static void squash_op_open(fuse_req_t req, fuse_ino_t ino,
 			   struct fuse_file_info *fi)
 {
+	struct squash_ctx *c = fuse_req_userdata(req);
 	sqfs_inode in;
 
+	/* ENOSYS: "open without asking from now on" (see squash_op_init).
+	 * The mount is read-only, so the VFS refuses writers before us. */
+	if (c->no_open) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
 		fuse_reply_err(req, EROFS);
 		return;
@@ -348,8 +366,13 @@ static void squash_op_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 static void squash_op_opendir(fuse_req_t req, fuse_ino_t ino,
 			      struct fuse_file_info *fi)
 {
+	struct squash_ctx *c = fuse_req_userdata(req);
 	sqfs_inode in;
 
+	if (c->no_opendir) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	if (squash_iget(req, ino, &in))
 		return;
 	if (!S_ISDIR(in.base.mode)) {
@@ -561,6 +584,25 @@ static const char *squash_comp_name(unsigned id)
 	return id < ARRAY_SIZE(names) && names[id] ? names[id] : NULL;
 }
 
+/* libsquashfuse keeps one decompressed data block per process. The kernel's
+ * READs are at most 128 KiB and, for page faults, centred on the faulting
+ * page rather than aligned to the image's blocks, so most of them span two
+ * blocks and the next one needs one of those again: with one cached block a
+ * cold exec decompressed each block about twice (measured: 30 READs for a
+ * 1.5 MB binary). A few blocks per worker make that once. Each worker has
+ * its own copy (forked after this), so a block may still be decompressed
+ * once per worker. Keeps the library's cache if the new one cannot be
+ * made. */
+static void squash_grow_data_cache(struct squash_ctx *c)
+{
+	sqfs_cache bigger;
+
+	if (sqfs_block_cache_init(&bigger, SQUASH_DATA_CACHE_BLOCKS) != SQFS_OK)
+		return;
+	sqfs_cache_destroy(&c->fs.data_cache);
+	c->fs.data_cache = bigger;
+}
+
 /* Check the superblock ourselves, then let sqfs_init() read the tables. */
 static int squash_open_image(struct squash_ctx *c, const char *image,
 			     uint64_t offset, mpictr_err **err)
@@ -654,6 +696,7 @@ static int squash_open_image(struct squash_ctx *c, const char *image,
 	}
 	c->have_xattrs =
 	    c->fs.sb.xattr_id_table_start != (uint64_t)SQUASHFS_INVALID_BLK;
+	squash_grow_data_cache(c);
 	return 0;
 }
 
