@@ -1,7 +1,8 @@
 #!/bin/bash
 # 86-daemon.sh - `make bench`: MPI hello (Open MPI, 4 ranks) under srun in
-# node daemon mode against native srun, on the Slurm of
-# tests/slurm/cluster.sh:
+# node daemon mode and in join mode against native srun, side by side, on
+# the Slurm of tests/slurm/cluster.sh (join mode: srun -n 4 mpictr IMAGE
+# hello, -N 2 -n 4 on 2 nodes):
 #   1 node:  srun -n 1 --mpi=pmix mpictr -n 4 mpi.sif hello
 #            vs srun -n 4 --mpi=pmix hello
 #   2 nodes: srun -N 2 --ntasks-per-node=1 --mpi=pmix mpictr -n 2 mpi.sif hello
@@ -45,8 +46,10 @@ run() { # VARIANT -> ns on stdout, or nothing on failure
 	case $v in
 	native-1) $T srun -O -n 4 --mpi=pmix ./hello ;;
 	daemon-1) $T srun -O -n 1 --mpi=pmix "$MPICTR" -n 4 "$IMG" /opt/mpictr/bin/hello ;;
+	join-1) $T srun -O -n 4 --mpi=pmix "$MPICTR" "$IMG" /opt/mpictr/bin/hello ;;
 	native-2) SLURM_CONF=$SLURM_CONF_MULTI $T srun -O -N 2 -n 4 --mpi=pmix ./hello ;;
 	daemon-2) SLURM_CONF=$SLURM_CONF_MULTI $T srun -N 2 --ntasks-per-node=1 --mpi=pmix "$MPICTR" -n 2 "$IMG" /opt/mpictr/bin/hello ;;
+	join-2) SLURM_CONF=$SLURM_CONF_MULTI $T srun -O -N 2 -n 4 --mpi=pmix "$MPICTR" "$IMG" /opt/mpictr/bin/hello ;;
 	esac >"$W/out" 2>&1
 	rc=$?
 	t1=$(date +%s%N)
@@ -54,8 +57,8 @@ run() { # VARIANT -> ns on stdout, or nothing on failure
 }
 
 VARIANTS=
-[ $HAVE1 = yes ] && VARIANTS="native-1 daemon-1"
-[ $HAVE2 = yes ] && VARIANTS="$VARIANTS native-2 daemon-2"
+[ $HAVE1 = yes ] && VARIANTS="native-1 join-1 daemon-1"
+[ $HAVE2 = yes ] && VARIANTS="$VARIANTS native-2 join-2 daemon-2"
 declare -A T_NS
 for r in $(seq "$ROUNDS"); do
 	for v in $VARIANTS; do
@@ -72,15 +75,18 @@ median() { tr ' ' '\n' | grep -E '^[0-9]+$' | sort -n | awk '{a[NR]=$1} END {if 
 	echo "the whole srun. Median of $ROUNDS interleaved rounds, $(nproc) CPUs, Slurm of"
 	echo "tests/slurm/cluster.sh (2 nodes = network namespaces on one machine)."
 	echo
-	echo "| nodes | native srun --mpi=pmix | node daemon (mpictr -n) | ratio |"
-	echo "|---|---|---|---|"
+	echo "| nodes | native srun --mpi=pmix | join mode (srun mpictr) | ratio | node daemon (srun mpictr -n) | ratio |"
+	echo "|---|---|---|---|---|---|"
 	for n in 1 2; do
 		case " $VARIANTS " in *" native-$n "*) ;; *) continue ;; esac
 		a=$(echo "${T_NS[native-$n]}" | median)
+		j=$(echo "${T_NS[join-$n]}" | median)
 		b=$(echo "${T_NS[daemon-$n]}" | median)
-		awk -v n=$n -v a="${a:-0}" -v b="${b:-0}" 'BEGIN {
-			printf "| %d | %s | %s | %s |\n", n,
+		awk -v n=$n -v a="${a:-0}" -v j="${j:-0}" -v b="${b:-0}" 'BEGIN {
+			printf "| %d | %s | %s | %s | %s | %s |\n", n,
 			a ? sprintf("%.3f s", a/1e9) : "failed",
+			j ? sprintf("%.3f s", j/1e9) : "failed",
+			(a && j) ? sprintf("%.2f", j/a) : "-",
 			b ? sprintf("%.3f s", b/1e9) : "failed",
 			(a && b) ? sprintf("%.2f", b/a) : "-" }'
 	done
