@@ -552,9 +552,17 @@ static int join_connect(struct keeper *k, long deadline, mpictr_err **err)
 			 * have finished starting just before: try again. */
 			fd = sock_connect(k->sock_path);
 			if (fd < 0) {
-				int rc = build_plan(k, err) < 0
-					     ? -1
-					     : start_keeper(k, lock_fd, err);
+				int rc;
+
+				if (build_plan(k, err) < 0) {
+					/* Nothing started: leave no lock file
+					 * (a waiter on it sees it unlinked
+					 * and starts over). */
+					unlink(k->lock_path);
+					close(lock_fd);
+					return -1;
+				}
+				rc = start_keeper(k, lock_fd, err);
 				close(lock_fd);
 				if (rc < 0)
 					return -1;

@@ -80,6 +80,21 @@ gone() {
 }
 ok "the keeper is gone and the rendezvous directory empty afterwards" gone
 
+# Every task fails building its plan (a missing bind source): each says so
+# and exits 255, and no keeper, socket or lock file is left. Before, the
+# lock file of the task that tried first stayed.
+planfail() {
+	local i rc=0
+	for i in 0 1 2; do
+		SLURM_JOB_ID=$JOB SLURM_STEP_ID=20 SLURM_NODEID=0 SLURM_PROCID=$i SLURM_LOCALID=$i \
+			SLURM_STEP_TASKS_PER_NODE=3 "$MPICTR" -B "$T_TMP/none:/x" "$I" true 2>"$T_TMP/pf$i" &
+	done
+	for i in 0 1 2; do wait -n || rc=$((rc + $?)); done
+	[ "$rc" = $((3 * 255)) ] || { echo "statuses sum $rc"; return 1; }
+	grep -l "bind source '$T_TMP/none'" "$T_TMP"/pf? | wc -l | grep -qx 3 || { cat "$T_TMP"/pf?; return 1; }
+	gone
+}
+ok "a plan error in every task: 255 each, no keeper, socket or lock left" planfail
 killed() {
 	# Two tasks; both are killed while running: the keeper must notice.
 	local v="SLURM_JOB_ID=$JOB SLURM_STEP_ID=7 SLURM_NODEID=0 SLURM_STEP_TASKS_PER_NODE=2"
