@@ -311,6 +311,10 @@ static pid_t holder_prefetch(const struct plan *p, int ctl_rfd, int sfd)
 	prctl(PR_SET_NAME, "mpictr-prefetch");
 	close(ctl_rfd);
 	close(sfd);
+	/* Read what a rank may read, no more: the holder's capabilities in
+	 * its user namespace are not needed to read files. */
+	if (caps_drop_all(NULL) < 0)
+		_exit(0);
 	prefetch_files(p);
 	_exit(0);
 }
