@@ -695,8 +695,7 @@ out:
 		close(mntns);
 	free(k.sock_path);
 	free(k.lock_path);
-	if (k.plan)
-		plan_free(&plan);
+	plan_free(&plan); /* zeroed, partly built (on failure) or built */
 out_step:
 	slurm_step_free(&step);
 	return rc;
