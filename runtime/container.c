@@ -250,47 +250,7 @@ static void prefetch_file(const char *path)
 	close(fd);
 }
 
-/* What every rank execs first: the image's /bin/sh when the image has
- * environment scripts, then the command as found on the PATH. */
-static void prefetch_files(const struct plan *p)
-{
-	const char *cmd = p->argv ? p->argv[0] : NULL;
-	DIR *d = opendir("/.singularity.d/env");
-
-	if (d) {
-		struct dirent *de;
-		while ((de = readdir(d))) {
-			size_t l = strlen(de->d_name);
-			if (l > 3 && strcmp(de->d_name + l - 3, ".sh") == 0) {
-				prefetch_file("/bin/sh");
-				break;
-			}
-		}
-		closedir(d);
-	}
-	if (!cmd || !*cmd)
-		return;
-	if (strchr(cmd, '/')) {
-		prefetch_file(cmd);
-		return;
-	}
-	{
-		const char *path = env_get(p->env, "PATH");
-		cleanup_free char *copy =
-		    xstrdup(path ? path : CONTAINER_DEFAULT_PATH);
-		char *save = NULL;
-
-		for (char *dir = strtok_r(copy, ":", &save); dir;
-		     dir = strtok_r(NULL, ":", &save)) {
-			cleanup_free char *cand =
-			    xasprintf("%s/%s", *dir ? dir : ".", cmd);
-			if (access(cand, X_OK) == 0) {
-				prefetch_file(cand);
-				return;
-			}
-		}
-	}
-}
+static void prefetch_files(const struct plan *p);
 
 /* A fresh squashfs mount has an empty page cache, and every rank's first
  * exec faults the same binary in one small READ at a time, each a round
@@ -459,6 +419,38 @@ static int resolve_command(const char *cmd, char *const *env, char **out,
 			    cmd, path ? path : CONTAINER_DEFAULT_PATH);
 }
 
+/* True when the image (the current root) has environment scripts to
+ * source before the command (Apptainer's: the files ending in .sh in
+ * /.singularity.d/env). */
+static bool image_has_env_scripts(void)
+{
+	DIR *d = opendir("/.singularity.d/env");
+	struct dirent *de;
+	bool any = false;
+
+	if (!d)
+		return false;
+	while (!any && (de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+		any = l > 3 && strcmp(de->d_name + l - 3, ".sh") == 0;
+	}
+	closedir(d);
+	return any;
+}
+
+/* What every rank execs first: the image's /bin/sh when the image has
+ * environment scripts, then the command as the ranks will find it. */
+static void prefetch_files(const struct plan *p)
+{
+	cleanup_free char *exe = NULL;
+
+	if (image_has_env_scripts())
+		prefetch_file("/bin/sh");
+	if (p->argv && p->argv[0] &&
+	    resolve_command(p->argv[0], p->env, &exe, NULL) == 0)
+		prefetch_file(exe);
+}
+
 /* The image's env scripts are sourced by the image's own /bin/sh before
  * the command (Apptainer's order); the user's variables are exported again
  * afterwards so they win. Names are validated, values travel in the
@@ -468,20 +460,9 @@ static char **wrap_with_env_scripts(char ***env, char *const *user_env,
 {
 	struct strbuf sb = STRBUF_INIT;
 	char **out = NULL;
-	DIR *d = opendir("/.singularity.d/env");
-	bool any = false;
-	struct dirent *de;
 	int k = 0;
 
-	if (!d)
-		return NULL;
-	while ((de = readdir(d))) {
-		size_t l = strlen(de->d_name);
-		if (l > 3 && strcmp(de->d_name + l - 3, ".sh") == 0)
-			any = true;
-	}
-	closedir(d);
-	if (!any || access("/bin/sh", X_OK) < 0)
+	if (!image_has_env_scripts() || access("/bin/sh", X_OK) < 0)
 		return NULL;
 	sb_puts(&sb, "for __mpictr_f in /.singularity.d/env/*.sh; do "
 		     "[ -r \"$__mpictr_f\" ] && . \"$__mpictr_f\"; done; "
