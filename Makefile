@@ -22,7 +22,7 @@ PKG_CONFIG ?= pkg-config
 B          := build
 
 # Dependencies, each kept to the files that use it (R10).
-DEPS_FUSE  := squashfuse_ll fuse3
+DEPS_FUSE  := squashfuse_ll fuse3 libdeflate
 DEPS_PMIX  := pmix
 DEPS_ALL   := libcap mount $(DEPS_FUSE) $(DEPS_PMIX)
 FUSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEPS_FUSE))

@@ -26,6 +26,7 @@
 #define HAVE_LINUX_TYPES_LE16 1
 #include <squashfuse.h>
 #include <fuse_lowlevel.h>
+#include <libdeflate.h>
 
 #include <endian.h>
 #include <errno.h>
@@ -603,6 +604,28 @@ static void squash_grow_data_cache(struct squash_ctx *c)
 	c->fs.data_cache = bigger;
 }
 
+/* gzip images (mksquashfs's and Apptainer's default) hold one zlib stream
+ * per block, always whole in memory: libdeflate inflates such buffers
+ * about 2.3x faster than zlib's streaming inflate, which libsquashfuse
+ * uses (busybox's sixteen 128 KiB blocks: 8.8 -> 3.9 ms on the test VM),
+ * and every binary and library a rank loads from the image goes through
+ * it. One decompressor per process: each FUSE worker is a process of its
+ * own and serves one request at a time. */
+static struct libdeflate_decompressor *squash_inflater;
+
+static sqfs_err squash_inflate(void *in, size_t insz, void *out, size_t *outsz)
+{
+	size_t got = 0;
+
+	if (!squash_inflater)
+		return SQFS_ERR;
+	if (libdeflate_zlib_decompress(squash_inflater, in, insz, out, *outsz,
+				       &got) != LIBDEFLATE_SUCCESS)
+		return SQFS_ERR;
+	*outsz = got;
+	return SQFS_OK;
+}
+
 /* Check the superblock ourselves, then let sqfs_init() read the tables. */
 static int squash_open_image(struct squash_ctx *c, const char *image,
 			     uint64_t offset, mpictr_err **err)
@@ -697,6 +720,12 @@ static int squash_open_image(struct squash_ctx *c, const char *image,
 	c->have_xattrs =
 	    c->fs.sb.xattr_id_table_start != (uint64_t)SQUASHFS_INVALID_BLK;
 	squash_grow_data_cache(c);
+	/* Allocated before the workers are forked: each inherits its copy.
+	 * Without it libsquashfuse's own zlib path stays in use. */
+	if (comp == ZLIB_COMPRESSION &&
+	    (squash_inflater ||
+	     (squash_inflater = libdeflate_alloc_decompressor())))
+		c->fs.decompressor = squash_inflate;
 	return 0;
 }
 
