@@ -59,13 +59,20 @@ cmd() {
 # of mpictr or of native srun ends the benchmark; the peer's failures
 # (Charliecloud's --join loses a race now and then, see the issue) are
 # counted in $W/f.NAME and that run is tried again, at most 5 times.
+# Also appends the machine's busy CPU time during the run (ms, all CPUs,
+# from /proc/stat) to $W/c.NAME: on a small node a step is bound by CPU
+# work, and this says how much each variant adds.
+busy_ms() { awk '/^cpu / { print ($2 + $3 + $4 + $7 + $8) * 1000 / '"$(getconf CLK_TCK)"' }' /proc/stat; }
 one() {
-	local t0 t1 try
+	local t0 t1 c0 c1 try
 	for try in 1 2 3 4 5; do
+		c0=$(busy_ms)
 		t0=$(date +%s%N)
 		if timeout -k 5 120 bash -c "$(declare -f cmd); NT=$NT NM=$NM MPICTR='$MPICTR' IMG='$IMG'; cmd $1" >"$W/o" 2>&1; then
 			t1=$(date +%s%N)
+			c1=$(busy_ms)
 			echo $(((t1 - t0) / 1000000)) >>"$W/t.$1"
+			echo $((c1 - c0)) >>"$W/c.$1"
 			return 0
 		fi
 		echo "85-slurm: $1 failed:"
@@ -79,7 +86,7 @@ median() { sort -n "$W/t.$1" | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR 
 
 echo "85-slurm: warm-up, then $ROUNDS rounds of ${#NAMES[@]} variants (round-robin)"
 for n in "${NAMES[@]}"; do one "$n" || exit 1; done
-rm -f "$W"/t.* "$W"/f.*
+rm -f "$W"/t.* "$W"/f.* "$W"/c.*
 for r in $(seq "$ROUNDS"); do
 	for n in "${NAMES[@]}"; do one "$n" || exit 1; done
 done
@@ -103,6 +110,14 @@ done
 		echo "Charliecloud's \`--join\` failed $(wc -l <"$W/f.true-ch") of" \
 			"$(($(wc -l <"$W/t.true-ch") + $(wc -l <"$W/f.true-ch"))) runs (tried again; the failed runs are not timed)."
 	fi
+	echo
+	echo "Busy CPU time of the machine during a run (all $(nproc) CPUs, /proc/stat, mean ms):"
+	echo
+	echo "| variant | busy CPU (ms) | wall (median ms) |"
+	echo "|---|---:|---:|"
+	for n in "${NAMES[@]}"; do
+		echo "| $n | $(awk '{ s += $1 } END { printf "%.0f", s / NR }' "$W/c.$n") | $(median "$n") |"
+	done
 	echo
 	echo "$ROUNDS rounds, variants interleaved round-robin after one warm-up round;" \
 		"wall time of the whole srun as $(id -un), $(nproc) CPUs, $(date -u +%Y-%m-%d)."
