@@ -610,15 +610,14 @@ static void squash_grow_data_cache(struct squash_ctx *c)
  * uses (busybox's sixteen 128 KiB blocks: 8.8 -> 3.9 ms on the test VM),
  * and every binary and library a rank loads from the image goes through
  * it. One decompressor per process: each FUSE worker is a process of its
- * own and serves one request at a time. */
+ * own and serves one request at a time. squash_inflate is installed only
+ * once squash_inflater exists (squash_open_image). */
 static struct libdeflate_decompressor *squash_inflater;
 
 static sqfs_err squash_inflate(void *in, size_t insz, void *out, size_t *outsz)
 {
 	size_t got = 0;
 
-	if (!squash_inflater)
-		return SQFS_ERR;
 	if (libdeflate_zlib_decompress(squash_inflater, in, insz, out, *outsz,
 				       &got) != LIBDEFLATE_SUCCESS)
 		return SQFS_ERR;

@@ -62,7 +62,8 @@ cmd() {
 # Also appends the machine's busy CPU time during the run (ms, all CPUs,
 # from /proc/stat) to $W/c.NAME: on a small node a step is bound by CPU
 # work, and this says how much each variant adds.
-busy_ms() { awk '/^cpu / { print ($2 + $3 + $4 + $7 + $8) * 1000 / '"$(getconf CLK_TCK)"' }' /proc/stat; }
+HZ=$(getconf CLK_TCK)
+busy_ms() { awk -v hz="$HZ" '/^cpu / { print int(($2 + $3 + $4 + $7 + $8) * 1000 / hz) }' /proc/stat; }
 one() {
 	local t0 t1 c0 c1 try
 	for try in 1 2 3 4 5; do
