@@ -65,7 +65,7 @@ LDFLAGS_ALL := -Wl,-z,relro,-z,now $(SAN_LDFLAGS) $(LDFLAGS)
 # The plugins: their own sources, plus a copy of the pure helpers with
 # logging routed to the host (error.c built with MPICTR_PLUGIN_BUILD).
 PLUGIN_NAMES := pmix squash
-PLUGIN_SRCS_pmix := pmi/pmix_server.c pmi/upstream.c pmi/pmix_plugin.c
+PLUGIN_SRCS_pmix := pmi/pmix_server.c pmi/pmix_gate.c pmi/upstream.c pmi/pmix_plugin.c
 PLUGIN_SRCS_squash := sif/squash.c sif/squash_plugin.c
 PLUGIN_ONLY_SRCS := $(foreach p,$(PLUGIN_NAMES),$(PLUGIN_SRCS_$(p)))
 PLUGIN_BASE_OBJS := $(B)/obj-plugin/runtime/error.o $(B)/obj/runtime/util.o
@@ -165,9 +165,13 @@ $(B)/tests/suites.h: $(UNIT_SRCS) Makefile
 	@mkdir -p $(dir $@)
 	for n in $(UNIT_NAMES); do echo "SUITE($$n)"; done > $@
 
-$(B)/tests/check_unit: tests/unit/main.c $(UNIT_SRCS) $(B)/tests/suites.h $(STATIC_LIB)
+# The PMIx gate lives in the pmix plugin but needs no libpmix: its object
+# is linked in for its unit tests.
+UNIT_PLUGIN_OBJS := $(B)/obj/pmi/pmix_gate.o
+$(B)/tests/check_unit: tests/unit/main.c $(UNIT_SRCS) $(B)/tests/suites.h $(STATIC_LIB) \
+		$(UNIT_PLUGIN_OBJS)
 	$(CC) $(CPPFLAGS_ALL) -I$(B)/tests -Itests/unit $(CFLAGS_ALL) $(CHECK_CFLAGS) \
-		$(FUSE_CFLAGS_TESTS) -o $@ tests/unit/main.c $(UNIT_SRCS) \
+		$(FUSE_CFLAGS_TESTS) -o $@ tests/unit/main.c $(UNIT_SRCS) $(UNIT_PLUGIN_OBJS) \
 		$(LDFLAGS_ALL) $(STATIC_LIB) $(DEP_LIBS) $(CHECK_LIBS)
 
 $(B)/tests/%: tests/helpers/%.c $(STATIC_LIB)

@@ -19,6 +19,7 @@
 #include <pmix_server.h>
 
 #include "pmi_internal.h"
+#include "pmix_gate.h"
 #include "util.h"
 
 extern char **environ;
@@ -28,6 +29,7 @@ static struct {
 	bool registered;
 	pmix_nspace_t nspace;
 	struct pmi_hooks hooks;
+	struct pmix_gate *gate; /* only the job's user reaches libpmix */
 } g;
 
 /* ---- waiting for asynchronous completions ---- */
@@ -384,6 +386,7 @@ int pmi_pmix_start(const struct pmi_job *job, const char *tmpdir,
 {
 	pmix_info_t info[3];
 	uint32_t uid = geteuid();
+	struct pmix_gate_snapshot before;
 	pmix_status_t rc;
 
 	if (g.initialized)
@@ -400,12 +403,19 @@ int pmi_pmix_start(const struct pmi_job *job, const char *tmpdir,
 	PMIX_INFO_LOAD(&info[0], PMIX_SERVER_TMPDIR, tmpdir, PMIX_STRING);
 	PMIX_INFO_LOAD(&info[1], PMIX_SYSTEM_TMPDIR, tmpdir, PMIX_STRING);
 	PMIX_INFO_LOAD(&info[2], PMIX_USERID, &uid, PMIX_UINT32);
+	pmix_gate_snapshot(&before);
 	rc = PMIx_server_init(&module, info, ARRAY_SIZE(info));
 	for (size_t i = 0; i < ARRAY_SIZE(info); i++)
 		PMIX_INFO_DESTRUCT(&info[i]);
 	if (rc != PMIX_SUCCESS)
 		return pmix_fail(err, rc, "server init");
 	g.initialized = true;
+	/* Before any rank exists: libpmix trusts the uid a TCP client
+	 * sends, the gate asks the kernel (pmix_gate.c). */
+	if (pmix_gate_start(&before, tmpdir, &g.gate, err) < 0) {
+		pmi_pmix_stop();
+		return -1;
+	}
 	if (register_job(job, tmpdir, err) < 0) {
 		pmi_pmix_stop();
 		return -1;
@@ -444,6 +454,10 @@ void pmi_pmix_stop(void)
 {
 	pmix_status_t rc;
 
+	/* No new connection, and the relayed ones closed, before libpmix
+	 * tears down. */
+	pmix_gate_stop(g.gate);
+	g.gate = NULL;
 	if (g.registered) {
 		struct waiter w = WAITER_INIT;
 

@@ -1,0 +1,153 @@
+/* check_pmixgate.c - the gate in front of libpmix's TCP listener
+ * (pmi/pmix_gate.c), without libpmix: a plain listening socket stands in
+ * for libpmix's. The kernel names the owner of a loopback client; the
+ * listener under the same descriptor number becomes a Unix socket in the
+ * given directory; bytes of the user's own client arrive through it and
+ * the answer goes back. (Another user's client is refused: that needs two
+ * users, tests/integration-root/30-pmix-users.sh.) */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pmix_gate.h"
+
+static int tcp_listener(uint16_t *port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t l = sizeof(a);
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(s, 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(s, 8), 0);
+	ck_assert_int_eq(getsockname(s, (struct sockaddr *)&a, &l), 0);
+	*port = ntohs(a.sin_port);
+	return s;
+}
+
+static int tcp_connect(uint16_t port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	a.sin_port = htons(port);
+	ck_assert_int_eq(connect(s, (struct sockaddr *)&a, sizeof(a)), 0);
+	return s;
+}
+
+START_TEST(test_peer_uid_is_the_clients_owner)
+{
+	uint16_t port;
+	int l = tcp_listener(&port), c = tcp_connect(port);
+	int a = accept(l, NULL, NULL);
+	uid_t uid = (uid_t)-1;
+
+	ck_assert_int_ge(a, 0);
+	ck_assert_int_eq(pmix_gate_peer_uid(a, &uid), 0);
+	ck_assert_uint_eq(uid, geteuid());
+	close(a);
+	close(c);
+	close(l);
+}
+END_TEST
+
+START_TEST(test_peer_uid_of_a_non_tcp_socket_fails)
+{
+	int sv[2];
+	uid_t uid;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	ck_assert_int_eq(pmix_gate_peer_uid(sv[0], &uid), -1);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
+START_TEST(test_gate_relays_the_users_client)
+{
+	char dir[] = "/tmp/check-pmixgate.XXXXXX";
+	struct pmix_gate_snapshot before;
+	struct pmix_gate *g = NULL;
+	mpictr_err *err = NULL;
+	uint16_t port;
+	int l, c, inner;
+	char buf[16] = {0};
+	struct stat st;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	pmix_gate_snapshot(&before);
+	l = tcp_listener(&port); /* what libpmix creates in its init */
+	ck_assert_int_eq(pmix_gate_start(&before, dir, &g, &err), 0);
+	ck_assert_ptr_nonnull(g);
+	/* The same descriptor is now a Unix socket of the directory. */
+	ck_assert_int_eq(fstat(l, &st), 0);
+	ck_assert(S_ISSOCK(st.st_mode));
+	{
+		int dom = 0;
+		socklen_t dl = sizeof(dom);
+		ck_assert_int_eq(
+		    getsockopt(l, SOL_SOCKET, SO_DOMAIN, &dom, &dl), 0);
+		ck_assert_int_eq(dom, AF_UNIX);
+	}
+	/* The port in the URI still answers, through the gate. */
+	c = tcp_connect(port);
+	ck_assert_int_eq(write(c, "ping", 4), 4);
+	inner = accept(l, NULL, NULL);
+	ck_assert_int_ge(inner, 0);
+	ck_assert_int_eq(read(inner, buf, sizeof(buf)), 4);
+	ck_assert_str_eq(buf, "ping");
+	ck_assert_int_eq(write(inner, "pong", 4), 4);
+	memset(buf, 0, sizeof(buf));
+	ck_assert_int_eq(read(c, buf, sizeof(buf)), 4);
+	ck_assert_str_eq(buf, "pong");
+	/* EOF travels both ways. */
+	close(c);
+	ck_assert_int_eq(read(inner, buf, sizeof(buf)), 0);
+	close(inner);
+	pmix_gate_stop(g);
+	close(l);
+	ck_assert_int_eq(rmdir(dir), 0); /* the gate removed its socket */
+}
+END_TEST
+
+START_TEST(test_gate_needs_a_new_listener)
+{
+	char dir[] = "/tmp/check-pmixgate.XXXXXX";
+	struct pmix_gate_snapshot before;
+	struct pmix_gate *g = NULL;
+	mpictr_err *err = NULL;
+	uint16_t port;
+	int l = tcp_listener(&port);
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	pmix_gate_snapshot(&before); /* the listener predates it */
+	ck_assert_int_eq(pmix_gate_start(&before, dir, &g, &err), -1);
+	ck_assert_ptr_null(g);
+	ck_assert_ptr_nonnull(strstr(mpictr_err_message(err), "not found"));
+	mpictr_err_free(err);
+	close(l);
+	rmdir(dir);
+}
+END_TEST
+
+Suite *suite_pmixgate(void);
+Suite *suite_pmixgate(void)
+{
+	Suite *s = suite_create("pmixgate");
+	TCase *tc = tcase_create("core");
+
+	tcase_add_test(tc, test_peer_uid_is_the_clients_owner);
+	tcase_add_test(tc, test_peer_uid_of_a_non_tcp_socket_fails);
+	tcase_add_test(tc, test_gate_relays_the_users_client);
+	tcase_add_test(tc, test_gate_needs_a_new_listener);
+	suite_add_tcase(s, tc);
+	return s;
+}
