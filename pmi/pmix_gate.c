@@ -34,6 +34,7 @@
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,8 @@ struct pmix_gate {
 	bool thread_started;
 	uid_t uid;
 	unsigned long refused;
+	int wake_fd;   /* the connection that woke libpmix's listener thread */
+	int wake_port; /* its local port: dropped when the gate accepts it */
 };
 
 /* ---- which listening TCP sockets does this process hold ---- */
@@ -421,7 +424,7 @@ static void refuse(struct pmix_gate *g, int c, bool known, uid_t uid)
 {
 	struct sockaddr_storage peer;
 	socklen_t pl = sizeof(peer);
-	int port = 0;
+	int port = 0, e = errno;
 
 	if (getpeername(c, (struct sockaddr *)&peer, &pl) == 0)
 		port = sockaddr_port(&peer);
@@ -436,10 +439,19 @@ static void refuse(struct pmix_gate *g, int c, bool known, uid_t uid)
 	else
 		log_warn("pmix: refused a PMIx connection from local port %d: "
 			 "its owner could not be found: %s",
-			 port, strerror(errno));
+			 port, strerror(e));
 	if (g->refused == GATE_LOGGED_REFUSALS)
 		log_warn("pmix: further refused connections are counted, not "
 			 "logged");
+}
+
+static bool is_wake(const struct pmix_gate *g, int c)
+{
+	struct sockaddr_storage peer;
+	socklen_t pl = sizeof(peer);
+
+	return getpeername(c, (struct sockaddr *)&peer, &pl) == 0 &&
+	       sockaddr_port(&peer) == g->wake_port;
 }
 
 static void admit(struct pmix_gate *g, size_t li)
@@ -455,8 +467,13 @@ static void admit(struct pmix_gate *g, size_t li)
 				   ei = {.events = EPOLLIN};
 
 		if (c < 0)
-			return; /* EAGAIN, or a connection reset in the backlog
-				 */
+			return; /* EAGAIN, or a reset in the backlog */
+		if (g->wake_fd >= 0 && is_wake(g, c)) {
+			close(c);
+			close(g->wake_fd);
+			g->wake_fd = -1;
+			continue;
+		}
 		if (pmix_gate_peer_uid(c, &uid) < 0) {
 			refuse(g, c, false, 0);
 			continue;
@@ -568,6 +585,50 @@ static void shut_accepted(int fd, void *arg)
 	}
 }
 
+/* libpmix 4.2 accepts in a thread of its own that waits in select() (2 s
+ * timeout) on its listener's descriptor number. A select() that began
+ * before the swap is registered for wake-ups on the old file only (the
+ * gate's TCP socket, now): it would notice the Unix socket's connections
+ * only at its timeout, delaying the first ranks by up to 2 s. So the gate
+ * proves the way through before any rank starts: it queues a probe on the
+ * Unix socket and half-closes it, then pokes the old file with a TCP
+ * connection of its own (dropped when the gate accepts it). A select()
+ * woken on either file re-polls the descriptor and finds the probe;
+ * libpmix accepts it, reads EOF and closes it, and its next select() is on
+ * the new file. The probe's EOF is the proof that libpmix accepts through
+ * the gate at all; without it in 5 s the start fails with an error rather
+ * than a job that hangs. */
+static int prove_the_way(struct pmix_gate *g, mpictr_err **err)
+{
+	struct sockaddr_storage a, me;
+	socklen_t al = sizeof(a), ml = sizeof(me);
+	cleanup_close int probe = connect_inner(g->inner_path[0]);
+	struct pollfd pfd;
+	char c;
+	int rc;
+
+	if (probe < 0 || shutdown(probe, SHUT_WR) < 0)
+		return err_set(err, errno, "pmix: gate: probe '%s'",
+			       g->inner_path[0]);
+	if (getsockname(g->pub[0], (struct sockaddr *)&a, &al) < 0)
+		return err_set(err, errno, "pmix: gate: getsockname");
+	g->wake_fd = socket(a.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (g->wake_fd < 0 ||
+	    connect(g->wake_fd, (struct sockaddr *)&a, al) < 0 ||
+	    getsockname(g->wake_fd, (struct sockaddr *)&me, &ml) < 0)
+		return err_set(err, errno, "pmix: gate: wake the server");
+	g->wake_port = sockaddr_port(&me);
+	pfd = (struct pollfd){.fd = probe, .events = POLLIN};
+	rc = TEMP_FAILURE_RETRY(poll(&pfd, 1, 5000));
+	if (rc < 0)
+		return err_set(err, errno, "pmix: gate: poll");
+	if (rc == 0 || recv(probe, &c, 1, MSG_DONTWAIT) != 0)
+		return err_set(err, ETIMEDOUT,
+			       "pmix: the PMIx server did not take a test "
+			       "connection through mpictr's gate");
+	return 0;
+}
+
 /* Put a Unix listener in `path` under libpmix's descriptor `fd`, keeping
  * the TCP listener for the gate. */
 static int swap_listener(struct pmix_gate *g, int fd, const char *path,
@@ -626,6 +687,7 @@ int pmix_gate_start(const struct pmix_gate_snapshot *before, const char *dir,
 			       GATE_MAX_LISTENERS);
 	g = xcalloc(1, sizeof(*g));
 	g->uid = geteuid();
+	g->wake_fd = -1;
 	g->ep = epoll_create1(EPOLL_CLOEXEC);
 	g->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (g->ep < 0 || g->stopfd < 0) {
@@ -639,6 +701,8 @@ int pmix_gate_start(const struct pmix_gate_snapshot *before, const char *dir,
 			goto fail;
 	}
 	each_socket_fd(shut_accepted, g);
+	if (prove_the_way(g, err) < 0)
+		goto fail;
 	g->stop_tag.kind = K_STOP;
 	ev = (struct epoll_event){.events = EPOLLIN, .data.ptr = &g->stop_tag};
 	if (epoll_ctl(g->ep, EPOLL_CTL_ADD, g->stopfd, &ev) < 0) {
@@ -689,6 +753,8 @@ void pmix_gate_stop(struct pmix_gate *g)
 		log_warn("pmix: %lu PMIx connections of other users were "
 			 "refused in all",
 			 g->refused);
+	if (g->wake_fd >= 0)
+		close(g->wake_fd);
 	if (g->ep >= 0)
 		close(g->ep);
 	if (g->stopfd >= 0)

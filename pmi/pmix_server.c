@@ -413,6 +413,7 @@ int pmi_pmix_start(const struct pmi_job *job, const char *tmpdir,
 	/* Before any rank exists: libpmix trusts the uid a TCP client
 	 * sends, the gate asks the kernel (pmix_gate.c). */
 	if (pmix_gate_start(&before, tmpdir, &g.gate, err) < 0) {
+		err_wrap(err, "libpmix %s", PMIx_Get_version());
 		pmi_pmix_stop();
 		return -1;
 	}
