@@ -1,6 +1,7 @@
 /* siteconf.h - the site configuration file (mpictr.conf) and user config
- * files: a pure parser into plain data, and the policy checks planning
- * applies (user binds against allow/deny rules). Format: docs/admin.md.
+ * files: a pure parser into plain data, and the path checks planning
+ * applies (binds against allow/deny rules; bindpol.h repeats them on the
+ * opened source). Format: docs/admin.md.
  *
  * Trust: the site file is loaded first and may restrict users (deny and
  * allow rules, locked device and transport settings, no user binds). User
