@@ -4,7 +4,8 @@
  *   1. make every mount private, so nothing propagates to the host;
  *   2. open every host source with O_PATH while the host root is still the
  *      root: later binds use /proc/self/fd/N, so a host path is resolved
- *      on the host and never through a symlink planted in the image;
+ *      on the host and never through a symlink planted in the image; the
+ *      site's deny/allow rules are checked on these descriptors;
  *   3. mount a tmpfs on /dev/shm (in this namespace only) as the writable
  *      layer; mount the image read-only at LAYER/image (squashfuse, or a
  *      bind for a directory image); fill LAYER/root with the image's
@@ -614,6 +615,11 @@ int rootfs_build(const struct plan *p, int nworkers, struct squash_mount **sq,
 			err_set(err, errno, "bind source '%s'", op->source);
 			goto out;
 		}
+		/* The site's rules, on what will be mounted (bindpol.h). */
+		if (r.src_fd[i] >= 0 &&
+		    bind_policy_check_fd(&p->bind_policy, op->who, r.src_fd[i],
+					 op->source, err) < 0)
+			goto out;
 	}
 	/* 3. */
 	if (image_and_root(&r, nworkers, sq, err) < 0 ||

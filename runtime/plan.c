@@ -77,11 +77,11 @@ static bool bind_covered(const struct plan *p, const char *src, const char *dst)
 	return false;
 }
 
-/* Add a bind of host path src (must be absolute) onto dst. Returns -1
- * when a required source is missing. */
+/* Add a bind of host path src (must be absolute) onto dst, asked for by
+ * who. Returns -1 when a required source is missing. */
 static int add_bind(struct plan *p, const char *src, const char *dst,
-		    unsigned long flags, bool optional, const char *why,
-		    mpictr_err **err)
+		    unsigned long flags, bool optional, enum bind_who who,
+		    const char *why, mpictr_err **err)
 {
 	struct stat st;
 	struct mount_op *op;
@@ -97,6 +97,7 @@ static int add_bind(struct plan *p, const char *src, const char *dst,
 	op = add_op(p, MOP_BIND, src, dst, flags | MS_NOSUID | MS_NODEV, why);
 	op->src_is_dir = S_ISDIR(st.st_mode);
 	op->optional = optional;
+	op->who = who;
 	return 0;
 }
 
@@ -169,7 +170,7 @@ static int user_binds(const struct mpictr_config *cfg, struct plan *p,
 				       "bind destination '/' would replace the "
 				       "image root (bind below it instead)");
 		if (add_bind(p, src, dst, b->ro ? MS_RDONLY : 0, false,
-			     "user bind", err) < 0)
+			     BIND_USER, "user bind", err) < 0)
 			return -1;
 	}
 	return 0;
@@ -219,8 +220,8 @@ static int item_binds(const struct mpictr_config *cfg, struct plan *p,
 				     it->origin);
 			break;
 		}
-		rc = add_bind(p, src, dst, b[i].ro ? MS_RDONLY : 0, false, why,
-			      err);
+		rc = add_bind(p, src, dst, b[i].ro ? MS_RDONLY : 0, false,
+			      it->site ? BIND_TRUSTED : BIND_USER, why, err);
 	}
 	bind_specs_free(b, n);
 	return rc;
@@ -271,7 +272,7 @@ static int site_locks(const struct mpictr_config *cfg, mpictr_err **err)
 }
 
 static void add_inject_bind(struct plan *p, const char *real, const char *name,
-			    const char *why)
+			    enum bind_who who, const char *why)
 {
 	cleanup_free char *dst = xasprintf(MPIINJECT_DIR "/%s", name);
 	struct mount_op *op;
@@ -282,6 +283,7 @@ static void add_inject_bind(struct plan *p, const char *real, const char *name,
 	op = add_op(p, MOP_BIND, real, dst, MS_RDONLY | MS_NOSUID | MS_NODEV,
 		    why);
 	op->src_is_dir = false;
+	op->who = who;
 }
 
 /* Host MPI injection: each library bound read-only into MPIINJECT_DIR
@@ -295,6 +297,7 @@ static int plan_mpi(const struct mpictr_config *cfg, struct plan *p,
 		const struct site_profile *sp = profs[i];
 		struct mpi_inject *inj;
 		cleanup_free char *real = NULL;
+		enum bind_who mwho = sp->mpi.site ? BIND_TRUSTED : BIND_USER;
 
 		if (!sp->mpi.value)
 			continue;
@@ -326,15 +329,15 @@ static int plan_mpi(const struct mpictr_config *cfg, struct plan *p,
 						     err) < 0)
 				return -1;
 		}
-		add_inject_bind(p, real, inj->host.soname, "host MPI");
+		add_inject_bind(p, real, inj->host.soname, mwho, "host MPI");
 		if (inj->host.family == MPI_FAMILY_MPICH) {
 			cleanup_free char *a =
 			    xasprintf("libmpi.so.%d", inj->host.major);
 			cleanup_free char *b =
 			    xasprintf("libmpich.so.%d", inj->host.major);
-			add_inject_bind(p, real, a,
+			add_inject_bind(p, real, a, mwho,
 					"host MPI (MPICH ABI name)");
-			add_inject_bind(p, real, b,
+			add_inject_bind(p, real, b, mwho,
 					"host MPI (MPICH ABI name)");
 		}
 		for (size_t k = 0; k < sp->mpi_deps.n; k++) {
@@ -358,6 +361,7 @@ static int plan_mpi(const struct mpictr_config *cfg, struct plan *p,
 				return err_wrap(err, "profile '%s' (%s)",
 						sp->name, d->origin);
 			add_inject_bind(p, dreal, dl.soname,
+					d->site ? BIND_TRUSTED : BIND_USER,
 					"host MPI dependency");
 			mpi_lib_free(&dl);
 		}
@@ -446,7 +450,7 @@ static int default_mounts(const struct mpictr_config *cfg, struct plan *p,
 	if (cfg->no_share) {
 		/* Debugging only: per-rank namespaces cannot share a private
 		 * tmpfs, so shared memory goes through the host's. */
-		if (add_bind(p, "/dev/shm", "/dev/shm", 0, false,
+		if (add_bind(p, "/dev/shm", "/dev/shm", 0, false, BIND_TRUSTED,
 			     "host shared memory (--no-share)", err) < 0)
 			return -1;
 	} else {
@@ -460,9 +464,9 @@ static int default_mounts(const struct mpictr_config *cfg, struct plan *p,
 	add_op(p, MOP_SYMLINK, "/proc/self/fd/2", "/dev/stderr", 0, "standard");
 	/* Without them images stall about 5 s in DNS per MPI start. */
 	if (add_bind(p, "/etc/hosts", "/etc/hosts", MS_RDONLY, true,
-		     "name resolution", err) < 0 ||
+		     BIND_TRUSTED, "name resolution", err) < 0 ||
 	    add_bind(p, "/etc/resolv.conf", "/etc/resolv.conf", MS_RDONLY, true,
-		     "name resolution", err) < 0)
+		     BIND_TRUSTED, "name resolution", err) < 0)
 		return -1;
 	add_op(p, MOP_FILE, "passwd", "/etc/passwd", MS_RDONLY | nsd,
 	       "user entry");
@@ -490,22 +494,48 @@ static int user_identity(const struct mpictr_config *cfg, struct plan *p,
 	return 0;
 }
 
+/* An automatic bind of a path the user chooses: the site's deny rules
+ * apply (early, on the resolved path; bindm.c checks the opened source).
+ * A missing optional source is left to add_bind. */
+static int add_auto_bind(const struct mpictr_config *cfg, struct plan *p,
+			 const char *path, bool optional, const char *why,
+			 const char *what, const char *hint, mpictr_err **err)
+{
+	cleanup_free char *real = realpath(path, NULL);
+
+	if (real &&
+	    siteconf_check_bind(&cfg->site, real, BIND_AUTO, what, err) < 0)
+		return err_hint(err, "%s", hint);
+	return add_bind(p, path, path, 0, optional, BIND_AUTO, why, err);
+}
+
 static int host_binds(const struct mpictr_config *cfg, struct plan *p,
 		      const char *cwd, mpictr_err **err)
 {
+	static const char contain[] =
+	    "--contain binds neither /tmp, $HOME nor the working directory";
 	const char *pmix_tmp;
 
 	if (!cfg->contain) {
+		cleanup_free char *home_what =
+		    xasprintf("home directory '%s'", p->home);
+		cleanup_free char *cwd_what =
+		    xasprintf("working directory '%s'", cwd);
 		/* Parents before children: a later bind under /tmp or $HOME
 		 * is then recognised as covered instead of being hidden. */
-		if (add_bind(p, "/tmp", "/tmp", 0, false, "host /tmp", err) < 0)
+		if (add_auto_bind(cfg, p, "/tmp", false, "host /tmp",
+				  "host /tmp", contain, err) < 0)
 			return -1;
 		if (strcmp(p->home, "/") &&
-		    add_bind(p, p->home, p->home, 0, true, "home directory",
-			     err) < 0)
+		    add_auto_bind(cfg, p, p->home, true, "home directory",
+				  home_what, contain, err) < 0)
 			return -1;
-		if (strcmp(cwd, "/") && add_bind(p, cwd, cwd, 0, false,
-						 "working directory", err) < 0)
+		if (strcmp(cwd, "/") &&
+		    add_auto_bind(cfg, p, cwd, false, "working directory",
+				  cwd_what,
+				  "run from another directory, or use "
+				  "--contain",
+				  err) < 0)
 			return -1;
 	} else {
 		add_op(p, MOP_TMPFS, "tmpfs", "/tmp", MS_NOSUID | MS_NODEV,
@@ -517,16 +547,22 @@ static int host_binds(const struct mpictr_config *cfg, struct plan *p,
 	}
 	/* The job's private directory (PMIx server files) at the same path,
 	 * so PMIx clients find their shared-memory store. */
-	if (p->run_dir && add_bind(p, p->run_dir, p->run_dir, 0, false,
-				   "PMIx server directory", err) < 0)
+	if (p->run_dir &&
+	    add_bind(p, p->run_dir, p->run_dir, 0, false, BIND_TRUSTED,
+		     "PMIx server directory", err) < 0)
 		return -1;
 	/* Slurm's PMIx server directory (join mode): same path inside, or
 	 * every rank prints a dstore error and falls back. */
 	pmix_tmp = env_get(cfg->host_env, "PMIX_SERVER_TMPDIR");
 	if (pmix_tmp && pmix_tmp[0] == '/' && cfg->nranks == 0) {
 		cleanup_free char *d = clean_path(pmix_tmp);
-		if (add_bind(p, d, d, 0, true, "Slurm PMIx server directory",
-			     err) < 0)
+		cleanup_free char *what = xasprintf(
+		    "Slurm PMIx server directory '%s' (PMIX_SERVER_TMPDIR)", d);
+		if (add_auto_bind(cfg, p, d, true,
+				  "Slurm PMIx server directory", what,
+				  "PMIX_SERVER_TMPDIR comes from the "
+				  "environment; srun --mpi=pmix sets it",
+				  err) < 0)
 			return -1;
 	}
 	return 0;
@@ -655,7 +691,7 @@ static int plan_devices(const struct mpictr_config *cfg, struct plan *p,
 	}
 	for (size_t i = 0; i < d->nbinds; i++)
 		if (add_bind(p, d->binds[i].src, d->binds[i].dst, MS_RDONLY,
-			     true, "driver files", err) < 0)
+			     true, BIND_TRUSTED, "driver files", err) < 0)
 			return -1;
 	for (size_t i = 0; d->warnings && d->warnings[i]; i++)
 		strv_push(&p->notices, d->warnings[i]);
@@ -744,6 +780,7 @@ int plan_build(const struct mpictr_config *cfg, const char *run_dir,
 	cleanup_free const struct site_profile **profs = NULL;
 
 	memset(p, 0, sizeof(*p));
+	bind_policy_init(&p->bind_policy, &cfg->site);
 	if (!cfg->image)
 		return err_set(err, 0, "no image given");
 	if (!cfg->argv && !cfg->runscript)
@@ -842,6 +879,7 @@ void plan_free(struct plan *p)
 		mpi_lib_free(&p->mpi[i].host);
 	}
 	free(p->mpi);
+	bind_policy_free(&p->bind_policy);
 	memset(p, 0, sizeof(*p));
 }
 

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "bindpol.h"
 #include "config.h"
 #include "devices.h"
 #include "image.h"
@@ -34,6 +35,8 @@ struct mount_op {
 	bool optional;	     /* a missing source is skipped */
 	bool src_is_dir;     /* what the target must be */
 	const char *why;     /* short reason, for debugging output */
+	enum bind_who who;   /* MOP_BIND: whose request, for the site's
+				rules (checked again on the opened source) */
 };
 
 struct plan_device {
@@ -72,6 +75,7 @@ struct plan {
 	struct mpi_inject
 	    *mpi; /* host MPIs to inject (checked in the holder) */
 	size_t nmpi;
+	struct bind_policy bind_policy; /* the site's deny/allow rules */
 };
 
 /* The environment of local rank r: the plan's env plus the transport

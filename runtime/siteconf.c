@@ -512,11 +512,12 @@ bool siteconf_restricts_binds(const struct siteconf *sc)
 	       sc->deny_binds.n;
 }
 
-int siteconf_check_user_bind(const struct siteconf *sc,
-			     const char *resolved_src, const char *what,
-			     mpictr_err **err)
+int siteconf_check_bind(const struct siteconf *sc, const char *resolved_src,
+			enum bind_who who, const char *what, mpictr_err **err)
 {
-	if (streq0(sc->user_binds.value, "no"))
+	if (who == BIND_TRUSTED)
+		return 0;
+	if (who == BIND_USER && streq0(sc->user_binds.value, "no"))
 		return err_set(err, 0,
 			       "%s refused: the site allows no user binds "
 			       "(%s: user_binds = no)",
@@ -528,8 +529,14 @@ int siteconf_check_user_bind(const struct siteconf *sc,
 				       "%s refused: '%s' is denied by %s: "
 				       "deny_bind = %s",
 				       what, resolved_src, r->origin, r->value);
+		if (siteconf_path_below(r->value, resolved_src))
+			return err_set(err, 0,
+				       "%s refused: '%s' contains '%s', denied "
+				       "by %s: deny_bind = %s",
+				       what, resolved_src, r->value, r->origin,
+				       r->value);
 	}
-	if (sc->allow_binds.n) {
+	if (who == BIND_USER && sc->allow_binds.n) {
 		struct strbuf sb = STRBUF_INIT;
 		int rc;
 
@@ -549,4 +556,11 @@ int siteconf_check_user_bind(const struct siteconf *sc,
 		return rc;
 	}
 	return 0;
+}
+
+int siteconf_check_user_bind(const struct siteconf *sc,
+			     const char *resolved_src, const char *what,
+			     mpictr_err **err)
+{
+	return siteconf_check_bind(sc, resolved_src, BIND_USER, what, err);
 }

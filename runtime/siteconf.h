@@ -1,6 +1,7 @@
 /* siteconf.h - the site configuration file (mpictr.conf) and user config
- * files: a pure parser into plain data, and the policy checks planning
- * applies (user binds against allow/deny rules). Format: docs/admin.md.
+ * files: a pure parser into plain data, and the path checks planning
+ * applies (binds against allow/deny rules; bindpol.h repeats them on the
+ * opened source). Format: docs/admin.md.
  *
  * Trust: the site file is loaded first and may restrict users (deny and
  * allow rules, locked device and transport settings, no user binds). User
@@ -55,8 +56,9 @@ struct siteconf {
 	struct site_item lock_transport_env; /* "yes" or NULL */
 	struct site_item user_binds;	     /* "no" forbids user binds */
 	struct site_items
-	    allow_binds;	      /* when any: user sources must be below */
-	struct site_items deny_binds; /* user sources below one are refused */
+	    allow_binds; /* when any: user sources must be below */
+	struct site_items
+	    deny_binds; /* sources below or containing one are refused */
 	struct site_profile *profiles;
 	size_t nprofiles;
 	bool site_loaded; /* a site file was parsed (or found absent) */
@@ -81,9 +83,28 @@ const struct site_profile *siteconf_profile(const struct siteconf *sc,
 /* "a, b, c" (or "none"), for error messages. Caller frees. */
 char *siteconf_profile_names(const struct siteconf *sc);
 
-/* May a user bind resolved_src (an absolute, symlink-free host path)? what
- * names the request in the error ("bind '/x'"). Returns 0, or -1 with *err
- * quoting the rule that denied it and where it was set. */
+/* Who asked for a bind, for the site's rules (docs/admin.md). */
+enum bind_who {
+	/* the site file or mpictr itself (/proc, /sys, devices, /etc/hosts,
+	 * the job directory): not checked */
+	BIND_TRUSTED = 0,
+	/* automatic binds of paths the user chooses (the working directory,
+	 * $HOME, /tmp, PMIX_SERVER_TMPDIR): deny_bind */
+	BIND_AUTO,
+	/* -B, user config files and their profiles: every rule */
+	BIND_USER,
+};
+
+/* May resolved_src (an absolute, symlink-free host path) be bound by who?
+ * Refused when it lies below a deny_bind path or contains one; for
+ * BIND_USER also when user_binds = no or it lies outside every allow_bind
+ * path. what names the request in the error ("bind '/x'"). Returns 0, or
+ * -1 with *err quoting the rule that refused it and where it was set. This
+ * is the early, path-based check (planning, --dry-run); bindpol.h checks
+ * the descriptor that is mounted. */
+int siteconf_check_bind(const struct siteconf *sc, const char *resolved_src,
+			enum bind_who who, const char *what, mpictr_err **err);
+/* siteconf_check_bind(sc, resolved_src, BIND_USER, what, err). */
 int siteconf_check_user_bind(const struct siteconf *sc,
 			     const char *resolved_src, const char *what,
 			     mpictr_err **err);

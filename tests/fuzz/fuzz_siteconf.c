@@ -20,6 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char *names = siteconf_profile_names(&sc);
 		free(names);
 		siteconf_check_user_bind(&sc, "/home/x", "bind", NULL);
+		siteconf_check_bind(&sc, "/", BIND_AUTO, "bind", NULL);
 		siteconf_parse(&sc, (const char *)data, size, "user", false,
 			       NULL);
 	}

@@ -3,17 +3,30 @@
 # profiles, deny/allow rules a user file cannot lift, MPICTR_SYSROOT ignored
 # under restrictions, profile env and binds; host MPI injection with the ABI
 # check (host MPICH into an MPICH image runs and is the library loaded; Open
-# MPI into an MPICH-only image is refused, or only warned about).
+# MPI into an MPICH-only image is refused, or only warned about). deny_bind
+# on every bind (issue 18 item 5): -B /:/host, a parent of the denied path,
+# the working directory, $HOME, PMIX_SERVER_TMPDIR, a rule naming a symlink,
+# and a path component swapped for a symlink while mpictr runs.
 #
 # MPICTR_TEST_SITE_CONF stands in for /etc/mpictr/mpictr.conf (honoured only
-# where that file does not exist).
+# where that file does not exist). Deny rules apply to the automatic binds
+# too (/tmp, $HOME, the working directory), so the test's files live outside
+# /tmp, and the commands run beside the denied directory with a home of
+# their own.
+if [ -d /var/tmp ] && [ -w /var/tmp ]; then export TMPDIR=/var/tmp; fi
 . "$(dirname "$0")/lib.sh"
 
 if [ -e /etc/mpictr/mpictr.conf ]; then
 	need "site configuration tests" "/etc/mpictr/mpictr.conf exists: MPICTR_TEST_SITE_CONF is ignored"
 	done_testing; exit
 fi
-cd "$T_TMP" || exit 1
+case $T_TMP in /tmp/*)
+	need "site configuration tests" "no writable /var/tmp: the test's denied directory would be under /tmp"
+	done_testing; exit ;;
+esac
+mkdir -p "$T_TMP/work" "$T_TMP/home"
+cd "$T_TMP/work" || exit 1
+export HOME=$T_TMP/home
 LIBDIR=/usr/lib/x86_64-linux-gnu
 export MPICTR_TEST_SITE_CONF=$T_TMP/site.conf
 mkdir -p "$T_TMP/site-data" "$T_TMP/deny/sub" "$T_TMP/allow"
@@ -77,6 +90,24 @@ st "a user file's bind is checked like -B" 255 env MPICTR_CONF="$T_TMP/sneak.con
 check "... naming the user file and line" grep -q "(from $T_TMP/sneak.conf:1) refused" "$L"
 printf '[profile mpich]\n' >"$T_TMP/redef.conf"
 st "a user file cannot redefine a site profile" 255 dry --config "$T_TMP/redef.conf" "$DIR_IMG" true
+# ---- deny_bind on every bind -------------------------------------------------
+RULE="denied by $T_TMP/site.conf:4: deny_bind = $T_TMP/deny"
+st "-B /:/host (contains the denied path): refused" 255 dry -B /:/host "$DIR_IMG" true
+check "... naming the site file, the rule and the path" grep -qx "mpictr: bind '/' refused: '/' contains '$T_TMP/deny', $RULE" "$L"
+st "-B of the denied path's parent: refused" 255 dry -B "$T_TMP:/x" "$DIR_IMG" true
+check "... as containing it" grep -qx "mpictr: bind '$T_TMP' refused: '$T_TMP' contains '$T_TMP/deny', $RULE" "$L"
+st "working directory inside the denied path: refused" 255 bash -c "cd '$T_TMP/deny/sub' && '$MPICTR' --dry-run '$DIR_IMG' true"
+check "... naming the rule, with a hint" grep -qx "mpictr: working directory '$T_TMP/deny/sub' refused: '$T_TMP/deny/sub' is $RULE (hint: run from another directory, or use --contain)" "$L"
+st "... --contain binds no working directory: accepted" 0 bash -c "cd '$T_TMP/deny/sub' && '$MPICTR' --dry-run --contain '$DIR_IMG' true"
+st "\$HOME containing the denied path: refused" 255 env HOME="$T_TMP" "$MPICTR" --dry-run "$DIR_IMG" true
+check "... as containing it" grep -qx "mpictr: home directory '$T_TMP' refused: '$T_TMP' contains '$T_TMP/deny', $RULE (hint: --contain binds neither /tmp, \$HOME nor the working directory)" "$L"
+st "\$HOME inside the denied path: refused" 255 env HOME="$T_TMP/deny/sub" "$MPICTR" --dry-run "$DIR_IMG" true
+st "PMIX_SERVER_TMPDIR inside the denied path: refused" 255 env PMIX_SERVER_TMPDIR="$T_TMP/deny/sub" "$MPICTR" --dry-run "$DIR_IMG" true
+check "... naming the variable" grep -q "Slurm PMIx server directory '$T_TMP/deny/sub' (PMIX_SERVER_TMPDIR) refused" "$L"
+printf 'allow_bind = /nonexistent\n' >"$T_TMP/allow.conf"
+st "allow_bind is not applied to \$HOME and the working directory (as documented)" 0 \
+	env MPICTR_TEST_SITE_CONF="$T_TMP/allow.conf" "$MPICTR" --dry-run "$DIR_IMG" true
+
 st "MPICTR_SYSROOT is ignored under bind restrictions" 0 env MPICTR_SYSROOT=/nonexistent "$MPICTR" --dry-run "$DIR_IMG" true
 st "... but honoured without a site file (control)" 255 env MPICTR_TEST_SITE_CONF= MPICTR_SYSROOT=/nonexistent "$MPICTR" --dry-run "$DIR_IMG" true
 
@@ -98,10 +129,78 @@ if ! have_userns || ! have_fuse; then
 	need "user namespaces and FUSE" "unprivileged user namespaces or /dev/fuse are not usable"
 	done_testing; exit
 fi
+T="timeout -k 5 120"
+
+# ---- deny_bind, running: the secret never reaches the container --------------
+TINY=$(test_images tiny) || { need "tiny image" "tests/images/build.sh failed"; done_testing; exit; }
+TI=$TINY/tiny.sif
+SECRET=$T_TMP/deny/sub/file
+# no process of this test's jobs is left (within 2 s)
+no_job_left() {
+	local i left
+	for i in $(seq 20); do
+		left=$(marked_procs)
+		[ -z "$left" ] && return 0
+		sleep 0.1
+	done
+	echo "$left"; return 1
+}
+# nosecret DESC STATUS CMD...: exit STATUS, the secret's content not shown
+nosecret() {
+	local d=$1 want=$2; shift 2
+	st "$d: exit $want" "$want" "$@"
+	check "$d: the secret is not shown" bash -c "! grep -q '^secret' '$L'"
+}
+nosecret "-B /:/host, cat /host\$SECRET" 255 $T "$MPICTR" -B /:/host "$TI" cat "/host$SECRET"
+nosecret "cd into the denied path, cat it through the working directory" 255 \
+	bash -c "cd '$T_TMP/deny/sub' && $T '$MPICTR' '$TI' cat '$SECRET'"
+nosecret "\$HOME containing the denied path, cat it through \$HOME" 255 env HOME="$T_TMP" $T "$MPICTR" "$TI" cat "$SECRET"
+check "... nothing of the job left running" no_job_left
+# A deny rule naming a symlink: the path check cannot see that the source
+# lies below it, the check of the opened source (bindm.c step 2) does.
+ln -s "$T_TMP/deny" "$T_TMP/denylink"
+printf 'deny_bind = %s/denylink\n' "$T_TMP" >"$T_TMP/linkrule.conf"
+nosecret "deny rule naming a symlink to the denied directory: -B of a file below" 255 \
+	env MPICTR_TEST_SITE_CONF="$T_TMP/linkrule.conf" $T "$MPICTR" -B "$SECRET:/f" "$TI" cat /f
+check "... refused on the opened source, naming the rule" grep -q "bind source '$SECRET' refused: it is or lies below '$T_TMP/denylink', denied by $T_TMP/linkrule.conf:1: deny_bind = $T_TMP/denylink" "$L"
+check "... nothing of the job left running (the holder refused it)" no_job_left
+# The race: x swaps (renameat2 RENAME_EXCHANGE, in a loop) between a real
+# directory holding a harmless "file" and a symlink to the denied
+# directory, while mpictr binds x/file (odd runs) or x (even runs) 40 times.
+mkdir -p "$T_TMP/race/x"
+echo harmless >"$T_TMP/race/x/file"
+ln -s "$T_TMP/deny/sub" "$T_TMP/race/y"
+cat >"$T_TMP/swap.c" <<'EOF'
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+	for (;;)
+		if (argc < 3 || renameat2(AT_FDCWD, argv[1], AT_FDCWD, argv[2],
+					  RENAME_EXCHANGE) < 0)
+			return perror("renameat2"), 1;
+}
+EOF
+ok "swapper compiled" cc -O2 -o "$T_TMP/swap" "$T_TMP/swap.c"
+"$T_TMP/swap" "$T_TMP/race/x" "$T_TMP/race/y" &
+swap_pid=$!
+: >"$T_TMP/race.out"
+for i in $(seq 40); do
+	if [ $((i % 2)) = 1 ]; then
+		$T "$MPICTR" -B "$T_TMP/race/x/file:/f" "$TI" cat /f
+	else
+		$T "$MPICTR" -B "$T_TMP/race/x:/d" "$TI" cat /d/file
+	fi >>"$T_TMP/race.out" 2>&1
+	echo "rc=$?" >>"$T_TMP/race.out"
+done
+kill "$swap_pid"; wait "$swap_pid" 2>/dev/null
+echo "# race: $(grep -c '^harmless' "$T_TMP/race.out") harmless, $(grep -c "^mpictr: bind '.*refused" "$T_TMP/race.out") refused when planned, $(grep -c '^mpictr: bind source .* refused' "$T_TMP/race.out") refused on the opened source, $(grep -c '^secret' "$T_TMP/race.out") leaked, of 40"
+check "40 runs against a swapping path component: the secret never appears" bash -c "! grep -q '^secret' '$T_TMP/race.out'"
+check "... every run read the harmless file or failed with 255" bash -c "! grep '^rc=' '$T_TMP/race.out' | grep -qv '^rc=\\(0\\|255\\)\$' && [ \$(grep -c '^rc=0\$' '$T_TMP/race.out') = \$(grep -c '^harmless' '$T_TMP/race.out') ]"
 IMG=$(test_images mpi) || { need "mpi image" "tests/images/build.sh failed"; done_testing; exit; }
 [ -e "$LIBDIR/libmpich.so.12" ] && [ -e "$LIBDIR/libmpi.so.40" ] || {
 	need "host MPICH and Open MPI" "libmpich.so.12 or libmpi.so.40 missing on the host"; done_testing; exit; }
-T="timeout -k 5 120"
 # The test image carries both MPIs; an MPICH-only copy, without Open MPI.
 ok "MPICH-only image (test image minus Open MPI)" mksquashfs "$IMG/mpi" "$T_TMP/mpich.sqfs" -noappend -quiet \
 	-no-progress -all-root -noI -noD -noF -noX -wildcards \

@@ -1,9 +1,14 @@
 /* check_siteconf.c - the mpictr.conf parser, user-file rules, bind policy,
  * and the MPI ABI identification (sonames, versions, compatibility). */
 #include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "bindpol.h"
 #include "error.h"
 #include "mpiinject.h"
 #include "siteconf.h"
@@ -262,6 +267,215 @@ START_TEST(test_bind_policy)
 }
 END_TEST
 
+/* Refused with a message that contains want (or accepted: want NULL). */
+static void bind_is(const struct siteconf *sc, const char *src,
+		    enum bind_who who, const char *want)
+{
+	mpictr_err *err = NULL;
+	int rc = siteconf_check_bind(sc, src, who, "b", &err);
+
+	if (!want) {
+		ck_assert_msg(rc == 0, "'%s' refused: %s", src,
+			      mpictr_err_message(err));
+		return;
+	}
+	ck_assert_msg(rc == -1, "'%s' accepted", src);
+	ck_assert_msg(strstr(mpictr_err_message(err), want), "'%s' lacks '%s'",
+		      mpictr_err_message(err), want);
+	mpictr_err_free(err);
+}
+
+/* The path rules: a source below a denied path, or one that contains it,
+ * is refused for user and automatic binds alike; allow_bind and
+ * user_binds = no concern user binds only; what mpictr or the site plans
+ * is not checked. */
+START_TEST(test_bind_contains)
+{
+	struct siteconf sc = {0};
+
+	parse_ok(&sc,
+		 "deny_bind = /secret\n"
+		 "deny_bind = /var/spool/slurmd/\n"
+		 "allow_bind = /home\n",
+		 true);
+	bind_is(&sc, "/secret/x", BIND_USER, "'/secret/x' is denied by");
+	bind_is(&sc, "/secret", BIND_AUTO, "deny_bind = /secret");
+	bind_is(&sc, "/", BIND_USER,
+		"b refused: '/' contains '/secret', denied by "
+		"mpictr.conf:1: deny_bind = /secret");
+	bind_is(&sc, "/", BIND_AUTO, "'/' contains '/secret'");
+	bind_is(&sc, "/var", BIND_AUTO,
+		"'/var' contains '/var/spool/slurmd', denied by "
+		"mpictr.conf:2");
+	bind_is(&sc, "/var/spool", BIND_USER, "contains");
+	/* whole components only */
+	bind_is(&sc, "/secretive", BIND_AUTO, NULL);
+	bind_is(&sc, "/var/spool/slurm", BIND_AUTO, NULL);
+	bind_is(&sc, "/sec", BIND_AUTO, NULL);
+	/* allow_bind is for user binds: an automatic bind of a working
+	 * directory outside it is not refused */
+	bind_is(&sc, "/work/u", BIND_AUTO, NULL);
+	bind_is(&sc, "/work/u", BIND_USER, "outside the paths the site allows");
+	bind_is(&sc, "/home/u", BIND_USER, NULL);
+	bind_is(&sc, "/", BIND_TRUSTED, NULL);
+	bind_is(&sc, "/secret", BIND_TRUSTED, NULL);
+	siteconf_free(&sc);
+	parse_ok(&sc, "user_binds = no\n", true);
+	bind_is(&sc, "/home/u", BIND_USER, "allows no user binds");
+	bind_is(&sc, "/home/u", BIND_AUTO, NULL);
+	siteconf_free(&sc);
+}
+END_TEST
+
+/* ---- the descriptor check ---------------------------------------------- */
+
+static char fd_root[] = "/tmp/check-bindpol.XXXXXX";
+
+static void fd_tree(void)
+{
+	char p[256];
+	static const char *const dirs[] = {"deny", "deny/sub", "other",
+					   "other/in", "allow"};
+
+	ck_assert_ptr_nonnull(mkdtemp(fd_root));
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+		snprintf(p, sizeof(p), "%s/%s", fd_root, dirs[i]);
+		ck_assert_int_eq(mkdir(p, 0755), 0);
+	}
+	snprintf(p, sizeof(p), "%s/deny/sub/file", fd_root);
+	ck_assert_int_eq(write_file(p, "secret\n", O_CREAT | O_EXCL), 0);
+	snprintf(p, sizeof(p), "%s/other/file", fd_root);
+	ck_assert_int_eq(write_file(p, "mine\n", O_CREAT | O_EXCL), 0);
+	{
+		char t[256];
+		snprintf(t, sizeof(t), "%s/deny/sub", fd_root);
+		snprintf(p, sizeof(p), "%s/other/link", fd_root);
+		ck_assert_int_eq(symlink(t, p), 0);
+		/* a hard link of the denied file, elsewhere */
+		snprintf(t, sizeof(t), "%s/deny/sub/file", fd_root);
+		snprintf(p, sizeof(p), "%s/other/in/hard", fd_root);
+		ck_assert_int_eq(link(t, p), 0);
+	}
+}
+
+static void fd_tree_rm(void)
+{
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fd_root);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Open fd_root/rel (following symlinks, as bindm.c does) and check it. */
+static void fd_is(const struct bind_policy *bp, const char *rel,
+		  enum bind_who who, const char *want)
+{
+	char p[256];
+	mpictr_err *err = NULL;
+	int fd, rc;
+
+	snprintf(p, sizeof(p), "%s%s%s", fd_root, *rel ? "/" : "", rel);
+	fd = open(p, O_PATH | O_CLOEXEC);
+	ck_assert_msg(fd >= 0, "open '%s'", p);
+	rc = bind_policy_check_fd(bp, who, fd, p, &err);
+	close(fd);
+	if (!want) {
+		ck_assert_msg(rc == 0, "'%s' refused: %s", rel,
+			      mpictr_err_message(err));
+		return;
+	}
+	ck_assert_msg(rc == -1, "'%s' accepted", rel);
+	ck_assert_msg(strstr(mpictr_err_message(err), want), "'%s' lacks '%s'",
+		      mpictr_err_message(err), want);
+	mpictr_err_free(err);
+}
+
+/* Parse tmpl, each '@' replaced by fd_root, as the site file. */
+static void fd_policy(struct siteconf *sc, struct bind_policy *bp,
+		      const char *tmpl)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	for (const char *c = tmpl; *c; c++)
+		if (*c == '@')
+			sb_puts(&sb, fd_root);
+		else
+			sb_putc(&sb, *c);
+	parse_ok(sc, sb.buf, true);
+	bind_policy_init(bp, sc);
+	sb_free(&sb);
+}
+
+START_TEST(test_bind_policy_fd)
+{
+	struct siteconf sc = {0};
+	struct bind_policy bp;
+	char want[512];
+
+	fd_tree();
+	fd_policy(&sc, &bp,
+		  "deny_bind = @/deny\ndeny_bind = @/nonexistent\n");
+	/* below, the denied directory itself, and through a symlink (the
+	 * descriptor is where the link led) */
+	snprintf(want, sizeof(want),
+		 "bind source '%s/deny/sub/file' refused: it is or lies below "
+		 "'%s/deny', denied by mpictr.conf:1: deny_bind = %s/deny",
+		 fd_root, fd_root, fd_root);
+	fd_is(&bp, "deny/sub/file", BIND_AUTO, want);
+	fd_is(&bp, "deny", BIND_USER, "is or lies below");
+	snprintf(want, sizeof(want), "(opened as '%s/deny/sub') refused",
+		 fd_root);
+	fd_is(&bp, "other/link", BIND_USER, want);
+	/* containing: the parent, and / (-B /:/host) */
+	snprintf(want, sizeof(want),
+		 "refused: it contains '%s/deny', denied by mpictr.conf:1",
+		 fd_root);
+	fd_is(&bp, "", BIND_AUTO, want);
+	{
+		mpictr_err *err = NULL;
+		int fd = open("/", O_PATH | O_CLOEXEC);
+		ck_assert_int_eq(
+		    bind_policy_check_fd(&bp, BIND_USER, fd, "/", &err), -1);
+		ck_assert(strstr(mpictr_err_message(err), "contains"));
+		mpictr_err_free(err);
+		close(fd);
+	}
+	/* beside it: fine, and so is a hard link elsewhere of a file below
+	 * a denied directory (a different path the user may name) */
+	fd_is(&bp, "other", BIND_USER, NULL);
+	fd_is(&bp, "other/file", BIND_AUTO, NULL);
+	fd_is(&bp, "other/in/hard", BIND_USER, NULL);
+	/* trusted binds are not checked */
+	fd_is(&bp, "deny/sub", BIND_TRUSTED, NULL);
+	bind_policy_free(&bp);
+	siteconf_free(&sc);
+
+	/* a denied file: the file (also under another hard link) and the
+	 * directories above it are refused */
+	fd_policy(&sc, &bp, "deny_bind = @/deny/sub/file\n");
+	fd_is(&bp, "deny/sub/file", BIND_USER, "is or lies below");
+	fd_is(&bp, "other/in/hard", BIND_USER, "is or lies below");
+	fd_is(&bp, "deny/sub", BIND_USER, "contains");
+	fd_is(&bp, "deny", BIND_AUTO, "contains");
+	fd_is(&bp, "other/file", BIND_USER, NULL);
+	bind_policy_free(&bp);
+	siteconf_free(&sc);
+
+	/* allow_bind: the descriptor must lie below an allowed path, for
+	 * user binds; automatic binds are not held to it */
+	fd_policy(&sc, &bp, "allow_bind = @/other\n");
+	fd_is(&bp, "other/file", BIND_USER, NULL);
+	fd_is(&bp, "other", BIND_USER, NULL);
+	fd_is(&bp, "other/link", BIND_USER,
+	      "refused: it is outside the paths the site allows "
+	      "(mpictr.conf:1: allow_bind = ");
+	fd_is(&bp, "allow", BIND_USER, "outside");
+	fd_is(&bp, "allow", BIND_AUTO, NULL);
+	bind_policy_free(&bp);
+	siteconf_free(&sc);
+	fd_tree_rm();
+}
+END_TEST
+
 /* ---- MPI ABI ----------------------------------------------------------- */
 
 START_TEST(test_mpi_family)
@@ -396,6 +610,8 @@ Suite *suite_siteconf(void)
 	tcase_add_test(tc, test_nul_and_long_lines);
 	tcase_add_test(tc, test_user_file_rules);
 	tcase_add_test(tc, test_bind_policy);
+	tcase_add_test(tc, test_bind_contains);
+	tcase_add_test(tc, test_bind_policy_fd);
 	tcase_add_test(tc, test_mpi_family);
 	tcase_add_test(tc, test_mpi_compatible);
 	tcase_add_test(tc, test_elf_soname_real);
