@@ -8,10 +8,13 @@
  * PMI_FD, signals, exit codes and accounting are Slurm's as usual.
  *
  * Rendezvous: DIR = /tmp/mpictr-join-UID (0700, owner and mode checked on
- * every use; the tasks never follow a symlink there). The key holds the
- * job, step, node id and a hash of the host name, the image and the uid:
- * two steps, two jobs or two simulated nodes never meet by mistake. Peers
- * are checked with SO_PEERCRED: another user can never join. A lock file
+ * every use; the tasks never follow a symlink there), or a private name
+ * nobody else can predict when another user took that one (join_dir). The
+ * key holds the job, step, node id and a hash of the host name, the image,
+ * the uid and the inputs that decide the container: two steps, two jobs,
+ * two simulated nodes or two tasks asking for different containers never
+ * meet by mistake. Peers are checked with SO_PEERCRED both ways: another
+ * user can never join, nor serve. A lock file
  * (flock) elects the task that starts the keeper; a stale socket of a
  * killed keeper is replaced under the same lock.
  *
