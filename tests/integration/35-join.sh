@@ -111,4 +111,31 @@ ok_status "a malformed SLURM_STEP_TASKS_PER_NODE is an error naming it" 255 \
 	env SLURM_JOB_ID=$JOB SLURM_STEP_ID=9 SLURM_NODEID=0 SLURM_PROCID=0 SLURM_LOCALID=0 \
 	SLURM_STEP_TASKS_PER_NODE='4(x' "$MPICTR" "$I" true
 ok "MPICTR_JOIN=0 runs the task in its own namespaces" bash -c "$(declare -f task); JOB=$JOB MPICTR='$MPICTR' I='$I'; export MPICTR_JOIN=0; task 10 0 0 0 2 sh -c '$nsline' >'$T_TMP/j0' & task 10 0 1 1 2 sh -c '$nsline' >'$T_TMP/j1' & wait; [ \"\$(cat '$T_TMP/j0')\" != \"\$(cat '$T_TMP/j1')\" ]"
+
+# Tasks of one step with different options (srun --multi-prog): task 0
+# binds x read-write and keeps running; task 1 asks for --contain and the
+# same bind read-only. Task 1 must get a container of its own: no $HOME,
+# the bind read-only. Before, it joined task 0's (saw $HOME, wrote to x).
+multiopt() {
+	local mark=$HOME/.mpictr-35-join.$$ v="SLURM_JOB_ID=$JOB SLURM_STEP_ID=30 SLURM_NODEID=0 SLURM_STEP_TASKS_PER_NODE=2" p rc=0
+	mkdir -p "$T_TMP/x" && touch "$mark" || return 1
+	env $v SLURM_PROCID=0 SLURM_LOCALID=0 "$MPICTR" -B "$T_TMP/x:/y" "$I" \
+		sh -c "$nsline; touch /y/a && echo WROTE; test -e '$mark' && echo HOME; exec sleep 3" >"$T_TMP/m0" 2>&1 &
+	for _ in $(seq 100); do grep -q WROTE "$T_TMP/m0" && break; sleep 0.1; done
+	env $v SLURM_PROCID=1 SLURM_LOCALID=1 "$MPICTR" --contain -B "$T_TMP/x:/y:ro" "$I" \
+		sh -c "$nsline; touch /y/b && echo WROTE; test -e '$mark' && echo HOME; true" >"$T_TMP/m1" 2>&1 || rc=$?
+	wait
+	rm -f "$mark"
+	cat "$T_TMP/m0" "$T_TMP/m1"
+	[ "$rc" = 0 ] || { echo "task 1 exited $rc"; return 1; }
+	grep -q WROTE "$T_TMP/m0" && grep -q HOME "$T_TMP/m0" || { echo "task 0 misses its bind or \$HOME"; return 1; }
+	! grep -q HOME "$T_TMP/m1" || { echo "the --contain task sees \$HOME"; return 1; }
+	! grep -q WROTE "$T_TMP/m1" && [ ! -e "$T_TMP/x/b" ] || { echo "the --contain task wrote to its read-only bind"; return 1; }
+	[ "$(head -n 1 "$T_TMP/m0")" != "$(head -n 1 "$T_TMP/m1")" ] || { echo "one user and mount namespace for both"; return 1; }
+	# Each keeper saw one of the 2 tasks and would wait JOIN_IDLE_S for
+	# the other (under srun: until slurmstepd ends): stop them.
+	for p in $(marked_procs | grep -F "$T_TMP/x:/y" | cut -d' ' -f1); do kill -TERM "$p" 2>/dev/null; done
+	gone
+}
+ok "tasks of a step with different options (--contain, -B x:y:ro) never share a container" multiopt
 done_testing

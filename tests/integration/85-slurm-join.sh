@@ -192,6 +192,33 @@ twojobs() {
 	one_ns j1 && one_ns j2 && [ "$(grep -h '^NS ' "$W"/out.j? | sort -u | wc -l)" = 2 ]
 }
 ok "two jobs at once on the node: one namespace set each, never shared" twojobs
+# srun --multi-prog, tasks with different options (issue 18 item 7): tasks
+# 0 and 2 bind x read-write, 1 and 3 ask for --contain and x read-only.
+# Each set shares one container; the --contain tasks see no $HOME and
+# cannot write x. Before, all four got the first task's container.
+multiprog() {
+	local mark=$HOME/.mpictr-85-join.$$ rc=0
+	rm -rf "$W/x" && mkdir "$W/x" && touch "$mark" || return 1
+	cat >"$W/x/mp.sh" <<-EOF
+		echo "NS\$1 \$(readlink /proc/self/ns/user) \$(readlink /proc/self/ns/mnt)"
+		touch /y/w\$SLURM_PROCID 2>/dev/null && echo "WROTE\$1"
+		[ -e '$mark' ] && echo "HOME\$1"
+		sleep 1
+	EOF
+	cat >"$W/mp.conf" <<-EOF
+		0,2 $MPICTR -B $W/x:/y $W/tiny.sif sh /y/mp.sh rw
+		1,3 $MPICTR --contain -B $W/x:/y:ro $W/tiny.sif sh /y/mp.sh ro
+	EOF
+	step mprog -O -n 4 --multi-prog "$W/mp.conf" || rc=1
+	rm -f "$mark"
+	[ $rc = 0 ] && [ "$(count mprog '^NSrw ')" = 2 ] && [ "$(count mprog '^NSro ')" = 2 ] || return 1
+	[ "$(grep '^NSrw ' "$W/out.mprog" | sort -u | wc -l)" = 1 ] && [ "$(grep '^NSro ' "$W/out.mprog" | sort -u | wc -l)" = 1 ] || return 1
+	[ "$(grep '^NSrw ' "$W/out.mprog" | cut -d' ' -f2-)" != "$(grep '^NSro ' "$W/out.mprog" | cut -d' ' -f2-)" ] || { echo "one container for both sets"; return 1; }
+	[ "$(count mprog '^WROTErw$')" = 2 ] && [ "$(count mprog '^HOMErw$')" = 2 ] || { echo "the rw tasks miss their bind or \$HOME"; return 1; }
+	[ "$(count mprog '^(WROTE|HOME)ro$')" = 0 ] && [ ! -e "$W/x/w1" ] && [ ! -e "$W/x/w3" ] || { echo "a --contain task saw \$HOME or wrote its read-only bind"; return 1; }
+}
+ok "srun --multi-prog, tasks with different options: one container per set of options" multiprog
+check "... nothing left behind (both keepers follow slurmstepd)" clean "$(jobid mprog)"
 
 # ---- refusals ---------------------------------------------------------------------
 fakeroot() {

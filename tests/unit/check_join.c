@@ -1,0 +1,83 @@
+/* check_join.c - join mode: the keyed hash behind the private rendezvous
+ * names and the digest that keeps tasks with different containers apart. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+
+#include "join.h"
+#include "plan.h"
+#include "util.h"
+
+START_TEST(test_siphash_vectors)
+{
+	/* SipHash-2-4 reference vectors: key 00..0f, message 00..(n-1). */
+	uint8_t key[16], msg[16];
+
+	for (int i = 0; i < 16; i++)
+		key[i] = msg[i] = (uint8_t)i;
+	ck_assert_uint_eq(join_siphash(key, msg, 0), 0x726fdb47dd0e0e31ULL);
+	ck_assert_uint_eq(join_siphash(key, msg, 8), 0x93f5f5799a932462ULL);
+	ck_assert_uint_eq(join_siphash(key, msg, 15), 0xa129ca6149be45e5ULL);
+	key[0] ^= 1;
+	ck_assert_uint_ne(join_siphash(key, msg, 15), 0xa129ca6149be45e5ULL);
+}
+END_TEST
+
+static void plan_two_binds(struct plan *p, unsigned long ro, bool contain)
+{
+	memset(p, 0, sizeof(*p));
+	p->image.path = xstrdup("/images/a.sif");
+	p->ops = xcalloc(2, sizeof(*p->ops));
+	p->nops = 2;
+	p->ops[0] = (struct mount_op){.kind = contain ? MOP_TMPFS : MOP_BIND,
+				      .source = xstrdup("/home/u"),
+				      .target = xstrdup("/home/u")};
+	p->ops[1] = (struct mount_op){.kind = MOP_BIND,
+				      .source = xstrdup("/data"),
+				      .target = xstrdup("/y"),
+				      .flags = ro};
+	p->argv = strv_dup((char *[]){"a", NULL});
+	p->cwd = xstrdup("/home/u");
+}
+
+START_TEST(test_plan_digest)
+{
+	struct plan a, b;
+
+	plan_two_binds(&a, 0, false);
+	plan_two_binds(&b, 0, false);
+	ck_assert_uint_eq(join_plan_digest(&a), join_plan_digest(&b));
+	/* the command and the start directory are the task's own */
+	strv_free(b.argv);
+	b.argv = strv_dup((char *[]){"b", "c", NULL});
+	free(b.cwd);
+	b.cwd = xstrdup("/");
+	ck_assert_uint_eq(join_plan_digest(&a), join_plan_digest(&b));
+	plan_free(&b);
+	plan_two_binds(&b, MS_RDONLY, false);
+	ck_assert_uint_ne(join_plan_digest(&a), join_plan_digest(&b));
+	plan_free(&b);
+	plan_two_binds(&b, 0, true);
+	ck_assert_uint_ne(join_plan_digest(&a), join_plan_digest(&b));
+	plan_free(&b);
+	plan_two_binds(&b, 0, false);
+	b.uid_in = 0;
+	a.uid_in = 1000;
+	ck_assert_uint_ne(join_plan_digest(&a), join_plan_digest(&b));
+	plan_free(&a);
+	plan_free(&b);
+}
+END_TEST
+
+Suite *suite_join(void);
+Suite *suite_join(void)
+{
+	Suite *s = suite_create("join");
+	TCase *tc = tcase_create("digest");
+
+	tcase_add_test(tc, test_siphash_vectors);
+	tcase_add_test(tc, test_plan_digest);
+	suite_add_tcase(s, tc);
+	return s;
+}
