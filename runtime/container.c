@@ -3,8 +3,9 @@
  * Process model (docs/architecture.md):
  *   supervisor (the caller, host namespaces): PMI servers, signal
  *     forwarding, exit status; forks, in order:
- *   janitor: waits for the supervisor to go away, however it ends, and
- *     removes the job's private run directory (so SIGKILL leaves nothing);
+ *   janitor: in a session of its own, waits for the supervisor to go
+ *     away, however it ends, and removes the job's private run directory
+ *     (so a SIGKILL, even to the whole process group, leaves nothing);
  *   holder: creates the user+mount namespace, mounts the image (its FUSE
  *     workers are its children), assembles the root, then waits until the
  *     supervisor closes its control pipe. It outlives every rank, so the
@@ -148,17 +149,36 @@ int rm_rf(const char *path)
 
 static void janitor_main(int rfd, const char *dir)
 {
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	char c;
 
-	/* Survive the terminal's ^C and a TERM to the process group: the
-	 * janitor's only job is to run after everything else has ended. */
-	signal(SIGINT, SIG_IGN);
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
+	/* Its own session, out of the launcher's process group: a SIGKILL to
+	 * the group (timeout -s KILL, kill -- -PGID, a batch system killing
+	 * by group) or the terminal's ^C and hang-up end the job but not
+	 * the janitor, whose only job is to run after everything else has
+	 * ended. No signal that can be ignored ends it before it has cleaned
+	 * (only a SIGKILL aimed at it, or at its cgroup, does). It holds no
+	 * terminal, output or working directory of the user's, and still
+	 * ends by itself: when the supervisor is gone and the directory too. */
+	setsid();
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP && s != SIGCHLD)
+			signal(s, SIG_IGN);
+	if (null >= 0) {
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+	}
+	if (chdir("/") < 0) {
+		/* rm_rf uses the absolute path */
+	}
 	while (TEMP_FAILURE_RETRY(read(rfd, &c, 1)) > 0)
 		;
-	rm_rf(dir);
+	/* The ranks and the holder die of PR_SET_PDEATHSIG when the
+	 * supervisor does, possibly a moment after it: an entry made in the
+	 * meantime fails the rmdir, so try again for up to 5 s. */
+	for (int i = 0; i < 50 && rm_rf(dir) < 0; i++)
+		usleep(100 * 1000);
 	_exit(0);
 }
 

@@ -129,6 +129,41 @@ kill_test() {
 	return 1
 }
 ok "SIGKILL of mpictr leaves no process, mount or directory" kill_test
+# A SIGKILL to the launcher's whole process group (timeout -s KILL, a
+# batch system killing by group) reaches every process of the job at once,
+# the cleanup process included unless it left the group: the job directory
+# must still go, and no process of the job may stay.
+wait_clean() {
+	local i
+	for i in $(seq 50); do
+		[ -z "$(leftovers 2>/dev/null)" ] && return 0
+		sleep 0.1
+	done
+	leftovers 2>/dev/null
+	return 1
+}
+group_kill_timeout() {
+	timeout -s KILL 3 "$MPICTR" -n 2 "$I" sleep 100 2>/dev/null
+	local rc=$?
+	[ $rc = 137 ] || { echo "timeout: exit $rc, expected 137"; return 1; }
+	wait_clean
+}
+ok "timeout -s KILL 3 mpictr -n 2: no job directory, no process left" group_kill_timeout
+group_kill_setsid() {
+	setsid "$MPICTR" -n 2 "$I" sleep 100 &
+	local pid=$! pgid i
+	for i in $(seq 100); do
+		[ "$(marked_procs 2>/dev/null | grep -c '^[0-9]* sleep 100 $')" = 2 ] && break
+		sleep 0.05
+	done
+	pgid=$(ps -o pgid= -p $pid | tr -d ' ')
+	[ -n "$pgid" ] && [ "$pgid" != "$(ps -o pgid= -p $$ | tr -d ' ')" ] || { echo "pgid '$pgid'"; kill -KILL $pid; return 1; }
+	ls -d "$TMPDIR"/mpictr-"$UID_".* >/dev/null || { echo "no job directory"; kill -KILL -- -$pgid; return 1; }
+	kill -KILL -- -"$pgid"
+	wait $pid 2>/dev/null
+	wait_clean
+}
+ok "kill -KILL -- -PGID of a setsid mpictr -n 2: no job directory, no process left" group_kill_setsid
 
 # --dry-run.
 if command -v jq >/dev/null; then
