@@ -142,13 +142,16 @@ wait_clean() {
 	leftovers 2>/dev/null
 	return 1
 }
+# No mount of the job is in the host's namespace, before or after.
+host_mounts() { grep -c -e "$TMPDIR" -e fuse /proc/self/mountinfo; }
+M0=$(host_mounts)
 group_kill_timeout() {
 	timeout -s KILL 3 "$MPICTR" -n 2 "$I" sleep 100 2>/dev/null
 	local rc=$?
 	[ $rc = 137 ] || { echo "timeout: exit $rc, expected 137"; return 1; }
-	wait_clean
+	wait_clean && [ "$(host_mounts)" = "$M0" ]
 }
-ok "timeout -s KILL 3 mpictr -n 2: no job directory, no process left" group_kill_timeout
+ok "timeout -s KILL 3 mpictr -n 2: no job directory, process or host mount left" group_kill_timeout
 group_kill_setsid() {
 	setsid "$MPICTR" -n 2 "$I" sleep 100 &
 	local pid=$! pgid i
@@ -161,9 +164,9 @@ group_kill_setsid() {
 	ls -d "$TMPDIR"/mpictr-"$UID_".* >/dev/null || { echo "no job directory"; kill -KILL -- -$pgid; return 1; }
 	kill -KILL -- -"$pgid"
 	wait $pid 2>/dev/null
-	wait_clean
+	wait_clean && [ "$(host_mounts)" = "$M0" ]
 }
-ok "kill -KILL -- -PGID of a setsid mpictr -n 2: no job directory, no process left" group_kill_setsid
+ok "kill -KILL -- -PGID of a setsid mpictr -n 2: no job directory, process or host mount left" group_kill_setsid
 
 # The job's private /dev/shm has a size: by default 50% of the memory the
 # job may use (physical memory, or its memory cgroup's limit if lower), or
