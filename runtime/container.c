@@ -3,8 +3,9 @@
  * Process model (docs/architecture.md):
  *   supervisor (the caller, host namespaces): PMI servers, signal
  *     forwarding, exit status; forks, in order:
- *   janitor: waits for the supervisor to go away, however it ends, and
- *     removes the job's private run directory (so SIGKILL leaves nothing);
+ *   janitor: in a session of its own, waits for the supervisor to go
+ *     away, however it ends, and removes the job's private run directory
+ *     (so a SIGKILL, even to the whole process group, leaves nothing);
  *   holder: creates the user+mount namespace, mounts the image (its FUSE
  *     workers are its children), assembles the root, then waits until the
  *     supervisor closes its control pipe. It outlives every rank, so the
@@ -146,19 +147,58 @@ int rm_rf(const char *path)
 	return rc;
 }
 
-static void janitor_main(int rfd, const char *dir)
+/* What the janitor reports once it has made the job directory. */
+struct janitor_report {
+	int errnum; /* mkdtemp's errno, or 0 */
+	char dir[PATH_MAX];
+};
+
+/* dir: the mkdtemp template (the child's copy, made in place). */
+static void janitor_main(int rfd, int report_fd, char *dir)
 {
+	struct janitor_report rep;
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	char c;
 
-	/* Survive the terminal's ^C and a TERM to the process group: the
-	 * janitor's only job is to run after everything else has ended. */
-	signal(SIGINT, SIG_IGN);
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
+	/* Its own session, out of the launcher's process group: a SIGKILL to
+	 * the group (timeout -s KILL, kill -- -PGID, a batch system killing
+	 * by group) or the terminal's ^C and hang-up end the job but not
+	 * the janitor, whose only job is to run after everything else has
+	 * ended. No signal that can be ignored ends it before it has cleaned
+	 * (only a SIGKILL aimed at it, or at its cgroup, does). It holds no
+	 * terminal, output or working directory of the user's, and still
+	 * ends by itself: when the supervisor is gone and the directory too.
+	 * It makes the directory itself, once out of the group, so that no
+	 * moment exists where the directory is there and no janitor is. */
+	setsid();
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP && s != SIGCHLD)
+			signal(s, SIG_IGN);
+	if (null >= 0) {
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+	}
+	if (chdir("/") < 0) {
+		/* rm_rf uses the absolute path */
+	}
+	memset(&rep, 0, sizeof(rep));
+	if (!mkdtemp(dir))
+		rep.errnum = errno ? errno : EIO;
+	snprintf(rep.dir, sizeof(rep.dir), "%s", dir);
+	if (write_full(report_fd, &rep, sizeof(rep)) < 0) {
+		/* the supervisor is gone: clean up below */
+	}
+	close(report_fd);
+	if (rep.errnum)
+		_exit(0);
 	while (TEMP_FAILURE_RETRY(read(rfd, &c, 1)) > 0)
 		;
-	rm_rf(dir);
+	/* The ranks and the holder die of PR_SET_PDEATHSIG when the
+	 * supervisor does, possibly a moment after it: an entry made in the
+	 * meantime fails the rmdir, so try again for up to 5 s. */
+	for (int i = 0; i < 50 && rm_rf(dir) < 0; i++)
+		usleep(100 * 1000);
 	_exit(0);
 }
 
@@ -598,6 +638,57 @@ static void rank_main(struct job *j, int rank, int sync_wfd, int pmi_fd,
 
 /* ---- supervisor ----------------------------------------------------- */
 
+/* Start the janitor, which makes the directory j->run_dir (a mkdtemp
+ * template) names and reports it; j->run_dir is then the directory. */
+static int start_janitor(struct job *j, mpictr_err **err)
+{
+	struct janitor_report rep;
+	int p[2], r[2];
+	size_t got = 0;
+	ssize_t n;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return err_set(err, errno, "pipe");
+	if (pipe2(r, O_CLOEXEC) < 0) {
+		close(p[0]);
+		close(p[1]);
+		return err_set(err, errno, "pipe");
+	}
+	j->janitor = fork();
+	if (j->janitor < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		close(r[0]);
+		close(r[1]);
+		return err_set(err, e, "fork the cleanup process");
+	}
+	if (j->janitor == 0) {
+		close_all_fds_except((int[]){p[0], r[1]}, 2);
+		janitor_main(p[0], r[1], j->run_dir);
+	}
+	close(p[0]);
+	close(r[1]);
+	j->janitor_fd = p[1];
+	do
+		n = TEMP_FAILURE_RETRY(
+		    read(r[0], (char *)&rep + got, sizeof(rep) - got));
+	while (n > 0 && (got += (size_t)n) < sizeof(rep));
+	close(r[0]);
+	if (got != sizeof(rep) || rep.errnum) {
+		err_set(err,
+			got != sizeof(rep) ? (n < 0 ? errno : EIO) : rep.errnum,
+			"create the job directory '%s'", j->run_dir);
+		free(j->run_dir);
+		j->run_dir = NULL;
+		return -1;
+	}
+	rep.dir[sizeof(rep.dir) - 1] = '\0';
+	free(j->run_dir);
+	j->run_dir = xstrdup(rep.dir);
+	return 0;
+}
+
 static int make_run_dir(struct job *j, mpictr_err **err)
 {
 	const char *base = env_get(j->cfg->host_env, "TMPDIR");
@@ -611,37 +702,21 @@ static int make_run_dir(struct job *j, mpictr_err **err)
 	if (!base || base[0] != '/' || access(base, W_OK) < 0)
 		base = "/tmp";
 	j->run_dir = xasprintf("%s/mpictr-%u.XXXXXX", base, (unsigned)getuid());
-	if (!mkdtemp(j->run_dir))
-		return err_set(err, errno, "create the job directory '%s'",
-			       j->run_dir);
+	if (strlen(j->run_dir) >= PATH_MAX)
+		return err_set(err, ENAMETOOLONG,
+			       "create the job directory '%s'", j->run_dir);
+	if (start_janitor(j, err) < 0)
+		return -1;
 	/* mkdtemp made it 0700 and ours; check anyway before trusting it. */
 	if (lstat(j->run_dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
-	    st.st_uid != getuid() || (st.st_mode & 077))
-		return err_set(err, EPERM,
-			       "job directory '%s' is not a private "
-			       "directory of ours",
-			       j->run_dir);
-	return 0;
-}
-
-static int start_janitor(struct job *j, mpictr_err **err)
-{
-	int p[2];
-
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return err_set(err, errno, "pipe");
-	j->janitor = fork();
-	if (j->janitor < 0) {
-		close(p[0]);
-		close(p[1]);
-		return err_set(err, errno, "fork the cleanup process");
+	    st.st_uid != getuid() || (st.st_mode & 077)) {
+		err_set(err, EPERM,
+			"job directory '%s' is not a private directory of ours",
+			j->run_dir);
+		free(j->run_dir);
+		j->run_dir = NULL;
+		return -1;
 	}
-	if (j->janitor == 0) {
-		close_all_fds_except(&p[0], 1);
-		janitor_main(p[0], j->run_dir);
-	}
-	close(p[0]);
-	j->janitor_fd = p[1];
 	return 0;
 }
 
@@ -910,13 +985,12 @@ static void teardown(struct job *j)
 	if (j->pmi)
 		pmi_server_stop(j->pmi);
 	pmi_upstream_stop(j->upstream); /* after the server: it uses it */
-	if (j->run_dir) {
-		rm_rf(j->run_dir);
-		if (j->janitor_fd >= 0)
-			close(j->janitor_fd);
-		if (j->janitor > 0)
-			TEMP_FAILURE_RETRY(waitpid(j->janitor, NULL, 0));
-	}
+	if (j->run_dir && j->janitor_fd >= 0)
+		rm_rf(j->run_dir); /* made by the janitor: ours */
+	if (j->janitor_fd >= 0)
+		close(j->janitor_fd);
+	if (j->janitor > 0)
+		TEMP_FAILURE_RETRY(waitpid(j->janitor, NULL, 0));
 	for (int r = 0; r < j->nranks; r++)
 		if (j->out_fd && j->out_fd[r] >= 0)
 			close(j->out_fd[r]);
@@ -1099,12 +1173,7 @@ MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status, mpictr_err **err)
 	/* The job directory holds the PMI servers' files and nothing else:
 	 * a single process (no -n) needs neither it nor the janitor, which
 	 * saves a fork, a mkdtemp, a bind and an rm_rf per run. */
-	if (j.with_pmi && make_run_dir(&j, err) < 0) {
-		free(j.run_dir);
-		j.run_dir = NULL;
-		goto out;
-	}
-	if (j.with_pmi && start_janitor(&j, err) < 0)
+	if (j.with_pmi && make_run_dir(&j, err) < 0)
 		goto out;
 	if (plan_build(cfg, j.run_dir, &j.plan, err) < 0)
 		goto out;

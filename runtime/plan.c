@@ -1,7 +1,8 @@
 /* plan.c - turn a validated config into the plan: mount operations in
  * execution order, the command's environment and start directory. Apart
- * from stat()s of host paths and probing the image, nothing here touches
- * the system, so the rules live here and are unit-tested.
+ * from stat()s of host paths, probing the image and reading the memory
+ * the job may use, nothing here touches the system, so the rules live
+ * here and are unit-tested.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -420,6 +421,91 @@ static void site_env(const struct mpictr_config *cfg,
 	}
 }
 
+/* The lowest memory limit of the cgroup at path (below the mount point
+ * root: v2's memory.max or v1's memory.limit_in_bytes, file) or of any
+ * ancestor, or ULLONG_MAX. */
+static unsigned long long cgroup_limit(const char *root, const char *path,
+				       const char *file)
+{
+	cleanup_free char *dir = xstrdup(path);
+	unsigned long long min = ULLONG_MAX;
+
+	for (;;) {
+		cleanup_free char *f = xasprintf("%s%s/%s", root, dir, file);
+		cleanup_free char *v = read_file(f, 64, NULL);
+		char *end, *slash;
+		unsigned long long n;
+
+		errno = 0;
+		n = v ? strtoull(v, &end, 10) : 0;
+		if (v && !errno && end != v && (*end == '\n' || !*end) &&
+		    n < min)
+			min = n;
+		slash = strrchr(dir, '/');
+		if (!slash)
+			break;
+		*slash = '\0';
+	}
+	return min;
+}
+
+/* The memory the job may use: the node's physical memory, or less where
+ * the memory cgroup of the caller (Slurm's job or step) limits it. */
+static unsigned long long job_memory(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	unsigned long long mem =
+	    pages > 0 && psz > 0
+		? (unsigned long long)pages * (unsigned long long)psz
+		: 0;
+	cleanup_free char *cg = read_file("/proc/self/cgroup", 1 << 16, NULL);
+	char *save = NULL;
+
+	for (char *l = cg ? strtok_r(cg, "\n", &save) : NULL; l;
+	     l = strtok_r(NULL, "\n", &save)) {
+		char *c1 = strchr(l, ':'),
+		     *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		unsigned long long lim = ULLONG_MAX;
+
+		if (!c2 || c2[1] != '/')
+			continue;
+		*c2 = '\0';
+		if (strcmp(l, "0") == 0 && c2 == c1 + 1)
+			lim = cgroup_limit("/sys/fs/cgroup", c2 + 1,
+					   "memory.max");
+		else if (strstr(c1 + 1, "memory"))
+			lim = cgroup_limit("/sys/fs/cgroup/memory", c2 + 1,
+					   "memory.limit_in_bytes");
+		if (lim != ULLONG_MAX && (lim < mem || !mem))
+			mem = lim;
+	}
+	return mem;
+}
+
+/* The mount options of the job's private /dev/shm: its size is the site's
+ * shm_size (validated when the site file was read) or SHM_SIZE_DEFAULT, a
+ * percentage of the memory the job may use, rounded up to whole pages. */
+static char *shm_options(const struct mpictr_config *cfg)
+{
+	const char *v = cfg->site.shm_size.value;
+	unsigned long long bytes,
+	    psz = (unsigned long long)sysconf(_SC_PAGESIZE);
+	unsigned pct;
+
+	if (!v || siteconf_parse_size(v, &bytes, &pct) < 0)
+		siteconf_parse_size(SHM_SIZE_DEFAULT, &bytes, &pct);
+	if (pct) {
+		unsigned long long mem = job_memory();
+		bytes = mem / 100 * pct + mem % 100 * pct / 100;
+	}
+	if (psz < 1024)
+		psz = 4096;
+	bytes = (bytes + psz - 1) / psz * psz;
+	if (bytes < psz)
+		bytes = psz;
+	return xasprintf("mode=1777,size=%lluk", bytes >> 10);
+}
+
 static int default_mounts(const struct mpictr_config *cfg, struct plan *p,
 			  mpictr_err **err)
 {
@@ -456,7 +542,7 @@ static int default_mounts(const struct mpictr_config *cfg, struct plan *p,
 	} else {
 		add_op(p, MOP_TMPFS, "tmpfs", "/dev/shm", nsd,
 		       "private shared memory of the job")
-		    ->data = xstrdup("mode=1777");
+		    ->data = shm_options(cfg);
 	}
 	add_op(p, MOP_SYMLINK, "/proc/self/fd", "/dev/fd", 0, "standard");
 	add_op(p, MOP_SYMLINK, "/proc/self/fd/0", "/dev/stdin", 0, "standard");

@@ -98,6 +98,10 @@ bool plan_env_excluded(const char *name);
 /* Path of the UCX query helper: beside an uninstalled CLI
  * (build/libexec/), else the installed one. Caller frees. */
 char *plan_ucx_helper_path(void);
+/* The size of a job's private /dev/shm unless the site sets shm_size: a
+ * percentage of the memory the job may use (docs/admin.md). */
+#define SHM_SIZE_DEFAULT "50%"
+
 #define CONTAINER_DEFAULT_PATH                                                 \
 	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 

@@ -50,6 +50,7 @@ void siteconf_free(struct siteconf *sc)
 	item_free(&sc->user_binds);
 	items_free(&sc->allow_binds);
 	items_free(&sc->deny_binds);
+	item_free(&sc->shm_size);
 	for (size_t i = 0; i < sc->nprofiles; i++)
 		profile_free(&sc->profiles[i]);
 	free(sc->profiles);
@@ -210,8 +211,8 @@ static int global_key(struct parser *ps, const char *key, const char *v,
 {
 	struct siteconf *a = &ps->add;
 	static const char *const site_only[] = {
-	    "lock_devices", "lock_transport_env", "user_binds", "allow_bind",
-	    "deny_bind"};
+	    "lock_devices", "lock_transport_env", "user_binds",
+	    "allow_bind",   "deny_bind",	  "shm_size"};
 	bool b;
 
 	for (size_t i = 0; i < ARRAY_SIZE(site_only); i++)
@@ -272,6 +273,18 @@ static int global_key(struct parser *ps, const char *key, const char *v,
 			clean[--l] = '\0';
 		items_add(key[0] == 'a' ? &a->allow_binds : &a->deny_binds,
 			  clean, ps->origin, true);
+	} else if (strcmp(key, "shm_size") == 0) {
+		unsigned long long bytes;
+		unsigned pct;
+		if (siteconf_parse_size(v, &bytes, &pct) < 0)
+			return perr(ps, err,
+				    "invalid value '%s' for 'shm_size' "
+				    "(expected a size such as 512m or 8g: a "
+				    "number of bytes with an optional k, m or "
+				    "g suffix; or a percentage from 1%% to "
+				    "100%% of the memory the job may use)",
+				    v);
+		item_set(&a->shm_size, v, ps->origin, true);
 	} else {
 		static const char *const pkeys[] = {
 		    "description", "env_prepend", "mpi", "mpi_dep", "mpi_abi"};
@@ -421,6 +434,7 @@ static void merge(struct siteconf *sc, struct siteconf *a)
 	item_move(&sc->user_binds, &a->user_binds);
 	items_move(&sc->allow_binds, &a->allow_binds);
 	items_move(&sc->deny_binds, &a->deny_binds);
+	item_move(&sc->shm_size, &a->shm_size);
 	if (a->nprofiles) {
 		sc->profiles =
 		    xrealloc(sc->profiles, (sc->nprofiles + a->nprofiles) *
@@ -492,6 +506,57 @@ int siteconf_load(struct siteconf *sc, const char *path, bool site,
 		return err_set(err, errno, "read configuration file '%s'",
 			       path);
 	return siteconf_parse(sc, text, len, path, site, err);
+}
+
+/* ---- values ----------------------------------------------------------- */
+
+int siteconf_parse_size(const char *s, unsigned long long *bytes,
+			unsigned *percent)
+{
+	const unsigned long long max = 1ULL << 50;
+	unsigned long long n = 0;
+	size_t i = 0;
+	int shift = 0;
+
+	*bytes = 0;
+	*percent = 0;
+	for (; s[i] >= '0' && s[i] <= '9'; i++) {
+		n = n * 10 + (unsigned)(s[i] - '0');
+		if (n > max)
+			return -1;
+	}
+	if (i == 0 || n == 0)
+		return -1;
+	if (s[i] == '%' && !s[i + 1]) {
+		if (n > 100)
+			return -1;
+		*percent = (unsigned)n;
+		return 0;
+	}
+	if (s[i] && s[i + 1])
+		return -1;
+	switch (s[i]) {
+	case '\0':
+		break;
+	case 'k':
+	case 'K':
+		shift = 10;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		break;
+	default:
+		return -1;
+	}
+	if (n > max >> shift)
+		return -1;
+	*bytes = n << shift;
+	return 0;
 }
 
 /* ---- policy ----------------------------------------------------------- */

@@ -59,6 +59,7 @@ struct siteconf {
 	    allow_binds; /* when any: user sources must be below */
 	struct site_items
 	    deny_binds; /* sources below or containing one are refused */
+	struct site_item shm_size; /* size of a job's /dev/shm, or NULL */
 	struct site_profile *profiles;
 	size_t nprofiles;
 	bool site_loaded; /* a site file was parsed (or found absent) */
@@ -111,6 +112,12 @@ int siteconf_check_user_bind(const struct siteconf *sc,
 /* True when the site restricts user binds in any way (then testing aids
  * that bind host paths, such as MPICTR_SYSROOT, are ignored). */
 bool siteconf_restricts_binds(const struct siteconf *sc);
+/* A size as shm_size takes it: N bytes, N followed by k, m or g (KiB, MiB,
+ * GiB, either case), at most 1 PiB; or N% (1 to 100) of the memory the job
+ * may use. Returns 0 with *bytes set (*percent 0) or *percent set (*bytes
+ * 0); -1 when s is none of these. */
+int siteconf_parse_size(const char *s, unsigned long long *bytes,
+			unsigned *percent);
 /* Is path equal to prefix or below it (whole components)? */
 bool siteconf_path_below(const char *path, const char *prefix);
 

@@ -129,6 +129,114 @@ kill_test() {
 	return 1
 }
 ok "SIGKILL of mpictr leaves no process, mount or directory" kill_test
+# A SIGKILL to the launcher's whole process group (timeout -s KILL, a
+# batch system killing by group) reaches every process of the job at once,
+# the cleanup process included unless it left the group: the job directory
+# must still go, and no process of the job may stay.
+wait_clean() {
+	local i
+	for i in $(seq 50); do
+		[ -z "$(leftovers 2>/dev/null)" ] && return 0
+		sleep 0.1
+	done
+	leftovers 2>/dev/null
+	return 1
+}
+# No mount of the job is in the host's namespace, before or after.
+host_mounts() { grep -c -e "$TMPDIR" -e fuse /proc/self/mountinfo; }
+M0=$(host_mounts)
+group_kill_timeout() {
+	timeout -s KILL 3 "$MPICTR" -n 2 "$I" sleep 100 2>/dev/null
+	local rc=$?
+	[ $rc = 137 ] || { echo "timeout: exit $rc, expected 137"; return 1; }
+	wait_clean && [ "$(host_mounts)" = "$M0" ]
+}
+ok "timeout -s KILL 3 mpictr -n 2: no job directory, process or host mount left" group_kill_timeout
+group_kill_setsid() {
+	setsid "$MPICTR" -n 2 "$I" sleep 100 &
+	local pid=$! pgid i
+	for i in $(seq 100); do
+		[ "$(marked_procs 2>/dev/null | grep -c '^[0-9]* sleep 100 $')" = 2 ] && break
+		sleep 0.05
+	done
+	pgid=$(ps -o pgid= -p $pid | tr -d ' ')
+	[ -n "$pgid" ] && [ "$pgid" != "$(ps -o pgid= -p $$ | tr -d ' ')" ] || { echo "pgid '$pgid'"; kill -KILL $pid; return 1; }
+	ls -d "$TMPDIR"/mpictr-"$UID_".* >/dev/null || { echo "no job directory"; kill -KILL -- -$pgid; return 1; }
+	kill -KILL -- -"$pgid"
+	wait $pid 2>/dev/null
+	wait_clean && [ "$(host_mounts)" = "$M0" ]
+}
+ok "kill -KILL -- -PGID of a setsid mpictr -n 2: no job directory, process or host mount left" group_kill_setsid
+
+# The job's private /dev/shm has a size: by default 50% of the memory the
+# job may use (physical memory, or its memory cgroup's limit if lower), or
+# the site's shm_size; writing past it fails with ENOSPC in the container.
+shm_plan_k() { # the size= of /dev/shm in the --dry-run plan, in KiB
+	"$MPICTR" --dry-run "$I" true | grep '"target": "/dev/shm"' | sed -n 's/.*,size=\([0-9]*\)k".*/\1/p'
+}
+shm_df_k() { # the 1K-blocks of /dev/shm as each of the 2 ranks sees it
+	"$MPICTR" -n 2 "$I" sh -c 'df -k /dev/shm | tail -1' | awk '{ print $2 }' | sort -u
+}
+job_mem_k() { # physical memory, or the memory cgroup limit if lower (KiB)
+	local mem lim line path f file
+	mem=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)
+	while IFS= read -r line; do
+		case $line in
+		0::/*) path=${line#0::}; f=/sys/fs/cgroup file=memory.max ;;
+		*:*memory*:/*) path=${line#*:*:}; f=/sys/fs/cgroup/memory file=memory.limit_in_bytes ;;
+		*) continue ;;
+		esac
+		while :; do
+			lim=$(cat "$f$path/$file" 2>/dev/null)
+			case $lim in ''|max|*[!0-9]*) ;; *) [ $((lim / 1024)) -lt "$mem" ] && mem=$((lim / 1024)) ;; esac
+			[ -z "$path" ] || [ "$path" = / ] && break
+			path=${path%/*}
+		done
+	done </proc/self/cgroup
+	echo "$mem"
+}
+shm_default() {
+	local plan mem df want
+	plan=$(shm_plan_k)
+	mem=$(job_mem_k)
+	want=$(((mem * 512 + 4095) / 4096 * 4)) # half, rounded up to a page
+	df=$(shm_df_k)
+	echo "plan ${plan}k, job memory ${mem}k, want ${want}k, df in the ranks: $df"
+	[ "$plan" = "$want" ] && [ "$df" = "$want" ]
+}
+if [ -e /etc/mpictr/mpictr.conf ]; then
+	need "shm_size in the site file" "/etc/mpictr/mpictr.conf exists: MPICTR_TEST_SITE_CONF is ignored"
+else
+	ok "/dev/shm: default size 50% of the job's memory (--dry-run and df in mpictr -n 2)" shm_default
+	echo "shm_size = 64m" >"$T_TMP/shm.conf"
+	shm_site() {
+		local -x MPICTR_TEST_SITE_CONF=$T_TMP/shm.conf
+		local plan df out rc
+		plan=$(shm_plan_k)
+		df=$(shm_df_k)
+		echo "plan ${plan}k, df in the ranks: $df"
+		[ "$plan" = 65536 ] && [ "$df" = 65536 ] || return 1
+		out=$("$MPICTR" -n 2 "$I" sh -c '[ "$PMIX_RANK" = 0 ] || exit 0; dd if=/dev/zero of=/dev/shm/fill bs=1M count=40 2>&1 || exit 9; dd if=/dev/zero of=/dev/shm/more bs=1M count=40 2>&1; echo "dd=$?"' 2>&1)
+		rc=$?
+		echo "$out"
+		[ $rc = 0 ] && echo "$out" | grep -q 'No space left on device' && echo "$out" | grep -qx 'dd=1'
+	}
+	ok "site shm_size = 64m: 64 MiB in mpictr -n 2, writing 80 MiB fails with ENOSPC" shm_site
+	shm_pct() {
+		local def plan
+		def=$(shm_plan_k)
+		echo "shm_size = 10%" >"$T_TMP/shm-pct.conf"
+		plan=$(export MPICTR_TEST_SITE_CONF=$T_TMP/shm-pct.conf; shm_plan_k)
+		echo "default ${def}k, 10%: ${plan}k"
+		# 10% is a fifth of the default 50% (give or take a page).
+		[ -n "$plan" ] && [ $((plan * 5 - def)) -le 20 ] && [ $((def - plan * 5)) -le 20 ]
+	}
+	ok "site shm_size = 10%: a fifth of the default" shm_pct
+	echo "shm_size = 8x" >"$T_TMP/shm-bad.conf"
+	ok_status "site shm_size = 8x: refused with 255" 255 env MPICTR_TEST_SITE_CONF="$T_TMP/shm-bad.conf" "$MPICTR" "$I" true
+	cp "$T_OUT" "$T_TMP/shm-bad.out"
+	check "... naming the file, the line and the key" grep -q "shm-bad.conf:1: invalid value '8x' for 'shm_size'" "$T_TMP/shm-bad.out"
+fi
 
 # --dry-run.
 if command -v jq >/dev/null; then

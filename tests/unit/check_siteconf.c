@@ -172,6 +172,68 @@ START_TEST(test_nul_and_long_lines)
 }
 END_TEST
 
+START_TEST(test_shm_size)
+{
+	static const struct {
+		const char *s;
+		unsigned long long bytes;
+		unsigned pct;
+	} good[] = {
+	    {"1", 1, 0},
+	    {"4096", 4096, 0},
+	    {"64k", 64ULL << 10, 0},
+	    {"512m", 512ULL << 20, 0},
+	    {"8G", 8ULL << 30, 0},
+	    {"8g", 8ULL << 30, 0},
+	    {"1048576g", 1ULL << 50, 0},
+	    {"1%", 0, 1},
+	    {"25%", 0, 25},
+	    {"100%", 0, 100},
+	};
+	static const char *const bad[] = {
+	    "",	   "0",	   "0%",    "101%",	 "-1",	"1.5g", "8x",
+	    "8gb", "g",	   "%",	    "25 %",	 "8 g", "50%%", "1048577g",
+	    "1125899906842625", "99999999999999999999999999", "0x10", " 1"};
+	struct siteconf sc = {0};
+	unsigned long long bytes;
+	unsigned pct;
+
+	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
+		ck_assert_msg(siteconf_parse_size(good[i].s, &bytes, &pct) ==
+				  0,
+			      "'%s' refused", good[i].s);
+		ck_assert_uint_eq(bytes, good[i].bytes);
+		ck_assert_uint_eq(pct, good[i].pct);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		ck_assert_msg(siteconf_parse_size(bad[i], &bytes, &pct) < 0,
+			      "'%s' accepted", bad[i]);
+
+	parse_ok(&sc, "bind = /x\nshm_size = 25%\n", true);
+	ck_assert_str_eq(sc.shm_size.value, "25%");
+	ck_assert_str_eq(sc.shm_size.origin, "mpictr.conf:2");
+	parse_ok(&sc, "shm_size = 8g\n", true); /* the last one wins */
+	ck_assert_str_eq(sc.shm_size.value, "8g");
+	siteconf_free(&sc);
+	parse_bad("env = A=1\nshm_size = 8x\n", true, false,
+		  "mpictr.conf:2: invalid value '8x' for 'shm_size' "
+		  "(expected a size such as 512m or 8g: a number of bytes "
+		  "with an optional k, m or g suffix; or a percentage from "
+		  "1% to 100% of the memory the job may use)");
+	parse_bad("shm_size = 101%\n", true, false,
+		  "mpictr.conf:1: invalid value '101%' for 'shm_size' "
+		  "(expected a size such as 512m or 8g: a number of bytes "
+		  "with an optional k, m or g suffix; or a percentage from "
+		  "1% to 100% of the memory the job may use)");
+	parse_bad("shm_size =\n", true, false,
+		  "mpictr.conf:1: empty value for 'shm_size'");
+	/* A user file cannot raise (or set) it. */
+	parse_bad("shm_size = 100%\n", false, true,
+		  "user.conf:1: 'shm_size' may only be set in the site "
+		  "configuration file");
+}
+END_TEST
+
 /* A user file can add, never lift. */
 START_TEST(test_user_file_rules)
 {
@@ -608,6 +670,7 @@ Suite *suite_siteconf(void)
 	tcase_add_test(tc, test_parse_site);
 	tcase_add_test(tc, test_parse_errors);
 	tcase_add_test(tc, test_nul_and_long_lines);
+	tcase_add_test(tc, test_shm_size);
 	tcase_add_test(tc, test_user_file_rules);
 	tcase_add_test(tc, test_bind_policy);
 	tcase_add_test(tc, test_bind_contains);
