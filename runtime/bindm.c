@@ -17,8 +17,8 @@
  *      bind for a directory image); fill LAYER/root with the image's
  *      top-level entries (binds and copied symlinks);
  *   5. pivot_root into LAYER/root and detach the old root at once: from
- *      here only the container (image, layer, clones attached so far) is
- *      reachable;
+ *      here a path can only reach the container (the image, the layer and
+ *      what is bound), the sources are held as detached clones;
  *   6. each target is resolved by the kernel inside the new root (openat2
  *      RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS from a descriptor of the
  *      root), and the clone (or a new tmpfs, devpts) is moved onto the

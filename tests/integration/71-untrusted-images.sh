@@ -99,11 +99,11 @@ HU=${HOME#/home/}
 [ "$HU" != "$HOME" ] && [ -n "$HU" ] && [ "${HU#*/}" = "$HU" ] || HU=
 tmpuser() { [ -z "$HU" ] || stat -c '%i %Y' "/tmp/$HU" 2>/dev/null || echo none; }
 TU0=$(tmpuser)
-trap 't_cleanup; rm -rf "$CANARY" "$TCAN"; [ "$TU0" = none ] && rmdir "/tmp/$HU" 2>/dev/null' EXIT
-# The process whose /proc/PID/root is the host's (the kernel refuses it
-# across user namespaces: a guard, in case that ever changes).
+# A process whose /proc/PID/root is the host's root (the kernel refuses it
+# across user namespaces, and mpictr refuses magic links: two guards).
 env -u T_MARKER_MPICTR sleep 600 &
 SLEEPER=$!
+trap 't_cleanup; rm -rf "$CANARY" "$TCAN"; [ "$TU0" = none ] && rmdir "/tmp/$HU" 2>/dev/null; kill $SLEEPER 2>/dev/null' EXIT
 OLD=/.mpictr-oldroot
 ok "build the image whose /home is a symlink to /tmp" mkimg hometmp "rm -rf home; ln -s /tmp home"
 ok "build the image whose /home is a symlink to a directory in /tmp" mkimg homecan "rm -rf home; ln -s '$TCAN' home"
@@ -149,6 +149,8 @@ fi
 hostile "image /home -> a directory in the host's /tmp, HOME bound: nothing created there" /home homecan
 hostile "image /etc -> $OLD/...: no hosts, resolv.conf, passwd, group created on the host" /etc etcold
 hostile "image /etc/hosts, resolv.conf, passwd, group -> $OLD/...: nothing created" /etc etcfiles
+ok "... a dangling image symlink is replaced in the layer: /etc/hosts is the host's" \
+	bash -c "'$MPICTR' '$T_TMP/etcfiles.sqfs' cat /etc/hosts | cmp - /etc/hosts"
 hostile "bind onto /data/new, /data -> $OLD/var/tmp/...: no directory created on the host" /data oldlinks -B "$T_TMP/src:/data/new"
 hostile "bind onto /ocan/y, /ocan -> $OLD/tmp/...: nothing created in the host's /tmp" /ocan oldlinks -B "$T_TMP/src:/ocan/y"
 hostile "image /etc -> /proc/PID/root/... (a host process's root): nothing created" /etc etcproc
