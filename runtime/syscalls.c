@@ -36,15 +36,76 @@ int sys_pidfd_open(pid_t pid, unsigned int flags)
 #endif
 }
 
-int sys_openat_in_root(int dirfd, const char *path, int flags)
+int sys_openat2(int dirfd, const char *path, int flags, mode_t mode,
+		uint64_t resolve)
 {
 #ifdef __NR_openat2
 	/* struct open_how of linux/openat2.h, spelled out so the header is
-	 * not needed; RESOLVE_IN_ROOT is 0x10. */
+	 * not needed. */
 	struct {
 		uint64_t flags, mode, resolve;
-	} how = {(uint64_t)flags, 0, 0x10};
+	} how = {(uint64_t)flags, (uint64_t)mode, resolve};
 	return (int)syscall(__NR_openat2, dirfd, path, &how, sizeof(how));
+#else
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+int sys_openat_in_root(int dirfd, const char *path, int flags)
+{
+	return sys_openat2(dirfd, path, flags, 0,
+			   MPICTR_RESOLVE_IN_ROOT |
+			       MPICTR_RESOLVE_NO_MAGICLINKS);
+}
+
+int sys_open_tree(int dfd, const char *path, unsigned int flags)
+{
+#ifdef __NR_open_tree
+	return (int)syscall(__NR_open_tree, dfd, path, flags);
+#else
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+int sys_move_mount(int from_dfd, const char *from_path, int to_dfd,
+		   const char *to_path, unsigned int flags)
+{
+#ifdef __NR_move_mount
+	return (int)syscall(__NR_move_mount, from_dfd, from_path, to_dfd,
+			    to_path, flags);
+#else
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+int sys_fsopen(const char *fsname, unsigned int flags)
+{
+#ifdef __NR_fsopen
+	return (int)syscall(__NR_fsopen, fsname, flags);
+#else
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+int sys_fsconfig(int fd, unsigned int cmd, const char *key, const void *value,
+		 int aux)
+{
+#ifdef __NR_fsconfig
+	return (int)syscall(__NR_fsconfig, fd, cmd, key, value, aux);
+#else
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+int sys_fsmount(int fd, unsigned int flags, unsigned int attr_flags)
+{
+#ifdef __NR_fsmount
+	return (int)syscall(__NR_fsmount, fd, flags, attr_flags);
 #else
 	errno = ENOSYS;
 	return -1;

@@ -84,6 +84,84 @@ harmless "image /home is a symlink to /; HOME bound" homelink --pwd /
 harmless "bind onto /hetc/x (a symlink to /host/etc)" links -B "$T_TMP/src:/hetc/x"
 harmless "image /etc is a symlink to /host/etc" etclink
 harmless "image /etc is a symlink to ../../../../etc" etcup
+
+# Issue 18: image symlinks that led mount points onto the host, through a
+# host directory bound into the container (/tmp) or through the old root
+# while it was still attached (/.mpictr-oldroot). Nothing may be created
+# on the host, nor read from it into the container's /etc/passwd. The
+# second canary is in the host's /tmp (bound into the container). Each run
+# is judged on its own: a canary found changed is restored afterwards.
+TCAN=$(mktemp -d /tmp/mpictr-canary.XXXXXX) || exit 1
+echo "canary $$" >"$TCAN/keep"
+tsnap() { (cd "$TCAN" && find . -printf '%p %y %s %m %T@\n' | sort; cat keep) | md5sum; }
+TSNAP0=$(tsnap)
+HU=${HOME#/home/}
+[ "$HU" != "$HOME" ] && [ -n "$HU" ] && [ "${HU#*/}" = "$HU" ] || HU=
+tmpuser() { [ -z "$HU" ] || stat -c '%i %Y' "/tmp/$HU" 2>/dev/null || echo none; }
+TU0=$(tmpuser)
+# A process whose /proc/PID/root is the host's root (the kernel refuses it
+# across user namespaces, and mpictr refuses magic links: two guards).
+env -u T_MARKER_MPICTR sleep 600 &
+SLEEPER=$!
+trap 't_cleanup; rm -rf "$CANARY" "$TCAN"; [ "$TU0" = none ] && rmdir "/tmp/$HU" 2>/dev/null; kill $SLEEPER 2>/dev/null' EXIT
+OLD=/.mpictr-oldroot
+ok "build the image whose /home is a symlink to /tmp" mkimg hometmp "rm -rf home; ln -s /tmp home"
+ok "build the image whose /home is a symlink to a directory in /tmp" mkimg homecan "rm -rf home; ln -s '$TCAN' home"
+ok "build the image whose /etc is a symlink into the old root" mkimg etcold "mv etc etc.real; ln -s '$OLD$CANARY' etc"
+ok "build the image whose /etc/{hosts,resolv.conf,passwd,group} are symlinks into the old root" mkimg etcfiles "
+	for f in hosts resolv.conf passwd group; do rm -f etc/\$f; ln -s '$OLD$CANARY/'\$f etc/\$f; done"
+ok "build the image whose /data and /ocan are symlinks into the old root" mkimg oldlinks "
+	ln -s '$OLD$CANARY' data; ln -s '$OLD$TCAN' ocan"
+ok "build the image whose /etc/passwd is a symlink to a host file through the old root" mkimg pwold "
+	rm -f etc/passwd; ln -s '$OLD$CANARY/keep' etc/passwd"
+ok "build the image whose /etc is a symlink through /proc/PID/root" mkimg etcproc "mv etc etc.real; ln -s '/proc/$SLEEPER/root$CANARY' etc"
+# hostile DESC PATH IMAGE ARGS...: nothing created on the host (both
+# canaries byte-for-byte, no /tmp/$USER-like entry); exit 0, or 255 with
+# an mpictr message naming PATH.
+hostile() {
+	local d=$1 path=$2; shift 2
+	run "$@" >"$T_TMP/h.out" 2>&1
+	local rc=$?
+	echo "exit status $rc" >>"$T_TMP/h.out"
+	cp "$T_TMP/h.out" "$T_OUT"
+	{ [ $rc = 0 ] || { [ $rc = 255 ] && grep -q "^mpictr: .*'$path" "$T_TMP/h.out"; }; } &&
+		[ "$(snap)" = "$SNAP0" ] && [ "$(tsnap)" = "$TSNAP0" ] && [ "$(tmpuser)" = "$TU0" ]
+	t_report "$d" $?
+	echo "#   -> exit $rc: $(grep -v '^exit status' "$T_TMP/h.out" | head -n 1)"
+	if [ "$(snap)" != "$SNAP0" ] || [ "$(tsnap)" != "$TSNAP0" ]; then
+		(cd "$CANARY" && find . | sed 's/^/#   created on the host: /')
+		(cd "$TCAN" && find . | sed 's/^/#   created on the host: /')
+		rm -rf "$CANARY" "$TCAN" && mkdir -m 700 "$CANARY" "$TCAN" &&
+			echo "canary $$" >"$CANARY/keep" && echo "canary $$" >"$TCAN/keep"
+		SNAP0=$(snap) TSNAP0=$(tsnap)
+	fi
+	if [ "$(tmpuser)" != "$TU0" ]; then
+		echo "#   created on the host: /tmp/$HU"
+		[ "$TU0" = none ] && rmdir "/tmp/$HU"
+	fi
+}
+RUNCMD=(true)
+if [ -n "$HU" ]; then
+	hostile "image /home -> /tmp, HOME and /tmp bound: no /tmp/$HU on the host" /home hometmp
+else
+	skip "image /home -> /tmp" "HOME ($HOME) is not /home/NAME"
+fi
+hostile "image /home -> a directory in the host's /tmp, HOME bound: nothing created there" /home homecan
+hostile "image /etc -> $OLD/...: no hosts, resolv.conf, passwd, group created on the host" /etc etcold
+hostile "image /etc/hosts, resolv.conf, passwd, group -> $OLD/...: nothing created" /etc etcfiles
+ok "... a dangling image symlink is replaced in the layer: /etc/hosts is the host's" \
+	bash -c "'$MPICTR' '$T_TMP/etcfiles.sqfs' cat /etc/hosts | cmp - /etc/hosts"
+hostile "bind onto /data/new, /data -> $OLD/var/tmp/...: no directory created on the host" /data oldlinks -B "$T_TMP/src:/data/new"
+hostile "bind onto /ocan/y, /ocan -> $OLD/tmp/...: nothing created in the host's /tmp" /ocan oldlinks -B "$T_TMP/src:/ocan/y"
+hostile "image /etc -> /proc/PID/root/... (a host process's root): nothing created" /etc etcproc
+kill $SLEEPER 2>/dev/null
+pwcheck() {
+	timeout 120 "$MPICTR" "$T_TMP/pwold.sqfs" cat /etc/passwd >"$T_TMP/pw.out" 2>&1
+	cat "$T_TMP/pw.out"
+	grep -q "^$(id -un):" "$T_TMP/pw.out" && ! grep -q canary "$T_TMP/pw.out"
+}
+ok "image /etc/passwd -> $OLD/...: the container gets the user's entry, nothing of the host file" pwcheck
+check "the canary in the host's /tmp is untouched" test "$(tsnap)" = "$TSNAP0"
 RUNCMD=(cat /data/f)
 check "the canary directory is untouched after all symlink runs" test "$(snap)" = "$SNAP0"
 ok "a bind through a symlink to / lands in the container, showing the source" bash -c "'$MPICTR' -B '$T_TMP/src:/rootlink/x' '$T_TMP/links.sqfs' cat /x/f | grep -qx src"
