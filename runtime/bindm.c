@@ -287,17 +287,11 @@ static char *split_path(const char *path, const char **name)
 /* " (the image's symlinks lead it to '/x')", or "" when fd is at path. */
 static char *where(int fd, const char *path)
 {
-	char link[64], buf[PATH_MAX];
-	ssize_t n;
+	cleanup_free char *real = fd_path_dup(fd);
 
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = readlink(link, buf, sizeof(buf) - 1);
-	if (n <= 0)
+	if (!real || strcmp(real, path) == 0)
 		return xstrdup("");
-	buf[n] = '\0';
-	if (strcmp(buf, path) == 0)
-		return xstrdup("");
-	return xasprintf(" (the image's symlinks lead it to '%s')", buf);
+	return xasprintf(" (the image's symlinks lead it to '%s')", real);
 }
 
 /* Create the mount point name (a directory or an empty file) in dfd, a

@@ -134,20 +134,6 @@ static int chain_dirs(int dfd, struct chain *c)
 	return -1;
 }
 
-/* The path the kernel has for fd, or NULL. Caller frees. */
-static char *fd_kernel_path(int fd)
-{
-	char link[64], buf[PATH_MAX];
-	ssize_t n;
-
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = readlink(link, buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return NULL;
-	buf[n] = '\0';
-	return xstrdup(buf);
-}
-
 /* The directory the kernel names for non-directory fd (st: its stat),
  * verified to hold an entry of that name that is this very object: fd
  * of the directory, or -1 with errno (ESTALE: it moved meanwhile). */
@@ -159,7 +145,7 @@ static int holder_dir(int fd, const struct stat *st)
 	int pfd;
 
 	errno = 0;
-	path = fd_kernel_path(fd);
+	path = fd_path_dup(fd);
 	if (!path || path[0] != '/' || !(slash = strrchr(path, '/')) ||
 	    !slash[1]) {
 		if (!errno)
@@ -238,7 +224,7 @@ int bind_policy_check_fd(const struct bind_policy *bp, enum bind_who who,
 	if (who == BIND_TRUSTED ||
 	    (!bp->deny.n && !(who == BIND_USER && bp->allow.n)))
 		return 0;
-	real = fd_kernel_path(fd);
+	real = fd_path_dup(fd);
 	what = real && strcmp(real, src)
 		   ? xasprintf("bind source '%s' (opened as '%s')", src, real)
 		   : xasprintf("bind source '%s'", src);

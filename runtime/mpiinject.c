@@ -329,19 +329,6 @@ static int open_in(int rootfd, const char *path, int flags)
 	return fd;
 }
 
-static char *fd_target(int fd)
-{
-	char link[64], buf[PATH_MAX];
-	ssize_t n;
-
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = readlink(link, buf, sizeof(buf) - 1);
-	if (n <= 0)
-		return NULL;
-	buf[n] = '\0';
-	return xstrdup(buf);
-}
-
 /* Directories the image's /etc/ld.so.conf.d/\*.conf files name. */
 static void conf_dirs(int rootfd, char ***dirs)
 {
@@ -426,7 +413,7 @@ int mpiabi_find_in_image(const char *root, struct mpi_lib **libs, size_t *n,
 			fd = open_in(rootfd, p, O_RDONLY);
 			if (fd < 0)
 				continue;
-			real = fd_target(fd);
+			real = fd_path_dup(fd);
 			if (!real)
 				continue;
 			for (size_t k = 0; seen && seen[k] && !dup; k++)

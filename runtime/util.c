@@ -416,3 +416,16 @@ bool env_name_valid(const char *s, size_t n)
 			return false;
 	return true;
 }
+
+char *fd_path_dup(int fd)
+{
+	char link[64], buf[PATH_MAX];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	return xstrdup(buf);
+}

@@ -104,6 +104,9 @@ int pread_full(int fd, void *buf, size_t n, off_t off);
 int write_full(int fd, const void *buf, size_t n);
 /* Read a whole small file (at most max bytes) into a NUL-terminated buffer.
  * Returns NULL with errno set (EFBIG when larger than max). */
+/* The path the kernel has for descriptor fd (readlink of
+ * /proc/self/fd/N), or NULL. Caller frees. */
+char *fd_path_dup(int fd);
 char *read_file(const char *path, size_t max, size_t *len);
 /* Write s to path (O_WRONLY, no create/truncate semantics beyond open flags
  * given). Returns 0 or -1 with errno. */
