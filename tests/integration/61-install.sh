@@ -73,6 +73,12 @@ ok_status "static wrapper passes the job's exit status" 7 $T "$T_TMP/w-static" "
 ok "wrapper's dry-run plan has its bind" bash -c "SITE_WRAPPER_DRY_RUN=1 '$T_TMP/w-static' '$IMG/tiny.sif' true | grep -q '\"target\": \"/scratch\"'"
 ok_status "wrapper reports library errors (missing image: 255)" 255 "$T_TMP/w-static" "$T_TMP/none.sif" true
 ok "installed CLI runs a job from its prefix" bash -c "[ \"\$($T '$P/bin/mpictr' '$IMG/tiny.sif' cat /probe/marker)\" = 'tiny image: marker file' ]"
+# An MPI job through the installed PMIx plugin (and its connection gate).
+if MPI_IMG=$(test_images mpi); then
+	ok "installed CLI runs an MPI job (-n 2, installed PMIx plugin)" bash -c "[ \"\$($T '$P/bin/mpictr' -n 2 '$MPI_IMG/mpi.sif' /opt/mpictr/bin/hello | grep -c '^hello rank')\" = 2 ]"
+else
+	need "mpi image" "tests/images/build.sh failed"
+fi
 missing_plugin() {
 	mv "$P/lib/mpictr" "$P/lib/mpictr.off"
 	$T "$P/bin/mpictr" "$IMG/tiny.sif" true
