@@ -630,6 +630,27 @@ START_TEST(test_no_process_info)
 }
 END_TEST
 
+START_TEST(test_ancestor_cycle)
+{
+	/* a looping process table ends at the depth bound: no proxy found,
+	 * the parent is the key, with a note */
+	static struct fake_table procs = {{{100, {99, 1000, "mpictr"}},
+					   {99, {98, 990, "sh"}},
+					   {98, {99, 980, "sh"}}},
+					  3};
+	struct launcher_proc proc = {fake_lookup, &procs};
+	char *env[] = {"MPI_LOCALRANKID=0", "MPI_LOCALNRANKS=1", "PMI_RANK=0",
+		       NULL};
+	struct launch_peers p;
+	mpictr_err *err = NULL;
+
+	ck_assert_int_eq(launcher_detect(env, &proc, &p, &err), 0);
+	ck_assert_str_eq(p.key, "hydra|99:990");
+	ck_assert(p.notes && strstr(p.notes[0], "no hydra_pmi_proxy"));
+	launch_peers_free(&p);
+}
+END_TEST
+
 START_TEST(test_parse_stat)
 {
 	struct launcher_proc_info pi;
@@ -705,6 +726,7 @@ Suite *suite_launcher(void)
 	tcase_add_test(tc, test_read_list);
 	tcase_add_test(tc, test_counting_and_override);
 	tcase_add_test(tc, test_no_process_info);
+	tcase_add_test(tc, test_ancestor_cycle);
 	tcase_add_test(tc, test_parse_stat);
 	tcase_add_test(tc, test_proc_host);
 	suite_add_tcase(s, tc);
