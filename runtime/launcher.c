@@ -518,6 +518,47 @@ static int fail_as(struct det *d, enum launcher_rule rule, const char *name)
 	return -1;
 }
 
+/* Do the PMIx and PMI variables belong to this step (srun --mpi=pmix or
+ * pmi2), or to a launcher inside it? True (with a note) when they are
+ * another's: then the SLURM_* are stale too. */
+static bool slurm_pmi_stale(struct det *d, const char *jobstep)
+{
+	const struct launch_peers *o = d->out;
+	const char *v, *size;
+	cleanup_free char *ns = xasprintf("slurm.pmix.%s", jobstep);
+	uint32_t r, n;
+
+	if ((v = raw(d, "PMIX_RANK"))) {
+		if (parse_u32(v, LAUNCHER_MAX_TASKS - 1, &r) < 0 ||
+		    r != o->rank || !streq0(raw(d, "PMIX_NAMESPACE"), ns)) {
+			note(d,
+			     "slurm: PMIX_RANK/PMIX_NAMESPACE are not this "
+			     "step's (SLURM_PROCID %u, %s)",
+			     o->rank, ns);
+			return true;
+		}
+		get(d, "PMIX_RANK");
+		get(d, "PMIX_NAMESPACE");
+	}
+	if ((v = raw(d, "PMI_RANK"))) {
+		size = raw(d, "PMI_SIZE");
+		if (parse_u32(v, LAUNCHER_MAX_TASKS - 1, &r) < 0 ||
+		    r != o->rank || !streq0(raw(d, "PMI_JOBID"), jobstep) ||
+		    (size && (parse_u32(size, LAUNCHER_MAX_TASKS, &n) < 0 ||
+			      n != o->size))) {
+			note(d,
+			     "slurm: PMI_RANK/PMI_SIZE/PMI_JOBID are not "
+			     "this step's (SLURM_PROCID %u of %u, %s)",
+			     o->rank, o->size, jobstep);
+			return true;
+		}
+		get(d, "PMI_RANK");
+		get(d, "PMI_SIZE");
+		get(d, "PMI_JOBID");
+	}
+	return false;
+}
+
 /* Rule 6. Slurm's variables describe this process only when the checks of
  * launchers.md §6 hold; a failed cross-check (a batch step, stale PMI or
  * PMIx variables of an outer step: a launcher inside the step) passes the
@@ -538,7 +579,7 @@ static int rule_slurm(struct det *d, mpictr_err **err)
 	const char *special, *v;
 	struct slurm_step s;
 	cleanup_free char *jobstep = NULL;
-	uint32_t step_id, n, r;
+	uint32_t step_id, n;
 	bool has_proc;
 
 	if (!job)
@@ -579,37 +620,8 @@ static int rule_slurm(struct det *d, mpictr_err **err)
 	o->node_id = s.node_id;
 	slurm_step_free(&s);
 	jobstep = xasprintf("%s.%s", job, step);
-	if ((v = raw(d, "PMIX_RANK"))) {
-		cleanup_free char *ns = xasprintf("slurm.pmix.%s", jobstep);
-
-		if (parse_u32(v, LAUNCHER_MAX_TASKS - 1, &r) < 0 ||
-		    r != o->rank || !streq0(raw(d, "PMIX_NAMESPACE"), ns)) {
-			note(d,
-			     "slurm: PMIX_RANK/PMIX_NAMESPACE are not this "
-			     "step's (SLURM_PROCID %u, %s)",
-			     o->rank, ns);
-			goto pass;
-		}
-		get(d, "PMIX_RANK");
-		get(d, "PMIX_NAMESPACE");
-	}
-	if ((v = raw(d, "PMI_RANK"))) {
-		const char *size = raw(d, "PMI_SIZE");
-
-		if (parse_u32(v, LAUNCHER_MAX_TASKS - 1, &r) < 0 ||
-		    r != o->rank || !streq0(raw(d, "PMI_JOBID"), jobstep) ||
-		    (size && (parse_u32(size, LAUNCHER_MAX_TASKS, &n) < 0 ||
-			      n != o->size))) {
-			note(d,
-			     "slurm: PMI_RANK/PMI_SIZE/PMI_JOBID are not "
-			     "this step's (SLURM_PROCID %u of %u, %s)",
-			     o->rank, o->size, jobstep);
-			goto pass;
-		}
-		get(d, "PMI_RANK");
-		get(d, "PMI_SIZE");
-		get(d, "PMI_JOBID");
-	}
+	if (slurm_pmi_stale(d, jobstep))
+		goto pass;
 
 	fire(d, LAUNCHER_SLURM, "Slurm");
 	if ((v = get(d, "SLURM_GTIDS"))) {
