@@ -220,7 +220,7 @@ FUZZERS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
 # The pure parsers of untrusted input and what they need; no namespaces,
 # FUSE or PMIx in the fuzzers.
 FUZZ_LIB_SRCS := runtime/error.c runtime/util.c runtime/config.c \
-	runtime/slurm.c pmi/pmi1_wire.c \
+	runtime/slurm.c runtime/launcher.c pmi/pmi1_wire.c \
 	$(filter-out sif/squash%,$(wildcard sif/*.c)) \
 	$(wildcard runtime/siteconf.c)
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
