@@ -69,7 +69,7 @@ PLUGIN_SRCS_pmix := pmi/pmix_server.c pmi/pmix_gate.c pmi/upstream.c pmi/pmix_pl
 PLUGIN_SRCS_squash := sif/squash.c sif/squash_plugin.c
 PLUGIN_ONLY_SRCS := $(foreach p,$(PLUGIN_NAMES),$(PLUGIN_SRCS_$(p)))
 PLUGIN_BASE_OBJS := $(B)/obj-plugin/runtime/error.o $(B)/obj/runtime/util.o
-PLUGIN_EXTRA_pmix := $(B)/obj/pmi/job.o
+PLUGIN_EXTRA_pmix := $(B)/obj/pmi/job.o $(B)/obj/runtime/proc.o
 PLUGIN_LIBS_pmix := $(PMIX_LIBS)
 PLUGIN_LIBS_squash := $(FUSE_LIBS)
 PLUGINS := $(PLUGIN_NAMES:%=$(B)/plugins/mpictr-%.so)

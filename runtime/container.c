@@ -32,56 +32,19 @@
 #include <unistd.h>
 
 #include "bindm.h"
-#include "container.h"
+#include "exec.h"
+#include "holder.h"
 #include "join.h"
 #include "caps.h"
 #include "error.h"
 #include "ns.h"
 #include "plan.h"
 #include "pmi.h"
+#include "proc.h"
 #include "slurm.h"
 #include "squash.h"
 
-#define RELAY_MSG_MAX 1024
 #define TERM_GRACE_MS 3000
-/* The largest file the holder prefetches (holder_prefetch). */
-#define PREFETCH_MAX (64L << 20)
-
-/* What a child reports over its CLOEXEC sync pipe before _exit (R3). An
- * exec that succeeds closes the pipe with nothing written. */
-struct relay {
-	int errnum;
-	int exit_code;
-	char msg[RELAY_MSG_MAX];
-};
-
-static void relay_send(int fd, const mpictr_err *e)
-{
-	struct relay r;
-
-	memset(&r, 0, sizeof(r));
-	r.errnum = mpictr_err_errno(e);
-	r.exit_code = mpictr_err_exit_code(e);
-	snprintf(r.msg, sizeof(r.msg), "%s", mpictr_err_message(e));
-	if (write_full(fd, &r, sizeof(r)) < 0) {
-		/* the parent is gone; nothing more to do */
-	}
-}
-
-/* Read a relay: 0 when the pipe closed empty (success), -1 with *err. */
-static int relay_recv(int fd, const char *who, mpictr_err **err)
-{
-	struct relay r;
-	ssize_t n = TEMP_FAILURE_RETRY(read(fd, &r, sizeof(r)));
-
-	if (n == 0)
-		return 0;
-	if (n != (ssize_t)sizeof(r))
-		return err_set(err, n < 0 ? errno : EIO,
-			       "read the status of the %s", who);
-	r.msg[sizeof(r.msg) - 1] = '\0';
-	return err_from_relay(err, r.errnum, r.exit_code, r.msg);
-}
 
 struct job {
 	const mpictr_config *cfg;
@@ -105,47 +68,6 @@ struct job {
 	int abort_pipe[2];
 	int sfd; /* signalfd */
 };
-
-/* ---- children ------------------------------------------------------- */
-
-/* Default dispositions and the caller's mask; die with the parent. */
-static void child_common(const sigset_t *mask, pid_t parent)
-{
-	for (int s = 1; s < NSIG; s++)
-		if (s != SIGKILL && s != SIGSTOP)
-			signal(s, SIG_DFL);
-	sigprocmask(SIG_SETMASK, mask, NULL);
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != parent)
-		_exit(MPICTR_EXIT_FAILURE);
-}
-
-int rm_rf(const char *path)
-{
-	DIR *d = opendir(path);
-	struct dirent *de;
-	int rc = 0;
-
-	if (!d)
-		return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
-	while ((de = readdir(d))) {
-		cleanup_free char *p = NULL;
-		struct stat st;
-
-		if (strcmp(de->d_name, ".") == 0 ||
-		    strcmp(de->d_name, "..") == 0)
-			continue;
-		p = xasprintf("%s/%s", path, de->d_name);
-		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-			rc |= rm_rf(p);
-		else if (unlink(p) < 0 && errno != ENOENT)
-			rc = -1;
-	}
-	closedir(d);
-	if (rmdir(path) < 0 && errno != ENOENT)
-		rc = -1;
-	return rc;
-}
 
 /* What the janitor reports once it has made the job directory. */
 struct janitor_report {
@@ -202,386 +124,6 @@ static void janitor_main(int rfd, int report_fd, char *dir)
 	_exit(0);
 }
 
-int container_fuse_workers(const struct mpictr_config *cfg)
-{
-	const char *s = env_get(cfg->host_env, "MPICTR_FUSE_WORKERS");
-	long n, ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-
-	if (s && parse_long(s, 1, 64, &n) == 0)
-		return (int)n;
-	n = cfg->nranks > 0 ? cfg->nranks : 2;
-	if (ncpu > 0 && n > ncpu)
-		n = ncpu;
-	return (int)(n < 1 ? 1 : n > 8 ? 8 : n);
-}
-
-/* Wait until the launcher or keeper closes ctl_rfd, watching the squashfs
- * workers meanwhile. A worker that dies (killed, or a crash in the
- * decompressor) takes the request it was serving with it, and its reader
- * would wait for the answer forever; aborting the whole mount instead makes
- * every reader fail with ENOTCONN, so the job ends with an error instead of
- * hanging. */
-static pid_t prefetch_pid = -1;
-
-static void holder_wait(int ctl_rfd, int sfd, struct squash_mount **sq)
-{
-	struct pollfd pfd[2] = {{.fd = ctl_rfd, .events = POLLIN},
-				{.fd = sfd, .events = POLLIN}};
-
-	for (;;) {
-		struct signalfd_siginfo si;
-		pid_t dead;
-		int st = 0;
-		char c;
-
-		if (poll(pfd, *sq ? 2 : 1, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			return;
-		}
-		if (pfd[0].revents) {
-			if (TEMP_FAILURE_RETRY(read(ctl_rfd, &c, 1)) > 0)
-				continue;
-			return;
-		}
-		if (!(pfd[1].revents & POLLIN))
-			continue;
-		while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-			;
-		if (prefetch_pid > 0 &&
-		    waitpid(prefetch_pid, NULL, WNOHANG) == prefetch_pid)
-			prefetch_pid = -1;
-		dead = squash_reap_workers(*sq, &st);
-		if (!dead)
-			continue;
-		if (WIFSIGNALED(st))
-			log_error("squashfs worker %d was killed by signal %d "
-				  "(%s); the image mount is aborted, and its "
-				  "readers get an I/O error",
-				  (int)dead, WTERMSIG(st),
-				  strsignal(WTERMSIG(st)));
-		else
-			log_error("squashfs worker %d exited with status %d; "
-				  "the image mount is aborted, and its readers "
-				  "get an I/O error",
-				  (int)dead, WEXITSTATUS(st));
-		squash_abort(*sq);
-		*sq = NULL;
-	}
-}
-
-/* Read a file of the image, to have it in the page cache. (readahead()
- * and POSIX_FADV_WILLNEED do nothing on a FUSE mount: only read() fills
- * it.) At most PREFETCH_MAX bytes. */
-static void prefetch_file(const char *path)
-{
-	static char buf[256 << 10];
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	long total = 0;
-	struct stat st;
-	ssize_t n;
-
-	if (fd < 0)
-		return;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-		while (total < PREFETCH_MAX &&
-		       (n = read(fd, buf, sizeof(buf))) > 0)
-			total += n;
-	close(fd);
-}
-
-static void prefetch_files(const struct plan *p);
-
-/* A fresh squashfs mount has an empty page cache, and every rank's first
- * exec faults the same binary in one small READ at a time, each a round
- * trip to a FUSE worker: on a busy node that holds up the start of every
- * rank (measured: 45 ms from the first rank's exec of the image's sh to
- * its exec of the command, 10 ms when cached). A short-lived child of the
- * holder reads those files with large sequential reads, which the workers
- * serve in parallel, while the ranks join. Called in the container root,
- * once the holder has reported ready; returns the child's pid (reaped by
- * holder_wait) or -1. */
-static pid_t holder_prefetch(const struct plan *p, int ctl_rfd, int sfd)
-{
-	pid_t pid = fork();
-
-	if (pid != 0)
-		return pid;
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	prctl(PR_SET_NAME, "mpictr-prefetch");
-	close(ctl_rfd);
-	close(sfd);
-	/* Read what a rank may read, no more: the holder's capabilities in
-	 * its user namespace are not needed to read files. */
-	if (caps_drop_all(NULL) < 0)
-		_exit(0);
-	prefetch_files(p);
-	_exit(0);
-}
-
-static void holder_main(const struct plan *p, int nworkers,
-			const sigset_t *mask, pid_t parent, int ctl_rfd,
-			int sync_wfd)
-{
-	struct squash_mount *sq = NULL;
-	mpictr_err *err = NULL;
-	sigset_t chld;
-	int sfd;
-
-	child_common(mask, parent);
-	close_all_fds_except((int[]){ctl_rfd, sync_wfd}, 2);
-	/* The holder keeps the namespace alive; it must not be the target of
-	 * the terminal's signals meant for the job. */
-	signal(SIGINT, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
-	/* Blocked before the workers exist, so that no death is missed. */
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &chld, NULL);
-	sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0)
-		err_set(&err, errno, "signalfd in the namespace holder");
-	if (sfd < 0 || ns_create(p->uid_in, p->gid_in, &err) < 0 ||
-	    rootfs_build(p, nworkers, &sq, &err) < 0) {
-		relay_send(sync_wfd, err);
-		_exit(MPICTR_EXIT_FAILURE);
-	}
-	close(sync_wfd); /* ready */
-	if (sq)
-		prefetch_pid = holder_prefetch(p, ctl_rfd, sfd);
-	holder_wait(ctl_rfd, sfd, &sq);
-	squash_abort(sq); /* no rank is left */
-	_exit(0);
-}
-
-int holder_start(const struct plan *p, int nworkers, const sigset_t *mask,
-		 struct holder *h, mpictr_err **err)
-{
-	int ctl[2], sync[2];
-	cleanup_free char *u = NULL, *m = NULL;
-	pid_t pid, self = getpid();
-
-	h->pid = 0;
-	h->ctl = h->userns = h->mntns = -1;
-	if (pipe2(ctl, O_CLOEXEC) < 0)
-		return err_set(err, errno, "pipe");
-	if (pipe2(sync, O_CLOEXEC) < 0) {
-		close(ctl[0]);
-		close(ctl[1]);
-		return err_set(err, errno, "pipe");
-	}
-	pid = fork();
-	if (pid < 0) {
-		int e = errno;
-		close(ctl[0]);
-		close(ctl[1]);
-		close(sync[0]);
-		close(sync[1]);
-		return err_set(err, e, "fork the namespace holder");
-	}
-	if (pid == 0) {
-		close(ctl[1]);
-		close(sync[0]);
-		holder_main(p, nworkers, mask, self, ctl[0], sync[1]);
-	}
-	close(ctl[0]);
-	close(sync[1]);
-	h->pid = pid;
-	h->ctl = ctl[1];
-	if (relay_recv(sync[0], "namespace holder", err) < 0) {
-		close(sync[0]);
-		return -1;
-	}
-	close(sync[0]);
-	u = xasprintf("/proc/%d/ns/user", (int)pid);
-	m = xasprintf("/proc/%d/ns/mnt", (int)pid);
-	h->userns = open(u, O_RDONLY | O_CLOEXEC);
-	h->mntns = open(m, O_RDONLY | O_CLOEXEC);
-	if (h->userns < 0 || h->mntns < 0)
-		return err_set(err, errno, "open the namespaces of the holder");
-	return 0;
-}
-
-void holder_stop(struct holder *h)
-{
-	if (h->ctl >= 0)
-		close(h->ctl);
-	if (h->userns >= 0)
-		close(h->userns);
-	if (h->mntns >= 0)
-		close(h->mntns);
-	if (h->pid > 0)
-		TEMP_FAILURE_RETRY(waitpid(h->pid, NULL, 0));
-	h->pid = 0;
-	h->ctl = h->userns = h->mntns = -1;
-}
-
-/* Find cmd on PATH (from env) as execvp would, for 126/127. */
-static int resolve_command(const char *cmd, char *const *env, char **out,
-			   mpictr_err **err)
-{
-	const char *path = env_get(env, "PATH");
-	int saw_eacces = 0;
-	cleanup_free char *copy = NULL;
-	char *save = NULL;
-
-	if (strchr(cmd, '/')) {
-		if (access(cmd, X_OK) == 0) {
-			*out = xstrdup(cmd);
-			return 0;
-		}
-		if (errno == ENOENT || errno == ENOTDIR)
-			return err_set_exit(err, MPICTR_EXIT_NOT_FOUND, errno,
-					    "command '%s' in the container",
-					    cmd);
-		return err_set_exit(err, MPICTR_EXIT_CANNOT_EXEC, errno,
-				    "command '%s' in the container", cmd);
-	}
-	copy = xstrdup(path ? path : CONTAINER_DEFAULT_PATH);
-	for (char *d = strtok_r(copy, ":", &save); d;
-	     d = strtok_r(NULL, ":", &save)) {
-		cleanup_free char *cand = xasprintf("%s/%s", *d ? d : ".", cmd);
-		struct stat st;
-
-		if (stat(cand, &st) < 0 || S_ISDIR(st.st_mode))
-			continue;
-		if (access(cand, X_OK) == 0) {
-			*out = steal_ptr(&cand);
-			return 0;
-		}
-		saw_eacces = 1;
-	}
-	if (saw_eacces)
-		return err_set_exit(err, MPICTR_EXIT_CANNOT_EXEC, EACCES,
-				    "command '%s' in the container", cmd);
-	return err_set_exit(err, MPICTR_EXIT_NOT_FOUND, 0,
-			    "command '%s' not found in the container (PATH=%s)",
-			    cmd, path ? path : CONTAINER_DEFAULT_PATH);
-}
-
-/* True when the image (the current root) has environment scripts to
- * source before the command (Apptainer's: the files ending in .sh in
- * /.singularity.d/env). */
-static bool image_has_env_scripts(void)
-{
-	DIR *d = opendir("/.singularity.d/env");
-	struct dirent *de;
-	bool any = false;
-
-	if (!d)
-		return false;
-	while (!any && (de = readdir(d))) {
-		size_t l = strlen(de->d_name);
-		any = l > 3 && strcmp(de->d_name + l - 3, ".sh") == 0;
-	}
-	closedir(d);
-	return any;
-}
-
-/* What every rank execs first: the image's /bin/sh when the image has
- * environment scripts, then the command as the ranks will find it. */
-static void prefetch_files(const struct plan *p)
-{
-	cleanup_free char *exe = NULL;
-
-	if (image_has_env_scripts())
-		prefetch_file("/bin/sh");
-	if (p->argv && p->argv[0] &&
-	    resolve_command(p->argv[0], p->env, &exe, NULL) == 0)
-		prefetch_file(exe);
-}
-
-/* The image's env scripts are sourced by the image's own /bin/sh before
- * the command (Apptainer's order); the user's variables are exported again
- * afterwards so they win. Names are validated, values travel in the
- * environment, so nothing user-supplied is parsed by the shell. */
-static char **wrap_with_env_scripts(char ***env, char *const *user_env,
-				    char *const *argv)
-{
-	struct strbuf sb = STRBUF_INIT;
-	char **out = NULL;
-	int k = 0;
-
-	if (!image_has_env_scripts() || access("/bin/sh", X_OK) < 0)
-		return NULL;
-	sb_puts(&sb, "for __mpictr_f in /.singularity.d/env/*.sh; do "
-		     "[ -r \"$__mpictr_f\" ] && . \"$__mpictr_f\"; done; "
-		     "unset __mpictr_f; ");
-	for (size_t i = 0; user_env && user_env[i]; i++) {
-		const char *eq = strchr(user_env[i], '=');
-		cleanup_free char *name = NULL, *var = NULL;
-
-		if (!eq ||
-		    !env_name_valid(user_env[i], (size_t)(eq - user_env[i])))
-			continue;
-		name = xstrndup(user_env[i], (size_t)(eq - user_env[i]));
-		var = xasprintf("__mpictr_u%d", k++);
-		env_set(env, var, eq + 1);
-		sb_printf(&sb, "export %s=\"$%s\"; unset %s; ", name, var, var);
-	}
-	sb_puts(&sb, "command -v \"$1\" >/dev/null 2>&1 || { echo \"mpictr: "
-		     "command '$1' not found in the container (PATH=$PATH)\" "
-		     ">&2; exit 127; }; exec \"$@\"");
-	strv_push(&out, "/bin/sh");
-	strv_push(&out, "-c");
-	strv_push_own(&out, sb_steal(&sb));
-	strv_push(&out, "mpictr-env");
-	for (size_t i = 0; argv[i]; i++)
-		strv_push(&out, argv[i]);
-	return out;
-}
-
-static void close_fds_except(int keep)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		long fd;
-		if (parse_long(de->d_name, 0, INT_MAX, &fd) < 0)
-			continue;
-		if (fd > 2 && fd != keep && fd != dirfd(d))
-			fcntl((int)fd, F_SETFD, FD_CLOEXEC);
-	}
-	closedir(d);
-}
-
-int container_exec(const struct plan *p, char **env, int userns_fd,
-		   int mntns_fd, int keep_fd, mpictr_err **err)
-{
-	cleanup_free char *exe = NULL;
-	char **argv = p->argv, **wrapped;
-
-	if (ns_join(userns_fd, mntns_fd, err) < 0)
-		return -1;
-	if (chdir(p->cwd) < 0) {
-		err_set(err, errno, "start directory '%s' in the container",
-			p->cwd);
-		return err_hint(err, "bind it with -B or choose another with "
-				     "--pwd");
-	}
-	wrapped = wrap_with_env_scripts(&env, p->user_env, argv);
-	if (wrapped) {
-		argv = wrapped;
-		exe = xstrdup("/bin/sh");
-	} else if (resolve_command(argv[0], env, &exe, err) < 0) {
-		return -1;
-	}
-	close_fds_except(keep_fd);
-	if (keep_fd >= 0 && fcntl(keep_fd, F_SETFD, 0) < 0)
-		return err_set(err, errno, "keep the PMI descriptor open");
-	if (caps_drop_all(err) < 0)
-		return -1;
-	execve(exe, argv, env);
-	if (errno == ENOENT)
-		return err_set_exit(err, MPICTR_EXIT_NOT_FOUND, errno,
-				    "execute '%s' in the container", exe);
-	return err_set_exit(err, MPICTR_EXIT_CANNOT_EXEC, errno,
-			    "execute '%s' in the container", exe);
-}
-
 /* --bind-to core: rank r gets the r-th CPU (round robin) of the CPUs the
  * launcher may use. Returns -1 with errno set. */
 static int bind_rank_to_core(int rank)
@@ -612,7 +154,7 @@ static void rank_main(struct job *j, int rank, int sync_wfd, int pmi_fd,
 	mpictr_err *err = NULL;
 	size_t h = j->nholders > 1 ? (size_t)rank : 0;
 
-	child_common(&j->old_mask, j->supervisor);
+	proc_child_setup(&j->old_mask, j->supervisor);
 	if (j->cfg->bind_to && strcmp(j->cfg->bind_to, "core") == 0 &&
 	    bind_rank_to_core(rank) < 0)
 		log_warn("rank %d: bind to a core: %s", rank, strerror(errno));
@@ -752,62 +294,47 @@ static int rank_env(struct job *j, int rank, char ***env, int *pmi_fd,
 
 static int start_rank(struct job *j, int rank, mpictr_err **err)
 {
-	int sync[2], out[2] = {-1, -1}, pmi_fd;
+	int rfd, wfd, out[2] = {-1, -1}, pmi_fd;
 	char **env = NULL;
 	pid_t pid;
 
 	if (rank_env(j, rank, &env, &pmi_fd, err) < 0)
 		return -1;
-	if (pipe2(sync, O_CLOEXEC) < 0) {
-		strv_free(env);
-		return err_set(err, errno, "pipe");
-	}
 	if (j->cfg->tag_output && pipe2(out, O_CLOEXEC) < 0) {
 		strv_free(env);
-		close(sync[0]);
-		close(sync[1]);
 		return err_set(err, errno, "pipe");
 	}
-	pid = fork();
+	pid = proc_fork_relay(&rfd, &wfd, "a rank", err);
 	if (pid < 0) {
-		int e = errno;
 		strv_free(env);
-		close(sync[0]);
-		close(sync[1]);
-		return err_set(err, e, "fork rank %d", rank);
+		if (out[0] >= 0) {
+			close(out[0]);
+			close(out[1]);
+		}
+		return err_wrap(err, "rank %d", rank);
 	}
 	if (pid == 0) {
-		close(sync[0]);
 		if (out[0] >= 0)
 			close(out[0]);
-		rank_main(j, rank, sync[1], pmi_fd, env, out[1]);
+		rank_main(j, rank, wfd, pmi_fd, env, out[1]);
 	}
 	strv_free(env);
-	close(sync[1]);
 	if (out[1] >= 0)
 		close(out[1]);
 	j->out_fd[rank] = out[0];
 	j->ranks[rank] = pid;
 	if (j->with_pmi)
 		pmi_server_rank_forked(j->pmi, j->rank_base + (uint32_t)rank);
-	if (relay_recv(sync[0], "rank", err) < 0) {
+	if (relay_recv(rfd, "rank", err) < 0) {
 		int st;
-		close(sync[0]);
+		close(rfd);
 		TEMP_FAILURE_RETRY(waitpid(pid, &st, 0));
 		j->ranks[rank] = 0;
 		j->status[rank] = st;
 		return -1;
 	}
-	close(sync[0]);
+	close(rfd);
 	return 0;
-}
-
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
 static void signal_ranks(struct job *j, int sig)
@@ -815,15 +342,6 @@ static void signal_ranks(struct job *j, int sig)
 	for (int r = 0; r < j->nranks; r++)
 		if (j->ranks[r] > 0 && j->status[r] < 0)
 			kill(j->ranks[r], sig);
-}
-
-static int exit_code_of(int st)
-{
-	if (WIFEXITED(st))
-		return WEXITSTATUS(st);
-	if (WIFSIGNALED(st))
-		return 128 + WTERMSIG(st);
-	return MPICTR_EXIT_FAILURE;
 }
 
 /* ^C and ^\ from the terminal reach the whole foreground process group,
@@ -883,12 +401,12 @@ static int supervise(struct job *j, int *status)
 				pfd[np++] = (struct pollfd){.fd = j->out_fd[r],
 							    .events = POLLIN};
 		if (kill_at >= 0) {
-			long left = kill_at - now_ms();
+			long left = kill_at - mono_ms();
 			timeout = left > 0 ? (int)left : 0;
 		}
 		if (poll(pfd, np, timeout) < 0 && errno != EINTR)
 			break;
-		if (kill_at >= 0 && now_ms() >= kill_at) {
+		if (kill_at >= 0 && mono_ms() >= kill_at) {
 			signal_ranks(j, SIGKILL);
 			kill_at = -1;
 		}
@@ -900,7 +418,7 @@ static int supervise(struct job *j, int *status)
 				log_notice("job aborted by a rank with code %d",
 					   abort_code);
 				signal_ranks(j, SIGTERM);
-				kill_at = now_ms() + TERM_GRACE_MS;
+				kill_at = mono_ms() + TERM_GRACE_MS;
 			}
 		}
 		for (nfds_t i = 2; i < np; i++)
@@ -934,7 +452,7 @@ static int supervise(struct job *j, int *status)
 					if (live > 0) {
 						signal_ranks(j, SIGTERM);
 						kill_at =
-						    now_ms() + TERM_GRACE_MS;
+						    mono_ms() + TERM_GRACE_MS;
 					}
 				}
 			}
@@ -1196,8 +714,8 @@ MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status, mpictr_err **err)
 
 	/* Holders before the PMI server: fork while single-threaded. */
 	for (size_t h = 0; h < j.nholders; h++)
-		if (holder_start(&j.plan, container_fuse_workers(cfg),
-				 &j.old_mask, &j.holders[h], err) < 0)
+		if (holder_start(&j.plan, holder_fuse_workers(cfg), &j.old_mask,
+				 &j.holders[h], err) < 0)
 			goto out;
 	if (j.with_pmi) {
 		struct pmi_job pj;
