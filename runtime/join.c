@@ -597,6 +597,7 @@ struct keeper {
 	 * joins; the others build theirs after the keeper answered, so that
 	 * they leave the CPUs to the keeper while it mounts the image. */
 	const struct mpictr_config *cfg;
+	const struct run_decision *d;
 	struct plan *plan_store;
 	int nworkers;
 	uint64_t digest; /* join_plan_digest(plan), sent to every task */
@@ -891,7 +892,7 @@ static int build_plan(struct keeper *k, mpictr_err **err)
 {
 	if (k->plan)
 		return 0;
-	if (plan_build(k->cfg, NULL, k->plan_store, err) < 0)
+	if (plan_build(k->cfg, k->d, NULL, k->plan_store, err) < 0)
 		return -1;
 	k->plan = k->plan_store;
 	return 0;
@@ -1004,20 +1005,13 @@ static int pmi_fd(char *const *env)
 	return (int)fd;
 }
 
-bool join_wanted(const struct mpictr_config *cfg)
-{
-	const char *j = env_get(cfg->host_env, "MPICTR_JOIN");
-
-	if (cfg->nranks > 0 || cfg->no_share || (j && strcmp(j, "0") == 0))
-		return false;
-	return slurm_in_step(cfg->host_env);
-}
-
-int join_run(const struct mpictr_config *cfg, mpictr_err **err)
+int join_run(const struct mpictr_config *cfg, const struct run_decision *d,
+	     mpictr_err **err)
 {
 	struct slurm_step step;
 	struct plan plan;
-	struct keeper k = {.listen_fd = -1, .cfg = cfg, .plan_store = &plan};
+	struct keeper k = {
+	    .listen_fd = -1, .cfg = cfg, .d = d, .plan_store = &plan};
 	cleanup_free char *dir = NULL, *key = NULL, *image = NULL;
 	int userns = -1, mntns = -1, rc = -1;
 	uint64_t digest = 0;

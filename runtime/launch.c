@@ -1,4 +1,6 @@
-/* container.c - mpictr_run(): config -> plan -> holder -> PMI -> ranks.
+/* launch.c - launch mode (mpictr -n N), the single process (no -n) and,
+ * with daemon.c, node daemon mode: plan -> holder -> PMI -> ranks.
+ * run.c decides the mode and calls launch_run().
  *
  * Process model (docs/architecture.md):
  *   supervisor (the caller, host namespaces): PMI servers, signal
@@ -14,7 +16,6 @@
  * Every child has PR_SET_PDEATHSIG(SIGKILL) except the janitor, so killing
  * the supervisor ends the job and the namespace with it.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -24,25 +25,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "bindm.h"
 #include "exec.h"
 #include "holder.h"
-#include "join.h"
-#include "caps.h"
+#include "daemon.h"
+#include "launch.h"
 #include "error.h"
-#include "ns.h"
 #include "plan.h"
 #include "pmi.h"
 #include "proc.h"
-#include "slurm.h"
-#include "squash.h"
 
 #define TERM_GRACE_MS 3000
 
@@ -528,125 +523,24 @@ static void teardown(struct job *j)
 	plan_free(&j->plan);
 }
 
-/* ---- node daemon mode ----------------------------------------------
- * `srun --ntasks-per-node=1 --mpi=pmix mpictr -n N IMAGE CMD`: this task
- * launches its N ranks as in launch mode, and its PMI servers register the
- * global job - N ranks on each node of the step, computed the same way on
- * every node from the SLURM_* step variables - with fences across nodes
- * going through the upstream agent (pmi/upstream.c), Slurm's PMIx client.
- * docs/pmi.md, "node daemon mode". */
-
-static bool daemon_wanted(const struct mpictr_config *cfg)
+/* The per-rank and per-holder arrays of j. */
+static void job_alloc(struct job *j)
 {
-	char *const *env = cfg->host_env;
-	const char *d = env_get(env, "MPICTR_NODE_DAEMON");
-
-	if (cfg->nranks <= 0 || (d && strcmp(d, "0") == 0) ||
-	    !slurm_in_step(env) || !env_get(env, "PMIX_NAMESPACE"))
-		return false;
-	return env_get(env, "PMIX_SERVER_URI41") ||
-	       env_get(env, "PMIX_SERVER_URI4") ||
-	       env_get(env, "PMIX_SERVER_URI3") ||
-	       env_get(env, "PMIX_SERVER_URI2") ||
-	       env_get(env, "PMIX_SERVER_URI21");
+	j->nholders = j->cfg->no_share ? (size_t)j->nranks : 1;
+	j->holders = xcalloc(j->nholders, sizeof(*j->holders));
+	for (size_t h = 0; h < j->nholders; h++)
+		j->holders[h].ctl = j->holders[h].userns = j->holders[h].mntns =
+		    -1;
+	j->ranks = xcalloc((size_t)j->nranks, sizeof(pid_t));
+	j->status = xcalloc((size_t)j->nranks, sizeof(int));
+	j->out_fd = xcalloc((size_t)j->nranks, sizeof(int));
+	j->midline = xcalloc((size_t)j->nranks, sizeof(bool));
+	for (int r = 0; r < j->nranks; r++)
+		j->status[r] = j->out_fd[r] = -1;
 }
 
-/* Check the step shape and fork the agent: before any PMIx call in this
- * process and while it is single-threaded. */
-static int daemon_start(struct job *j, mpictr_err **err)
-{
-	const char *tpn =
-	    env_get(j->cfg->host_env, "SLURM_STEP_TASKS_PER_NODE");
-	struct slurm_step step;
-
-	if (slurm_step_from_env(j->cfg->host_env, &step, err) < 0)
-		return err_wrap(err, "node daemon mode");
-	for (uint32_t i = 0; i < step.nnodes; i++) {
-		if (step.tasks_per_node[i] == 1)
-			continue;
-		slurm_step_free(&step);
-		err_set(err, 0,
-			"node daemon mode (mpictr -n under srun --mpi=pmix) "
-			"needs exactly one srun task per node, but "
-			"SLURM_STEP_TASKS_PER_NODE is '%.64s'",
-			tpn);
-		return err_hint(err, "srun --ntasks-per-node=1 ... mpictr -n "
-				     "N; or let srun start every rank and run "
-				     "mpictr without -n");
-	}
-	slurm_step_free(&step);
-	if (pmi_upstream_start(&j->upstream, err) < 0)
-		return err_wrap(err, "node daemon mode");
-	return 0;
-}
-
-/* The global job: node i of the step runs global ranks i*N .. i*N+N-1. */
-static int daemon_job(struct job *j, struct pmi_job *pj, mpictr_err **err)
-{
-	const char *nodelist = env_get(j->cfg->host_env, "SLURM_STEP_NODELIST");
-	struct slurm_step step;
-	char **hosts = NULL;
-	cleanup_free char *nspace = NULL;
-	int rc = -1;
-
-	if (slurm_step_from_env(j->cfg->host_env, &step, err) < 0)
-		return err_wrap(err, "node daemon mode");
-	if (slurm_expand_hostlist(nodelist, &hosts, err) < 0)
-		goto out;
-	if (strv_len(hosts) != step.nnodes) {
-		err_set(err, 0,
-			"SLURM_STEP_NODELIST '%.64s' names %zu hosts but "
-			"SLURM_STEP_TASKS_PER_NODE %u nodes",
-			nodelist, strv_len(hosts), step.nnodes);
-		goto out;
-	}
-	if (pmi_upstream_size(j->upstream) != step.nnodes) {
-		err_set(err, 0,
-			"Slurm's PMIx job has %u tasks, but the step has %u "
-			"nodes of one task",
-			pmi_upstream_size(j->upstream), step.nnodes);
-		goto out;
-	}
-	/* The same name on every node: Open MPI derives its job id from it
-	 * and the fence data names it. */
-	nspace = xasprintf("mpictr.%s.%s", step.job_id, step.step_id);
-	if (pmi_job_node_blocks(nspace, step.nnodes, step.node_id,
-				(uint32_t)j->nranks, hosts, j->plan.uid_in,
-				j->plan.gid_in, pj, err) < 0)
-		goto out;
-	j->rank_base = step.node_id * (uint32_t)j->nranks;
-	rc = 0;
-out:
-	if (rc < 0)
-		err_wrap(err, "node daemon mode");
-	strv_free(hosts);
-	slurm_step_free(&step);
-	return rc;
-}
-
-/* This node failed before or while starting its ranks: the other nodes
- * would wait for them in their first fence, so end the step everywhere.
- * Say why first - Slurm may kill this process before main() prints it. */
-static void daemon_fail(struct job *j, mpictr_err *const *err)
-{
-	const char *msg = err && *err ? mpictr_err_message(*err) : "failed";
-
-	if (!j->upstream)
-		return;
-	log_error("node daemon: ending the step on every node: %s", msg);
-	pmi_upstream_abort(j->upstream, MPICTR_EXIT_FAILURE, msg);
-}
-
-static int refuse_privileged(mpictr_err **err)
-{
-	if (getuid() != geteuid() || getgid() != getegid())
-		return err_set(err, EPERM,
-			       "refusing to run setuid or setgid: mpictr needs "
-			       "no privileges");
-	return 0;
-}
-
-MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status, mpictr_err **err)
+int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
+	       int *status, mpictr_err **err)
 {
 	struct job j;
 	sigset_t mask;
@@ -655,12 +549,6 @@ MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status, mpictr_err **err)
 	memset(&j, 0, sizeof(j));
 	j.cfg = cfg;
 	j.janitor_fd = j.sfd = j.abort_pipe[0] = j.abort_pipe[1] = -1;
-	if (!cfg || !status)
-		return err_set(err, EINVAL, "mpictr_run: missing argument");
-	if (refuse_privileged(err) < 0)
-		return -1;
-	if (join_wanted(cfg))
-		return join_run(cfg, err);
 	j.supervisor = getpid();
 	j.nranks = cfg->nranks > 0 ? cfg->nranks : 1;
 	j.with_pmi = cfg->nranks > 0;
@@ -686,31 +574,22 @@ MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status, mpictr_err **err)
 		err_set(err, errno, "pipe");
 		goto out;
 	}
-	if (daemon_wanted(cfg) && daemon_start(&j, err) < 0)
+	if (d->mode == RUN_NODE_DAEMON &&
+	    daemon_start(cfg, &j.upstream, err) < 0)
 		goto out;
 	/* The job directory holds the PMI servers' files and nothing else:
 	 * a single process (no -n) needs neither it nor the janitor, which
 	 * saves a fork, a mkdtemp, a bind and an rm_rf per run. */
 	if (j.with_pmi && make_run_dir(&j, err) < 0)
 		goto out;
-	if (plan_build(cfg, j.run_dir, &j.plan, err) < 0)
+	if (plan_build(cfg, d, j.run_dir, &j.plan, err) < 0)
 		goto out;
 	/* Launch mode: every rank is ours, unless other nodes run the rest. */
 	j.plan.single_node = !j.upstream;
 	for (size_t i = 0; j.plan.notices && j.plan.notices[i]; i++)
 		log_notice("%s", j.plan.notices[i]);
 
-	j.nholders = cfg->no_share ? (size_t)j.nranks : 1;
-	j.holders = xcalloc(j.nholders, sizeof(*j.holders));
-	for (size_t h = 0; h < j.nholders; h++)
-		j.holders[h].ctl = j.holders[h].userns = j.holders[h].mntns =
-		    -1;
-	j.ranks = xcalloc((size_t)j.nranks, sizeof(pid_t));
-	j.status = xcalloc((size_t)j.nranks, sizeof(int));
-	j.out_fd = xcalloc((size_t)j.nranks, sizeof(int));
-	j.midline = xcalloc((size_t)j.nranks, sizeof(bool));
-	for (int r = 0; r < j.nranks; r++)
-		j.status[r] = j.out_fd[r] = -1;
+	job_alloc(&j);
 
 	/* Holders before the PMI server: fork while single-threaded. */
 	for (size_t h = 0; h < j.nholders; h++)
@@ -722,7 +601,8 @@ MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status, mpictr_err **err)
 		int prc;
 
 		if (j.upstream
-			? daemon_job(&j, &pj, err) < 0
+			? daemon_job(cfg, j.upstream, j.nranks, j.plan.uid_in,
+				     j.plan.gid_in, &pj, &j.rank_base, err) < 0
 			: pmi_job_single_node((uint32_t)j.nranks, j.plan.uid_in,
 					      j.plan.gid_in, &pj, err) < 0)
 			goto out;
@@ -738,25 +618,7 @@ MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status, mpictr_err **err)
 	rc = supervise(&j, status);
 out:
 	if (rc < 0)
-		daemon_fail(&j, err);
+		daemon_fail(j.upstream, err);
 	teardown(&j);
 	return rc;
-}
-
-MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
-				   mpictr_err **err)
-{
-	struct plan p;
-
-	if (!cfg || !json)
-		return err_set(err, EINVAL,
-			       "mpictr_plan_json: missing "
-			       "argument");
-	if (plan_build(cfg, NULL, &p, err) < 0) {
-		plan_free(&p);
-		return -1;
-	}
-	*json = plan_to_json(&p);
-	plan_free(&p);
-	return 0;
 }
