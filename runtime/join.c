@@ -1005,8 +1005,39 @@ static int pmi_fd(char *const *env)
 	return (int)fd;
 }
 
+/* Fork the task's command into the joined container and wait for it (an
+ * embedder that did not ask for exec in place gets control back). */
+static int join_spawn(const struct plan *p, char **env, int userns, int mntns,
+		      int keep_fd, int *status, mpictr_err **err)
+{
+	sigset_t mask;
+	int rfd, wfd, st, rc;
+	pid_t self = getpid(), pid;
+
+	sigprocmask(SIG_SETMASK, NULL, &mask);
+	pid = proc_fork_relay(&rfd, &wfd, "the task's command", err);
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		mpictr_err *e = NULL;
+
+		proc_child_setup(&mask, self);
+		container_exec(p, env, userns, mntns, keep_fd, &e);
+		relay_send(wfd, e);
+		_exit(mpictr_err_exit_code(e));
+	}
+	rc = relay_recv(rfd, "task's command", err);
+	close(rfd);
+	if (TEMP_FAILURE_RETRY(waitpid(pid, &st, 0)) < 0)
+		return err_set(err, errno, "wait for the task's command");
+	if (rc < 0)
+		return -1;
+	*status = exit_code_of(st);
+	return 0;
+}
+
 int join_run(const struct mpictr_config *cfg, const struct run_decision *d,
-	     mpictr_err **err)
+	     bool exec_in_place, int *status, mpictr_err **err)
 {
 	struct slurm_step step;
 	struct plan plan;
@@ -1066,8 +1097,14 @@ int join_run(const struct mpictr_config *cfg, const struct run_decision *d,
 		log_notice("%s", plan.notices[i]);
 	plan.nlocal = (int)step.local_tasks;
 	env = plan_rank_env(&plan, (int)step.local_id);
-	container_exec(&plan, env, userns, mntns, pmi_fd(cfg->host_env), err);
-	rc = -1; /* only returns on failure */
+	if (exec_in_place) {
+		container_exec(&plan, env, userns, mntns, pmi_fd(cfg->host_env),
+			       err);
+		rc = -1; /* only returns on failure */
+	} else {
+		rc = join_spawn(&plan, env, userns, mntns,
+				pmi_fd(cfg->host_env), status, err);
+	}
 	strv_free(env);
 out:
 	if (userns >= 0)

@@ -352,7 +352,7 @@ static int cmd_run(int argc, char **argv, int runscript)
 	}
 
 	fflush(NULL);
-	if (mpictr_run(cfg, &status, &err) < 0)
+	if (mpictr_run_flags(cfg, MPICTR_RUN_EXEC_IN_PLACE, &status, &err) < 0)
 		rc = fail(err);
 	else
 		rc = status;

@@ -20,19 +20,24 @@ static int refuse_privileged(mpictr_err **err)
 	return 0;
 }
 
-MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status, mpictr_err **err)
+MPICTR_PUBLIC int mpictr_run_flags(mpictr_config *cfg, unsigned flags,
+				   int *status, mpictr_err **err)
 {
 	struct run_decision d;
 
 	if (!cfg || !status)
 		return err_set(err, EINVAL, "mpictr_run: missing argument");
+	if (flags & ~(unsigned)MPICTR_RUN_EXEC_IN_PLACE)
+		return err_set(err, EINVAL, "mpictr_run: unknown flags 0x%x",
+			       flags);
 	if (refuse_privileged(err) < 0)
 		return -1;
 	run_decide(cfg, &d);
 	log_debug("run mode: %s", run_mode_name(d.mode));
 	switch (d.mode) {
 	case RUN_JOIN:
-		return join_run(cfg, &d, err);
+		return join_run(cfg, &d, flags & MPICTR_RUN_EXEC_IN_PLACE,
+				status, err);
 	case RUN_SINGLE:
 	case RUN_LAUNCH:
 	case RUN_NODE_DAEMON:
@@ -41,6 +46,11 @@ MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status, mpictr_err **err)
 		return err_set(err, EINVAL, "mpictr_run: unknown mode %d",
 			       (int)d.mode);
 	}
+}
+
+MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status, mpictr_err **err)
+{
+	return mpictr_run_flags(cfg, 0, status, err);
 }
 
 MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
