@@ -225,7 +225,7 @@ FUZZ_LIB_SRCS := runtime/error.c runtime/util.c runtime/config.c \
 	$(wildcard runtime/siteconf.c)
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
 	-fno-sanitize-recover=undefined -std=gnu11 $(CPPFLAGS_ALL) $(BASE_CFLAGS) $(PMIX_CFLAGS)
-# Targets may name the few sources they need (container.c needs pmi/).
+# Targets may name the few sources they need (launch.c needs pmi/).
 FUZZ_SRCS_fuzz_siteconf := runtime/siteconf.c runtime/config.c \
 	runtime/mpiinject.c runtime/error.c runtime/util.c runtime/syscalls.c
 fuzz: $(FUZZERS)
