@@ -15,7 +15,8 @@
 
 #include "error.h"
 
-/* Milliseconds of CLOCK_MONOTONIC. */
+/* Milliseconds of CLOCK_MONOTONIC. (runtime/transport.c still has its own
+ * ms_since: left to the devices/transport rework, which should use this.) */
 long mono_ms(void);
 
 /* In a forked child: every signal back to its default disposition, the
