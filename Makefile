@@ -69,7 +69,7 @@ PLUGIN_SRCS_pmix := pmi/pmix_server.c pmi/pmix_gate.c pmi/upstream.c pmi/pmix_pl
 PLUGIN_SRCS_squash := sif/squash.c sif/squash_plugin.c
 PLUGIN_ONLY_SRCS := $(foreach p,$(PLUGIN_NAMES),$(PLUGIN_SRCS_$(p)))
 PLUGIN_BASE_OBJS := $(B)/obj-plugin/runtime/error.o $(B)/obj/runtime/util.o
-PLUGIN_EXTRA_pmix := $(B)/obj/pmi/job.o
+PLUGIN_EXTRA_pmix := $(B)/obj/pmi/job.o $(B)/obj/runtime/proc.o
 PLUGIN_LIBS_pmix := $(PMIX_LIBS)
 PLUGIN_LIBS_squash := $(FUSE_LIBS)
 PLUGINS := $(PLUGIN_NAMES:%=$(B)/plugins/mpictr-%.so)
@@ -225,7 +225,7 @@ FUZZ_LIB_SRCS := runtime/error.c runtime/util.c runtime/config.c \
 	$(wildcard runtime/siteconf.c)
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
 	-fno-sanitize-recover=undefined -std=gnu11 $(CPPFLAGS_ALL) $(BASE_CFLAGS) $(PMIX_CFLAGS)
-# Targets may name the few sources they need (container.c needs pmi/).
+# Targets may name the few sources they need (launch.c needs pmi/).
 FUZZ_SRCS_fuzz_siteconf := runtime/siteconf.c runtime/config.c \
 	runtime/mpiinject.c runtime/error.c runtime/util.c runtime/syscalls.c
 fuzz: $(FUZZERS)

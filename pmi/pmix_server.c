@@ -199,14 +199,19 @@ static pmix_server_module_t module = {
 /* PMIx_server_init reads PMIX_* variables (MCA parameters, tmpdirs, security
  * mode, a launcher's rendezvous URI). Under srun this process inherits
  * Slurm's, which describe Slurm's server, not ours: drop them all. A user
- * who wants an MCA parameter for our server says MPICTR_PMIX_MCA_<name>. */
-static void scrub_environment(void)
+ * who wants an MCA parameter for our server says MPICTR_PMIX_MCA_<name>.
+ * The library must not leave the caller's environ changed: returns every
+ * PMIX_* variable as it was, for restore_environment() right after
+ * PMIx_server_init has read them. */
+static char **scrub_environment(void)
 {
-	char **names = NULL;
+	char **names = NULL, **saved = NULL;
 
 	for (char **e = environ; e && *e; e++) {
 		const char *eq = strchr(*e, '=');
 
+		if (eq && str_has_prefix(*e, "PMIX_"))
+			strv_push(&saved, *e);
 		if (eq && (str_has_prefix(*e, "PMIX_") ||
 			   str_has_prefix(*e, "MPICTR_PMIX_MCA_")))
 			strv_push_own(&names, xstrndup(*e, (size_t)(eq - *e)));
@@ -223,6 +228,31 @@ static void scrub_environment(void)
 		}
 	}
 	strv_free(names);
+	return saved;
+}
+
+/* Undo scrub_environment: the PMIX_* variables are those of saved again
+ * (whatever libpmix or the scrub set is removed). Frees saved. */
+static void restore_environment(char **saved)
+{
+	char **names = NULL;
+
+	for (char **e = environ; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+
+		if (eq && str_has_prefix(*e, "PMIX_"))
+			strv_push_own(&names, xstrndup(*e, (size_t)(eq - *e)));
+	}
+	for (char **n = names; n && *n; n++)
+		unsetenv(*n);
+	for (char **kv = saved; kv && *kv; kv++) {
+		char *eq = strchr(*kv, '=');
+
+		*eq = '\0';
+		setenv(*kv, eq + 1, 1);
+	}
+	strv_free(names);
+	strv_free(saved);
 }
 
 /* ---- job registration ---- */
@@ -387,6 +417,7 @@ int pmi_pmix_start(const struct pmi_job *job, const char *tmpdir,
 	pmix_info_t info[3];
 	uint32_t uid = geteuid();
 	struct pmix_gate_snapshot before;
+	char **saved_env;
 	pmix_status_t rc;
 
 	if (g.initialized)
@@ -396,7 +427,7 @@ int pmi_pmix_start(const struct pmi_job *job, const char *tmpdir,
 	if (strlen(job->nspace) > PMIX_MAX_NSLEN)
 		return err_set(err, 0, "pmix: namespace '%s' too long",
 			       job->nspace);
-	scrub_environment();
+	saved_env = scrub_environment();
 	g.hooks = *hooks;
 	PMIX_LOAD_NSPACE(g.nspace, job->nspace);
 
@@ -405,6 +436,7 @@ int pmi_pmix_start(const struct pmi_job *job, const char *tmpdir,
 	PMIX_INFO_LOAD(&info[2], PMIX_USERID, &uid, PMIX_UINT32);
 	pmix_gate_snapshot(&before);
 	rc = PMIx_server_init(&module, info, ARRAY_SIZE(info));
+	restore_environment(saved_env);
 	for (size_t i = 0; i < ARRAY_SIZE(info); i++)
 		PMIX_INFO_DESTRUCT(&info[i]);
 	if (rc != PMIX_SUCCESS)

@@ -2,7 +2,6 @@
  * adapter, the PMI-1 service, the per-rank environment, and the policy that
  * keeps a job from waiting forever for a rank that is gone. No PMIx calls
  * here (see pmix_server.c). */
-#include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 #include <unistd.h>
 
 #include "pmi_internal.h"
+#include "proc.h"
 #include "util.h"
 
 struct rank_state {
@@ -258,21 +258,9 @@ out:
 
 /* ---- private tmpdir ---- */
 
-static int rm_entry(const char *path, const struct stat *st, int flag,
-		    struct FTW *ftw)
-{
-	if ((flag == FTW_DP ? rmdir(path) : unlink(path)) < 0 &&
-	    errno != ENOENT)
-		log_warn("pmi: remove '%s': %s", path, strerror(errno));
-	return 0;
-}
-
 static void rm_tree(const char *dir)
 {
-	/* FTW_PHYS: never follow a link a rank left; FTW_MOUNT: stay on
-	 * this file system. */
-	if (nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 &&
-	    errno != ENOENT)
+	if (rm_rf(dir) < 0)
 		log_warn("pmi: remove '%s': %s", dir, strerror(errno));
 }
 

@@ -37,6 +37,7 @@
 #include <pmix.h>
 
 #include "pmi.h"
+#include "proc.h"
 #include "util.h"
 
 #define UPSTREAM_KEY "mpictr.node.fence"
@@ -400,21 +401,13 @@ static __attribute__((noreturn)) void agent_main(int fd)
 
 /* ---- server side ---- */
 
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
 static int wait_readable(int fd, int timeout_ms)
 {
 	struct pollfd p = {.fd = fd, .events = POLLIN};
-	long end = now_ms() + timeout_ms;
+	long end = mono_ms() + timeout_ms;
 
 	for (;;) {
-		long left = end - now_ms();
+		long left = end - mono_ms();
 		int r = poll(&p, 1, left > 0 ? (int)left : 0);
 
 		if (r > 0)
@@ -676,13 +669,13 @@ void pmi_upstream_stop(struct pmi_upstream *u)
 		u->fd = -1;
 	}
 	/* EOF makes the agent finalize and exit; a stuck one is killed. */
-	end = now_ms() + AGENT_EXIT_TIMEOUT_MS;
+	end = mono_ms() + AGENT_EXIT_TIMEOUT_MS;
 	while (u->pid > 0) {
 		pid_t r = waitpid(u->pid, NULL, WNOHANG);
 
 		if (r == u->pid || (r < 0 && errno != EINTR))
 			break; /* reaped here, or by the caller's loop */
-		if (now_ms() >= end) {
+		if (mono_ms() >= end) {
 			log_warn("upstream agent %d did not exit; killing it",
 				 (int)u->pid);
 			kill(u->pid, SIGKILL);

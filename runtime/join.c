@@ -1,7 +1,7 @@
 /* join.c - Slurm join mode: `srun mpictr IMAGE CMD`, one mpictr per task.
  *
  * The first task of a node to arrive starts the *keeper* for the node and
- * step: a detached process that starts the namespace holder (container.c)
+ * step: a detached process that starts the namespace holder (holder.c)
  * and serves its namespace fds over a Unix socket in a private directory.
  * Every task, the first included, connects, receives the fds (SCM_RIGHTS),
  * joins and execs in place, so slurmstepd stays the rank's parent and
@@ -44,9 +44,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "container.h"
 #include "error.h"
+#include "exec.h"
+#include "holder.h"
 #include "join.h"
+#include "proc.h"
 #include "slurm.h"
 #include "syscalls.h"
 
@@ -60,14 +62,6 @@ struct join_msg {
 	int32_t status;	 /* 0: two fds follow */
 	uint64_t digest; /* join_plan_digest() of the keeper's plan */
 };
-
-static long mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
 
 static uint64_t fnv1a(uint64_t h, const char *s)
 {
@@ -603,6 +597,7 @@ struct keeper {
 	 * joins; the others build theirs after the keeper answered, so that
 	 * they leave the CPUs to the keeper while it mounts the image. */
 	const struct mpictr_config *cfg;
+	const struct run_decision *d;
 	struct plan *plan_store;
 	int nworkers;
 	uint64_t digest; /* join_plan_digest(plan), sent to every task */
@@ -834,9 +829,7 @@ static void keeper_main(struct keeper *k, int lock_fd, int ready_fd)
 	k->digest = join_plan_digest(k->plan);
 	if (holder_start(k->plan, k->nworkers, &none, &h, &err) < 0)
 		goto fail;
-	if (write(ready_fd, "", 1) < 0) {
-		/* the task is gone; serve the others anyway */
-	}
+	relay_send_ready(ready_fd); /* the task may be gone: serve anyway */
 	close(ready_fd);
 	/* Its command line is the first task's: `pkill -f` aimed at the tasks
 	 * hits it too. End cleanly then, socket and lock removed. */
@@ -857,13 +850,8 @@ static void keeper_main(struct keeper *k, int lock_fd, int ready_fd)
 	holder_stop(&h);
 	close(lock_fd);
 	_exit(0);
-fail : {
-	char buf[1024];
-	int n = snprintf(buf, sizeof(buf), "%s", mpictr_err_message(err));
-	if (write(ready_fd, buf, (size_t)(n > 0 ? n : 0)) < 0) {
-		/* nothing more to do */
-	}
-}
+fail:
+	relay_send(ready_fd, err);
 	unlink(k->sock_path);
 	unlink(k->lock_path);
 	holder_stop(&h);
@@ -873,35 +861,20 @@ fail : {
 /* Start the keeper, detached (double fork); wait until it serves. */
 static int start_keeper(struct keeper *k, int lock_fd, mpictr_err **err)
 {
-	int ready[2];
-	pid_t pid;
-	char buf[1024];
-	ssize_t n;
+	int rfd, wfd, rc;
+	pid_t pid = proc_fork_relay(&rfd, &wfd, "the node's keeper", err);
 
-	if (pipe2(ready, O_CLOEXEC) < 0)
-		return err_set(err, errno, "pipe");
-	pid = fork();
-	if (pid < 0) {
-		close(ready[0]);
-		close(ready[1]);
-		return err_set(err, errno, "fork the node's keeper");
-	}
+	if (pid < 0)
+		return -1;
 	if (pid == 0) {
-		close(ready[0]);
 		if (fork() == 0)
-			keeper_main(k, lock_fd, ready[1]);
+			keeper_main(k, lock_fd, wfd);
 		_exit(0);
 	}
-	close(ready[1]);
 	TEMP_FAILURE_RETRY(waitpid(pid, NULL, 0));
-	n = TEMP_FAILURE_RETRY(read(ready[0], buf, sizeof(buf) - 1));
-	close(ready[0]);
-	if (n == 1 && buf[0] == '\0')
-		return 0;
-	if (n <= 0)
-		return err_set(err, EIO, "the node's keeper exited at start");
-	buf[n] = '\0';
-	return err_set(err, 0, "the node's keeper failed: %s", buf);
+	rc = relay_recv_ready(rfd, "node's keeper", err);
+	close(rfd);
+	return rc;
 }
 
 /* True when lock_fd is still the file at path: the keeper unlinks its lock
@@ -919,7 +892,7 @@ static int build_plan(struct keeper *k, mpictr_err **err)
 {
 	if (k->plan)
 		return 0;
-	if (plan_build(k->cfg, NULL, k->plan_store, err) < 0)
+	if (plan_build(k->cfg, k->d, NULL, k->plan_store, err) < 0)
 		return -1;
 	k->plan = k->plan_store;
 	return 0;
@@ -1032,20 +1005,44 @@ static int pmi_fd(char *const *env)
 	return (int)fd;
 }
 
-bool join_wanted(const struct mpictr_config *cfg)
+/* Fork the task's command into the joined container and wait for it (an
+ * embedder that did not ask for exec in place gets control back). */
+static int join_spawn(const struct plan *p, char **env, int userns, int mntns,
+		      int keep_fd, int *status, mpictr_err **err)
 {
-	const char *j = env_get(cfg->host_env, "MPICTR_JOIN");
+	sigset_t mask;
+	int rfd, wfd, st, rc;
+	pid_t self = getpid(), pid;
 
-	if (cfg->nranks > 0 || cfg->no_share || (j && strcmp(j, "0") == 0))
-		return false;
-	return slurm_in_step(cfg->host_env);
+	sigprocmask(SIG_SETMASK, NULL, &mask);
+	pid = proc_fork_relay(&rfd, &wfd, "the task's command", err);
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		mpictr_err *e = NULL;
+
+		proc_child_setup(&mask, self);
+		container_exec(p, env, userns, mntns, keep_fd, &e);
+		relay_send(wfd, e);
+		_exit(mpictr_err_exit_code(e));
+	}
+	rc = relay_recv(rfd, "task's command", err);
+	close(rfd);
+	if (TEMP_FAILURE_RETRY(waitpid(pid, &st, 0)) < 0)
+		return err_set(err, errno, "wait for the task's command");
+	if (rc < 0)
+		return -1;
+	*status = exit_code_of(st);
+	return 0;
 }
 
-int join_run(const struct mpictr_config *cfg, mpictr_err **err)
+int join_run(const struct mpictr_config *cfg, const struct run_decision *d,
+	     bool exec_in_place, int *status, mpictr_err **err)
 {
 	struct slurm_step step;
 	struct plan plan;
-	struct keeper k = {.listen_fd = -1, .cfg = cfg, .plan_store = &plan};
+	struct keeper k = {
+	    .listen_fd = -1, .cfg = cfg, .d = d, .plan_store = &plan};
 	cleanup_free char *dir = NULL, *key = NULL, *image = NULL;
 	int userns = -1, mntns = -1, rc = -1;
 	uint64_t digest = 0;
@@ -1072,7 +1069,7 @@ int join_run(const struct mpictr_config *cfg, mpictr_err **err)
 	if (join_dir(cfg->host_env, &dir, step.local_id == 0, err) < 0)
 		goto out;
 	key = join_key(&step, image, join_inputs_digest(cfg));
-	k.nworkers = container_fuse_workers(cfg);
+	k.nworkers = holder_fuse_workers(cfg);
 	k.expected = step.local_tasks;
 	k.sock_path = xasprintf("%s/%s.sock", dir, key);
 	k.lock_path = xasprintf("%s/%s.lock", dir, key);
@@ -1100,8 +1097,14 @@ int join_run(const struct mpictr_config *cfg, mpictr_err **err)
 		log_notice("%s", plan.notices[i]);
 	plan.nlocal = (int)step.local_tasks;
 	env = plan_rank_env(&plan, (int)step.local_id);
-	container_exec(&plan, env, userns, mntns, pmi_fd(cfg->host_env), err);
-	rc = -1; /* only returns on failure */
+	if (exec_in_place) {
+		container_exec(&plan, env, userns, mntns, pmi_fd(cfg->host_env),
+			       err);
+		rc = -1; /* only returns on failure */
+	} else {
+		rc = join_spawn(&plan, env, userns, mntns,
+				pmi_fd(cfg->host_env), status, err);
+	}
 	strv_free(env);
 out:
 	if (userns >= 0)

@@ -7,14 +7,15 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "mode.h"
 #include "plan.h"
 
-/* True when cfg runs one task of an srun step that should join the node's
- * shared namespaces (not with -n, --no-share or MPICTR_JOIN=0). */
-bool join_wanted(const struct mpictr_config *cfg);
-/* Join (starting the node's keeper if first) and exec in place. Returns
- * only on failure. */
-int join_run(const struct mpictr_config *cfg, mpictr_err **err);
+/* Run cfg as one task of an srun step (d->mode == RUN_JOIN, decided by
+ * mode.c): join the node's namespaces, starting the node's keeper if
+ * first. exec_in_place: exec the command in this process (returns only on
+ * failure); else fork it, wait, and return 0 with its *status. */
+int join_run(const struct mpictr_config *cfg, const struct run_decision *d,
+	     bool exec_in_place, int *status, mpictr_err **err);
 /* Digest of what in plan p decides the container (image, mounts, devices,
  * identity, injected MPI), not the per-task command, environment and start
  * directory: tasks whose digests differ never share a container. */

@@ -160,166 +160,187 @@ static const struct option run_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-static int set_flag(mpictr_config *cfg, enum mpictr_flag f, int on,
-		    mpictr_err **err)
-{
-	return mpictr_config_set_flag(cfg, f, on, err);
-}
-
 static int print_and_free(int rc, char *text, mpictr_err *err);
 
-/* `mpictr [exec|run] ...` and `mpictr -n N ...`. */
-static int cmd_run(int argc, char **argv, int runscript)
-{
-	mpictr_config *cfg = mpictr_config_new();
-	mpictr_err *err = NULL;
-	int dry_run = 0, list_profiles = 0, c, status = 0, rc = 0;
-	const char *user_conf = getenv("MPICTR_CONF");
-	long n;
-	char *end;
+/* The options that only switch a flag on. */
+static const struct {
+	int opt;
+	enum mpictr_flag flag;
+} flag_options[] = {
+    {'c', MPICTR_FLAG_CONTAIN},
+    {OPT_FAKEROOT, MPICTR_FLAG_FAKEROOT},
+    {OPT_NO_SHARE, MPICTR_FLAG_NO_SHARE},
+    {OPT_TAG_OUTPUT, MPICTR_FLAG_TAG_OUTPUT},
+    {OPT_GPU, MPICTR_FLAG_GPU},
+    {OPT_INJECT_VERBS, MPICTR_FLAG_INJECT_VERBS},
+};
 
-	/* The site's file first: user files may add to it, never lift its
-	 * restrictions. */
-	if (mpictr_config_load_site(cfg, NULL, &err) < 0 ||
-	    (user_conf && *user_conf &&
-	     mpictr_config_add_config_file(cfg, user_conf, &err) < 0)) {
-		rc = fail(err);
-		goto out;
+struct run_opts {
+	int dry_run;
+	int list_profiles;
+};
+
+/* Option results: go on, or stop and exit with *code. */
+enum { OPT_GO_ON = 0, OPT_STOP = 1 };
+
+static int set_nranks(mpictr_config *cfg, const char *arg, int *code,
+		      mpictr_err **err)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(arg, &end, 10);
+	if (errno || *end || end == arg || n < 1 || n > 4096) {
+		*code = usage_error("invalid rank count '%s' for -n (expected "
+				    "1..4096)",
+				    arg);
+		return OPT_STOP;
 	}
+	return mpictr_config_set_nranks(cfg, (int)n, err);
+}
+
+static int set_env(mpictr_config *cfg, const char *arg, int *code,
+		   mpictr_err **err)
+{
+	const char *eq = strchr(arg, '=');
+	char *name;
+	int rc;
+
+	if (!eq || eq == arg) {
+		*code = usage_error("invalid --env '%s' (expected NAME=VALUE)",
+				    arg);
+		return OPT_STOP;
+	}
+	name = strndup(arg, (size_t)(eq - arg));
+	if (!name)
+		abort();
+	rc = mpictr_config_set_env(cfg, name, eq + 1, err);
+	free(name);
+	return rc;
+}
+
+static int set_transport_env(mpictr_config *cfg, const char *arg, int *code,
+			     mpictr_err **err)
+{
+	if (strcmp(arg, "on") && strcmp(arg, "off")) {
+		*code = usage_error("invalid --transport-env '%s' (expected "
+				    "on or off)",
+				    arg);
+		return OPT_STOP;
+	}
+	return mpictr_config_set_flag(cfg, MPICTR_FLAG_TRANSPORT_ENV,
+				      strcmp(arg, "on") == 0, err);
+}
+
+static int bad_option(char **argv)
+{
+	if (optopt)
+		fprintf(stderr,
+			"%s: unknown option or missing argument for '-%c' "
+			"(see '%s --help')\n",
+			progname, optopt, progname);
+	else
+		fprintf(stderr,
+			"%s: unknown option or missing argument '%s' (see '%s "
+			"--help')\n",
+			progname, argv[optind - 1], progname);
+	return MPICTR_EXIT_FAILURE;
+}
+
+/* One option of cmd_run: OPT_GO_ON, OPT_STOP with *code, or -1 with *err
+ * from the library. */
+static int run_option(mpictr_config *cfg, int c, char **argv,
+		      struct run_opts *o, int *code, mpictr_err **err)
+{
+	for (size_t i = 0; i < sizeof(flag_options) / sizeof(flag_options[0]);
+	     i++)
+		if (flag_options[i].opt == c)
+			return mpictr_config_set_flag(cfg, flag_options[i].flag,
+						      1, err);
+	switch (c) {
+	case 'n':
+		return set_nranks(cfg, optarg, code, err);
+	case 'B':
+		return mpictr_config_add_bind(cfg, optarg, err);
+	case 'e':
+		return set_env(cfg, optarg, code, err);
+	case OPT_PWD:
+		return mpictr_config_set_pwd(cfg, optarg, err);
+	case OPT_TRANSPORT_ENV:
+		return set_transport_env(cfg, optarg, code, err);
+	case OPT_DEVICES:
+		return mpictr_config_set_devices(cfg, optarg, err);
+	case OPT_BIND_TO:
+		return mpictr_config_set_bind_to(cfg, optarg, err);
+	case OPT_DRY_RUN:
+		o->dry_run = 1;
+		return OPT_GO_ON;
+	case OPT_PROFILE:
+		return mpictr_config_add_profile(cfg, optarg, err);
+	case OPT_CONFIG:
+		return mpictr_config_add_config_file(cfg, optarg, err);
+	case OPT_LIST_PROFILES:
+		o->list_profiles = 1;
+		return OPT_GO_ON;
+	case 'v':
+		if (verbosity < MPICTR_LOG_DEBUG)
+			verbosity++;
+		return OPT_GO_ON;
+	case 'q':
+		verbosity = MPICTR_LOG_ERROR;
+		return OPT_GO_ON;
+	case 'h':
+		print_help();
+		*code = 0;
+		return OPT_STOP;
+	case 'V':
+		printf("mpictr %s\n", mpictr_version());
+		*code = 0;
+		return OPT_STOP;
+	case '?':
+	default:
+		*code = bad_option(argv);
+		return OPT_STOP;
+	}
+}
+
+/* The getopt loop of cmd_run: OPT_GO_ON, or OPT_STOP with *code. */
+static int parse_run_options(mpictr_config *cfg, int argc, char **argv,
+			     struct run_opts *o, int *code)
+{
+	mpictr_err *err = NULL;
+	int c, rc;
+
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+n:B:e:cvqhV", run_options,
 				NULL)) != -1) {
-		switch (c) {
-		case 'n':
-			errno = 0;
-			n = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || n < 1 ||
-			    n > 4096) {
-				rc = usage_error("invalid rank count '%s' for "
-						 "-n (expected 1..4096)",
-						 optarg);
-				goto out;
-			}
-			rc = mpictr_config_set_nranks(cfg, (int)n, &err);
-			break;
-		case 'B':
-			rc = mpictr_config_add_bind(cfg, optarg, &err);
-			break;
-		case 'e': {
-			char *eq = strchr(optarg, '=');
-			char *name;
-			if (!eq || eq == optarg) {
-				rc = usage_error("invalid --env '%s' (expected "
-						 "NAME=VALUE)",
-						 optarg);
-				goto out;
-			}
-			name = strndup(optarg, (size_t)(eq - optarg));
-			if (!name)
-				abort();
-			rc = mpictr_config_set_env(cfg, name, eq + 1, &err);
-			free(name);
-			break;
-		}
-		case OPT_PWD:
-			rc = mpictr_config_set_pwd(cfg, optarg, &err);
-			break;
-		case 'c':
-			rc = set_flag(cfg, MPICTR_FLAG_CONTAIN, 1, &err);
-			break;
-		case OPT_FAKEROOT:
-			rc = set_flag(cfg, MPICTR_FLAG_FAKEROOT, 1, &err);
-			break;
-		case OPT_NO_SHARE:
-			rc = set_flag(cfg, MPICTR_FLAG_NO_SHARE, 1, &err);
-			break;
-		case OPT_TAG_OUTPUT:
-			rc = set_flag(cfg, MPICTR_FLAG_TAG_OUTPUT, 1, &err);
-			break;
-		case OPT_TRANSPORT_ENV:
-			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
-				rc = usage_error("invalid --transport-env '%s' "
-						 "(expected on or off)",
-						 optarg);
-				goto out;
-			}
-			rc = set_flag(cfg, MPICTR_FLAG_TRANSPORT_ENV,
-				      strcmp(optarg, "on") == 0, &err);
-			break;
-		case OPT_DEVICES:
-			rc = mpictr_config_set_devices(cfg, optarg, &err);
-			break;
-		case OPT_GPU:
-			rc = set_flag(cfg, MPICTR_FLAG_GPU, 1, &err);
-			break;
-		case OPT_INJECT_VERBS:
-			rc = set_flag(cfg, MPICTR_FLAG_INJECT_VERBS, 1, &err);
-			break;
-		case OPT_BIND_TO:
-			rc = mpictr_config_set_bind_to(cfg, optarg, &err);
-			break;
-		case OPT_DRY_RUN:
-			dry_run = 1;
-			break;
-		case OPT_PROFILE:
-			rc = mpictr_config_add_profile(cfg, optarg, &err);
-			break;
-		case OPT_CONFIG:
-			rc = mpictr_config_add_config_file(cfg, optarg, &err);
-			break;
-		case OPT_LIST_PROFILES:
-			list_profiles = 1;
-			break;
-		case 'v':
-			if (verbosity < MPICTR_LOG_DEBUG)
-				verbosity++;
-			break;
-		case 'q':
-			verbosity = MPICTR_LOG_ERROR;
-			break;
-		case 'h':
-			print_help();
-			goto out;
-		case 'V':
-			printf("mpictr %s\n", mpictr_version());
-			goto out;
-		case '?':
-		default:
-			if (optopt)
-				fprintf(
-				    stderr,
-				    "%s: unknown option or missing "
-				    "argument for '-%c' (see '%s --help')\n",
-				    progname, optopt, progname);
-			else
-				fprintf(stderr,
-					"%s: unknown option or missing "
-					"argument '%s' (see '%s --help')\n",
-					progname, argv[optind - 1], progname);
-			rc = MPICTR_EXIT_FAILURE;
-			goto out;
-		}
+		rc = run_option(cfg, c, argv, o, code, &err);
 		if (rc < 0) {
-			rc = fail(err);
-			goto out;
+			*code = fail(err);
+			return OPT_STOP;
 		}
+		if (rc == OPT_STOP)
+			return OPT_STOP;
 	}
-	mpictr_set_log_sink(stderr_sink, NULL, verbosity);
+	return OPT_GO_ON;
+}
 
-	if (list_profiles) {
-		char *text = NULL;
-		rc = mpictr_config_list_profiles(cfg, &text, &err);
-		rc = print_and_free(rc, text, err);
-		goto out;
-	}
+/* IMAGE and COMMAND (or the runscript's arguments) after the options. */
+static int set_image_and_command(mpictr_config *cfg, int argc, char **argv,
+				 int runscript, int *code)
+{
+	mpictr_err *err = NULL;
+	int rc;
+
 	if (optind >= argc) {
-		rc = usage_error("%s", "missing IMAGE");
-		goto out;
+		*code = usage_error("%s", "missing IMAGE");
+		return OPT_STOP;
 	}
 	if (mpictr_config_set_image(cfg, argv[optind], &err) < 0) {
-		rc = fail(err);
-		goto out;
+		*code = fail(err);
+		return OPT_STOP;
 	}
 	optind++;
 	if (runscript) {
@@ -327,38 +348,77 @@ static int cmd_run(int argc, char **argv, int runscript)
 						 argv + optind, &err);
 	} else {
 		if (optind >= argc) {
-			rc = usage_error("%s", "missing COMMAND after IMAGE");
-			goto out;
+			*code =
+			    usage_error("%s", "missing COMMAND after IMAGE");
+			return OPT_STOP;
 		}
 		rc = mpictr_config_set_command(cfg, argc - optind,
 					       argv + optind, &err);
 	}
 	if (rc < 0) {
-		rc = fail(err);
-		goto out;
+		*code = fail(err);
+		return OPT_STOP;
 	}
+	return OPT_GO_ON;
+}
+
+/* Print the plan (--dry-run) or run: the exit code. */
+static int run_or_dry_run(mpictr_config *cfg, int dry_run)
+{
+	mpictr_err *err = NULL;
+	char *json = NULL;
+	int status = 0;
 
 	if (dry_run) {
-		char *json = NULL;
-		if (mpictr_plan_json(cfg, &json, &err) < 0) {
-			rc = fail(err);
-			goto out;
-		}
+		if (mpictr_plan_json(cfg, &json, &err) < 0)
+			return fail(err);
 		fputs(json, stdout);
 		fputc('\n', stdout);
 		free(json);
-		rc = 0;
+		return 0;
+	}
+	fflush(NULL);
+	/* A join-mode task under slurmstepd must be the command itself (its
+	 * PMI_FD, signals, accounting): the CLI asks for exec in place. */
+	if (mpictr_run_flags(cfg, MPICTR_RUN_EXEC_IN_PLACE, &status, &err) < 0)
+		return fail(err);
+	return status;
+}
+
+/* `mpictr [exec|run] ...` and `mpictr -n N ...`. */
+static int cmd_run(int argc, char **argv, int runscript)
+{
+	mpictr_config *cfg = mpictr_config_new();
+	mpictr_err *err = NULL;
+	struct run_opts o = {0, 0};
+	const char *user_conf = getenv("MPICTR_CONF");
+	int code = 0;
+
+	/* The site's file first: user files may add to it, never lift its
+	 * restrictions. */
+	if (mpictr_config_load_site(cfg, NULL, &err) < 0 ||
+	    (user_conf && *user_conf &&
+	     mpictr_config_add_config_file(cfg, user_conf, &err) < 0)) {
+		code = fail(err);
 		goto out;
 	}
+	if (parse_run_options(cfg, argc, argv, &o, &code) == OPT_STOP)
+		goto out;
+	mpictr_set_log_sink(stderr_sink, NULL, verbosity);
+	if (o.list_profiles) {
+		char *text = NULL;
+		int rc = mpictr_config_list_profiles(cfg, &text, &err);
 
-	fflush(NULL);
-	if (mpictr_run(cfg, &status, &err) < 0)
-		rc = fail(err);
-	else
-		rc = status;
+		code = print_and_free(rc, text, err);
+		goto out;
+	}
+	if (set_image_and_command(cfg, argc, argv, runscript, &code) ==
+	    OPT_STOP)
+		goto out;
+	code = run_or_dry_run(cfg, o.dry_run);
 out:
 	mpictr_config_free(cfg);
-	return rc;
+	return code;
 }
 
 static int print_and_free(int rc, char *text, mpictr_err *err)

@@ -230,9 +230,29 @@ MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
  * status the CLI should exit with (the command's status, 128+signal, 126 or
  * 127; with ranks, the first failing rank's). -1 with *err when mpictr
  * itself failed (nothing it created is left behind). Must be called from a
- * single-threaded process: it forks and changes signal dispositions while
- * it runs, restoring them before it returns. */
+ * single-threaded process: it forks and changes the signal mask while it
+ * runs, restoring it before it returns. It never changes the caller's
+ * environ, and it always returns: in join mode (one task of an srun step,
+ * no -n: the command joins the node's shared container) it forks the
+ * command and waits for it, like every other mode. Same as
+ * mpictr_run_flags(cfg, 0, status, err). */
 MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status, mpictr_err **err);
+
+enum mpictr_run_flags {
+	/* Join mode only: replace the calling process with the command
+	 * (execve) instead of forking it, so that the launcher (slurmstepd)
+	 * stays the command's parent: its PMI_FD, signals, exit status and
+	 * accounting then reach the command directly, with no process of
+	 * mpictr in between. mpictr_run_flags() then returns only on failure
+	 * (-1 with *err; the error's exit code is 126 or 127 when the command
+	 * cannot be executed). No effect in the other modes. The CLI sets it.
+	 */
+	MPICTR_RUN_EXEC_IN_PLACE = 1u << 0,
+};
+/* mpictr_run() with flags, an OR of enum mpictr_run_flags; unknown bits
+ * are an error (EINVAL). */
+MPICTR_PUBLIC int mpictr_run_flags(mpictr_config *cfg, unsigned flags,
+				   int *status, mpictr_err **err);
 
 /* ---- preflight ------------------------------------------------------ */
 

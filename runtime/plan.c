@@ -640,7 +640,7 @@ static int host_binds(const struct mpictr_config *cfg, struct plan *p,
 	/* Slurm's PMIx server directory (join mode): same path inside, or
 	 * every rank prints a dstore error and falls back. */
 	pmix_tmp = env_get(cfg->host_env, "PMIX_SERVER_TMPDIR");
-	if (pmix_tmp && pmix_tmp[0] == '/' && cfg->nranks == 0) {
+	if (pmix_tmp && pmix_tmp[0] == '/' && !run_mode_serves_pmi(p->mode)) {
 		cleanup_free char *d = clean_path(pmix_tmp);
 		cleanup_free char *what = xasprintf(
 		    "Slurm PMIx server directory '%s' (PMIX_SERVER_TMPDIR)", d);
@@ -671,8 +671,9 @@ static void build_env(const struct mpictr_config *cfg, struct plan *p,
 			continue;
 		/* In launch mode mpictr is the PMI server: variables of an
 		 * outer launcher would point the ranks at the wrong one. */
-		if (cfg->nranks > 0 && (str_has_prefix(name, "PMI_") ||
-					str_has_prefix(name, "PMIX_")))
+		if (run_mode_serves_pmi(p->mode) &&
+		    (str_has_prefix(name, "PMI_") ||
+		     str_has_prefix(name, "PMIX_")))
 			continue;
 		strv_push(&env, kv);
 	}
@@ -859,8 +860,8 @@ static void find_env_scripts(struct plan *p)
 	free(names);
 }
 
-int plan_build(const struct mpictr_config *cfg, const char *run_dir,
-	       struct plan *p, mpictr_err **err)
+int plan_build(const struct mpictr_config *cfg, const struct run_decision *d,
+	       const char *run_dir, struct plan *p, mpictr_err **err)
 {
 	cleanup_free char *cwd = NULL;
 	cleanup_free const struct site_profile **profs = NULL;
@@ -871,15 +872,14 @@ int plan_build(const struct mpictr_config *cfg, const char *run_dir,
 		return err_set(err, 0, "no image given");
 	if (!cfg->argv && !cfg->runscript)
 		return err_set(err, 0, "no command given");
-	if (cfg->fakeroot && cfg->nranks > 0)
+	p->mode = d->mode;
+	if (cfg->fakeroot && run_mode_serves_pmi(d->mode))
 		return err_set(err, 0,
 			       "--fakeroot cannot be used with -n: PMIx "
 			       "rejects ranks whose uid differs from the "
 			       "server's (hint: --fakeroot is for single "
 			       "processes)");
-	if (cfg->fakeroot && (env_get(cfg->host_env, "PMIX_SERVER_URI41") ||
-			      env_get(cfg->host_env, "PMIX_SERVER_URI4") ||
-			      env_get(cfg->host_env, "PMI_FD")))
+	if (cfg->fakeroot && d->outer_pmi)
 		return err_set(err, 0,
 			       "--fakeroot cannot be used under a PMI server "
 			       "(srun --mpi=...): the server rejects a rank "
@@ -907,14 +907,7 @@ int plan_build(const struct mpictr_config *cfg, const char *run_dir,
 	if (!cfg->transport_env_set && cfg->site.transport_env.value)
 		p->transport_env = streq0(cfg->site.transport_env.value, "on");
 	p->nlocal = cfg->nranks > 0 ? cfg->nranks : 1;
-	/* Shared unless asked otherwise, or unless this is one srun task
-	 * that will not join the node's namespaces (MPICTR_JOIN=0). */
-	p->shared_ns = !cfg->no_share;
-	if (cfg->nranks == 0 && env_get(cfg->host_env, "SLURM_STEP_ID")) {
-		const char *jn = env_get(cfg->host_env, "MPICTR_JOIN");
-		if (jn && strcmp(jn, "0") == 0)
-			p->shared_ns = false;
-	}
+	p->shared_ns = d->shared_ns;
 	if (default_mounts(cfg, p, err) < 0 || plan_devices(cfg, p, err) < 0 ||
 	    host_binds(cfg, p, cwd, err) < 0 ||
 	    site_binds(cfg, p, profs, err) < 0 ||

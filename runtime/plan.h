@@ -13,6 +13,7 @@
 #include "config.h"
 #include "devices.h"
 #include "image.h"
+#include "mode.h"
 #include "mpiinject.h"
 #include "util.h"
 
@@ -46,6 +47,7 @@ struct plan_device {
 };
 
 struct plan {
+	enum run_mode mode; /* decided before planning (mode.c) */
 	struct image_info image;
 	struct mount_op *ops;
 	size_t nops;
@@ -82,9 +84,10 @@ struct plan {
  * variables where still unset. Caller frees with strv_free. */
 char **plan_rank_env(const struct plan *p, int local_rank);
 
-/* Build the plan of cfg. run_dir may be NULL (dry-run: not created). */
-int plan_build(const struct mpictr_config *cfg, const char *run_dir,
-	       struct plan *p, mpictr_err **err);
+/* Build the plan of cfg for the mode decided in d (run_decide). run_dir
+ * may be NULL (dry-run: not created). */
+int plan_build(const struct mpictr_config *cfg, const struct run_decision *d,
+	       const char *run_dir, struct plan *p, mpictr_err **err);
 void plan_free(struct plan *p);
 /* The --dry-run JSON (interface contract keys). */
 char *plan_to_json(const struct plan *p);

@@ -1,14 +1,14 @@
-/* container.h - pieces of the run machinery shared by launch mode
- * (container.c) and Slurm join mode (join.c). */
-#ifndef MPICTR_CONTAINER_H
-#define MPICTR_CONTAINER_H
+/* holder.h - the namespace holder, shared by launch mode, node daemon mode
+ * and join mode's keeper (see holder.c). */
+#ifndef MPICTR_HOLDER_H
+#define MPICTR_HOLDER_H
 
 #include <signal.h>
 #include <sys/types.h>
 
 #include "plan.h"
 
-/* The process that owns a job's namespaces (see container.c). */
+/* The process that owns a job's namespaces. */
 struct holder {
 	pid_t pid;
 	int ctl;    /* closing it tells the holder to unmount and exit */
@@ -22,14 +22,7 @@ int holder_start(const struct plan *p, int nworkers, const sigset_t *mask,
 		 struct holder *h, mpictr_err **err);
 /* Close the control pipe and namespace fds, wait for the holder. */
 void holder_stop(struct holder *h);
-/* Join the namespaces, enter the start directory, drop every capability
- * and exec the plan's command with env; keep_fd (or -1) stays open.
- * Returns only on failure. */
-int container_exec(const struct plan *p, char **env, int userns_fd,
-		   int mntns_fd, int keep_fd, mpictr_err **err);
 /* FUSE worker processes for a job (MPICTR_FUSE_WORKERS overrides). */
-int container_fuse_workers(const struct mpictr_config *cfg);
-/* Remove a directory tree (no symlinks followed). */
-int rm_rf(const char *path);
+int holder_fuse_workers(const struct mpictr_config *cfg);
 
 #endif

@@ -1,0 +1,15 @@
+/* launch.h - launch mode, the single process and node daemon mode (see
+ * launch.c); run.c calls it. */
+#ifndef MPICTR_LAUNCH_H
+#define MPICTR_LAUNCH_H
+
+#include "config.h"
+#include "mode.h"
+
+/* Run cfg in d->mode (RUN_SINGLE, RUN_LAUNCH or RUN_NODE_DAEMON) to
+ * completion: 0 with *status (the command's, or the first failing
+ * rank's), -1 with *err. */
+int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
+	       int *status, mpictr_err **err);
+
+#endif

@@ -1,0 +1,192 @@
+/* proc.c - the process layer (see proc.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "util.h"
+
+#define RELAY_MSG_MAX 1024
+
+/* What a child reports over its CLOEXEC relay pipe (R3). An exec that
+ * succeeds closes the pipe with nothing written. */
+struct relay {
+	int ready; /* relay_send_ready: no error */
+	int errnum;
+	int exit_code;
+	char msg[RELAY_MSG_MAX];
+};
+
+long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+void proc_child_setup(const sigset_t *mask, pid_t parent)
+{
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			signal(s, SIG_DFL);
+	sigprocmask(SIG_SETMASK, mask, NULL);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(MPICTR_EXIT_FAILURE);
+}
+
+pid_t proc_fork_relay(int *rfd, int *wfd, const char *what, mpictr_err **err)
+{
+	int p[2];
+	pid_t pid;
+
+	*rfd = *wfd = -1;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return err_set(err, errno, "pipe");
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+
+		close(p[0]);
+		close(p[1]);
+		return err_set(err, e, "fork %s", what);
+	}
+	if (pid == 0) {
+		close(p[0]);
+		*wfd = p[1];
+		return 0;
+	}
+	close(p[1]);
+	*rfd = p[0];
+	return pid;
+}
+
+static void relay_write(int fd, const struct relay *r)
+{
+	if (write_full(fd, r, sizeof(*r)) < 0) {
+		/* the parent is gone; nothing more to do */
+	}
+}
+
+void relay_send(int fd, const mpictr_err *e)
+{
+	struct relay r;
+
+	memset(&r, 0, sizeof(r));
+	r.errnum = mpictr_err_errno(e);
+	r.exit_code = mpictr_err_exit_code(e);
+	snprintf(r.msg, sizeof(r.msg), "%s", mpictr_err_message(e));
+	relay_write(fd, &r);
+}
+
+void relay_send_ready(int fd)
+{
+	struct relay r;
+
+	memset(&r, 0, sizeof(r));
+	r.ready = 1;
+	relay_write(fd, &r);
+}
+
+/* 1: closed empty, 0: ready, -1: error (*err set). */
+static int relay_read(int fd, const char *who, mpictr_err **err)
+{
+	struct relay r;
+	ssize_t n = TEMP_FAILURE_RETRY(read(fd, &r, sizeof(r)));
+
+	if (n == 0)
+		return 1;
+	if (n != (ssize_t)sizeof(r))
+		return err_set(err, n < 0 ? errno : EIO,
+			       "read the status of the %s", who);
+	if (r.ready)
+		return 0;
+	r.msg[sizeof(r.msg) - 1] = '\0';
+	return err_from_relay(err, r.errnum, r.exit_code, r.msg);
+}
+
+int relay_recv(int fd, const char *who, mpictr_err **err)
+{
+	return relay_read(fd, who, err) < 0 ? -1 : 0;
+}
+
+int relay_recv_ready(int fd, const char *who, mpictr_err **err)
+{
+	int rc = relay_read(fd, who, err);
+
+	if (rc > 0)
+		return err_set(err, EIO, "the %s exited at start", who);
+	if (rc < 0)
+		return err_wrap(err, "the %s failed", who);
+	return 0;
+}
+
+void mark_cloexec_except(int keep)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		long fd;
+
+		if (parse_long(de->d_name, 0, INT_MAX, &fd) < 0)
+			continue;
+		if (fd > 2 && fd != keep && fd != dirfd(d))
+			fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+	}
+	closedir(d);
+}
+
+int exit_code_of(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return MPICTR_EXIT_FAILURE;
+}
+
+/* nftw keeps no user pointer: the first failure of the walk in progress
+ * (rm_rf runs in one thread of a process at a time: the janitor, the
+ * supervisor's teardown, the PMI server's stop). */
+static __thread int rm_errno;
+
+static int rm_entry(const char *path, const struct stat *st, int flag,
+		    struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if ((flag == FTW_DP ? rmdir(path) : unlink(path)) < 0 &&
+	    errno != ENOENT && !rm_errno)
+		rm_errno = errno;
+	return 0;
+}
+
+int rm_rf(const char *path)
+{
+	rm_errno = 0;
+	/* FTW_PHYS: never follow a link (a rank may have left one);
+	 * FTW_MOUNT: stay on this file system. */
+	if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return -1;
+	}
+	if (rm_errno) {
+		errno = rm_errno;
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,60 @@
+/* proc.h - the process layer: what every fork site of the runtime shares.
+ *
+ * The child preamble (die with the parent, default signals, the caller's
+ * mask), the child->parent error relay (R3), fork with a relay pipe,
+ * descriptor hygiene before exec, wait statuses as exit codes, the
+ * monotonic clock and the recursive delete. No policy: launch mode, the
+ * node daemon, join mode and the holder all use it the same way.
+ */
+#ifndef MPICTR_PROC_H
+#define MPICTR_PROC_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+/* Milliseconds of CLOCK_MONOTONIC. (runtime/transport.c still has its own
+ * ms_since: left to the devices/transport rework, which should use this.) */
+long mono_ms(void);
+
+/* In a forked child: every signal back to its default disposition, the
+ * signal mask set to *mask, SIGKILL when the parent dies; _exits at once
+ * when the parent (pid `parent`) is already gone. */
+void proc_child_setup(const sigset_t *mask, pid_t parent);
+
+/* Fork with a relay: a CLOEXEC pipe whose write end only the child keeps.
+ * Returns the pid in the parent, which gets the read end in *rfd (for
+ * relay_recv), 0 in the child, which gets the write end in *wfd (for
+ * relay_send, or an exec that closes it empty). -1 with *err (what names
+ * the child) when the pipe or the fork failed: nothing is left open. */
+pid_t proc_fork_relay(int *rfd, int *wfd, const char *what, mpictr_err **err);
+
+/* Child side: report e (message, errno, exit code) before _exit. */
+void relay_send(int fd, const mpictr_err *e);
+/* Child side: report "ready" for relay_recv_ready (a child that goes on
+ * running after its start, where an empty close means it died). */
+void relay_send_ready(int fd);
+/* Parent side: 0 when the pipe closed empty (the child exec'd), or -1
+ * with *err rebuilt from what the child reported. who names the child. */
+int relay_recv(int fd, const char *who, mpictr_err **err);
+/* Parent side, for children that report ready: 0 on relay_send_ready, -1
+ * with *err on a relayed error ("the WHO failed: ...") or when the child
+ * ended saying nothing ("the WHO exited at start"). */
+int relay_recv_ready(int fd, const char *who, mpictr_err **err);
+
+/* Mark every inherited descriptor above stderr close-on-exec except keep
+ * (or -1): they close at the exec that follows, not before, so a failing
+ * exec can still report over its relay. */
+void mark_cloexec_except(int keep);
+
+/* A wait status as an exit code: the status, 128+signal, else 255. */
+int exit_code_of(int status);
+
+/* Remove a file or directory tree: never follows a symlink, never crosses
+ * into another mounted file system. 0 when nothing is left (or nothing
+ * was there), -1 with errno of the first failure. */
+int rm_rf(const char *path);
+
+#endif

@@ -1,0 +1,73 @@
+/* run.c - the public entry points that run or plan a job: refuse setuid,
+ * decide the mode once (mode.c), hand it to launch mode, node daemon mode
+ * (launch.c with daemon.c) or join mode (join.c).
+ */
+#include <errno.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "join.h"
+#include "launch.h"
+#include "mode.h"
+#include "plan.h"
+
+static int refuse_privileged(mpictr_err **err)
+{
+	if (getuid() != geteuid() || getgid() != getegid())
+		return err_set(err, EPERM,
+			       "refusing to run setuid or setgid: mpictr needs "
+			       "no privileges");
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_run_flags(mpictr_config *cfg, unsigned flags,
+				   int *status, mpictr_err **err)
+{
+	struct run_decision d;
+
+	if (!cfg || !status)
+		return err_set(err, EINVAL, "mpictr_run: missing argument");
+	if (flags & ~(unsigned)MPICTR_RUN_EXEC_IN_PLACE)
+		return err_set(err, EINVAL, "mpictr_run: unknown flags 0x%x",
+			       flags);
+	if (refuse_privileged(err) < 0)
+		return -1;
+	run_decide(cfg, &d);
+	log_debug("run mode: %s", run_mode_name(d.mode));
+	switch (d.mode) {
+	case RUN_JOIN:
+		return join_run(cfg, &d, flags & MPICTR_RUN_EXEC_IN_PLACE,
+				status, err);
+	case RUN_SINGLE:
+	case RUN_LAUNCH:
+	case RUN_NODE_DAEMON:
+		return launch_run(cfg, &d, status, err);
+	default:
+		return err_set(err, EINVAL, "mpictr_run: unknown mode %d",
+			       (int)d.mode);
+	}
+}
+
+MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status, mpictr_err **err)
+{
+	return mpictr_run_flags(cfg, 0, status, err);
+}
+
+MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
+				   mpictr_err **err)
+{
+	struct run_decision d;
+	struct plan p;
+
+	if (!cfg || !json)
+		return err_set(err, EINVAL,
+			       "mpictr_plan_json: missing argument");
+	run_decide(cfg, &d);
+	if (plan_build(cfg, &d, NULL, &p, err) < 0) {
+		plan_free(&p);
+		return -1;
+	}
+	*json = plan_to_json(&p);
+	plan_free(&p);
+	return 0;
+}
