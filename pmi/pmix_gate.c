@@ -65,7 +65,8 @@ struct flow {
 struct pair {
 	struct flow up, down; /* client -> libpmix, libpmix -> client */
 	int client, inner;
-	struct pair *next;
+	bool dead;	   /* closed; freed after the epoll batch */
+	struct pair *next; /* in g->pairs, then in g->dead */
 };
 
 /* epoll data: a tagged pointer would do, but an explicit record reads
@@ -85,6 +86,8 @@ struct pmix_gate {
 	size_t npub;
 	char *inner_path[GATE_MAX_LISTENERS];
 	struct pair *pairs;
+	struct pair *dead; /* closed in this epoll batch: events of the
+			      batch may still name them */
 	pthread_t thread;
 	bool thread_started;
 	uid_t uid;
@@ -315,6 +318,8 @@ int pmix_gate_peer_uid(int fd, uid_t *uid)
 
 /* ---- the relay ---- */
 
+/* Closes the pair; its memory stays until pairs_reap(), since later
+ * events of the same epoll batch may still point into it. */
 static void pair_free(struct pmix_gate *g, struct pair *p)
 {
 	for (struct pair **pp = &g->pairs; *pp; pp = &(*pp)->next) {
@@ -327,9 +332,21 @@ static void pair_free(struct pmix_gate *g, struct pair *p)
 	epoll_ctl(g->ep, EPOLL_CTL_DEL, p->inner, NULL);
 	close(p->client);
 	close(p->inner);
-	free(p->up.buf);
-	free(p->down.buf);
-	free(p);
+	p->dead = true;
+	p->next = g->dead;
+	g->dead = p;
+}
+
+static void pairs_reap(struct pmix_gate *g)
+{
+	while (g->dead) {
+		struct pair *p = g->dead;
+
+		g->dead = p->next;
+		free(p->up.buf);
+		free(p->down.buf);
+		free(p);
+	}
 }
 
 /* Moves what it can of one direction. Returns -1 when the pair is
@@ -540,18 +557,15 @@ static void *gate_main(void *arg)
 				break;
 			case K_CLIENT:
 			case K_INNER:
-				/* A pair freed earlier in this batch is not
-				 * in the list any more. */
-				for (struct pair *p = g->pairs; p; p = p->next)
-					if (p == t->pair) {
-						pair_service(g, p);
-						break;
-					}
+				/* Closed earlier in this batch: skip. */
+				if (!t->pair->dead)
+					pair_service(g, t->pair);
 				break;
 			default:
 				break;
 			}
 		}
+		pairs_reap(g);
 	}
 }
 
@@ -742,6 +756,7 @@ void pmix_gate_stop(struct pmix_gate *g)
 	}
 	while (g->pairs)
 		pair_free(g, g->pairs);
+	pairs_reap(g);
 	for (size_t i = 0; i < g->npub; i++) {
 		close(g->pub[i]);
 		if (unlink(g->inner_path[i]) < 0 && errno != ENOENT)
