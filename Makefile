@@ -219,15 +219,16 @@ FUZZERS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
 # pmi/pmi1_wire.c is pure (no PMIx), so the PMI-1 fuzz target can use it.
 # The pure parsers of untrusted input and what they need; no namespaces,
 # FUSE or PMIx in the fuzzers.
-FUZZ_LIB_SRCS := runtime/error.c runtime/util.c runtime/config.c \
+FUZZ_LIB_SRCS := runtime/error.c runtime/util.c runtime/config.c runtime/bindspec.c \
 	runtime/slurm.c pmi/pmi1_wire.c \
 	$(filter-out sif/squash%,$(wildcard sif/*.c)) \
 	$(wildcard runtime/siteconf.c)
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
 	-fno-sanitize-recover=undefined -std=gnu11 $(CPPFLAGS_ALL) $(BASE_CFLAGS) $(PMIX_CFLAGS)
 # Targets may name the few sources they need (container.c needs pmi/).
-FUZZ_SRCS_fuzz_siteconf := runtime/siteconf.c runtime/config.c \
+FUZZ_SRCS_fuzz_siteconf := runtime/siteconf.c runtime/config.c runtime/bindspec.c \
 	runtime/mpiinject.c runtime/error.c runtime/util.c runtime/syscalls.c
+FUZZ_SRCS_fuzz_bind := runtime/bindspec.c runtime/error.c runtime/util.c
 fuzz: $(FUZZERS)
 $(B)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRCS)
 	@mkdir -p $(dir $@)

@@ -416,3 +416,39 @@ bool env_name_valid(const char *s, size_t n)
 			return false;
 	return true;
 }
+
+char *clean_path(const char *path)
+{
+	/* Collapse "//", "/./" and trailing "/"; ".." is rejected by the
+	 * callers that need it to be. */
+	struct strbuf sb = STRBUF_INIT;
+	const char *s = path;
+
+	while (*s) {
+		const char *e;
+		size_t n;
+
+		while (*s == '/')
+			s++;
+		if (!*s)
+			break;
+		e = strchrnul(s, '/');
+		n = (size_t)(e - s);
+		if (!(n == 1 && s[0] == '.')) {
+			sb_putc(&sb, '/');
+			sb_add(&sb, s, n);
+		}
+		s = e;
+	}
+	if (sb.len == 0)
+		sb_putc(&sb, '/');
+	return sb_steal(&sb);
+}
+
+bool has_dotdot(const char *path)
+{
+	for (const char *s = path; (s = strstr(s, "..")); s += 2)
+		if ((s == path || s[-1] == '/') && (s[2] == '/' || !s[2]))
+			return true;
+	return false;
+}

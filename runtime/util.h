@@ -125,4 +125,10 @@ bool env_name_valid(const char *s, size_t n);
 bool streq0(const char *a, const char *b);
 bool str_has_prefix(const char *s, const char *prefix);
 
+/* path with "//", "/./" and a trailing '/' collapsed ("" and "/" give
+ * "/"); ".." is kept: callers that must refuse it use has_dotdot(). */
+char *clean_path(const char *path);
+/* Does path have a ".." component? */
+bool has_dotdot(const char *path);
+
 #endif
