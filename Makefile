@@ -104,7 +104,7 @@ $(B)/obj/%.o: %.c
 PATHS_STAMP := $(B)/paths.stamp
 PATHS_VALUE := $(PLUGINDIR):$(LIBEXECDIR):$(SYSCONFDIR)
 $(shell mkdir -p $(B) && { [ "$$(cat $(PATHS_STAMP) 2>/dev/null)" = '$(PATHS_VALUE)' ] || printf '%s' '$(PATHS_VALUE)' >$(PATHS_STAMP); })
-$(B)/obj/runtime/plugin.o $(B)/obj/runtime/check.o $(B)/obj/runtime/plan.o \
+$(B)/obj/runtime/plugin.o $(B)/obj/runtime/check.o $(B)/obj/runtime/ucx.o \
 	$(B)/obj/runtime/config.o: $(PATHS_STAMP)
 
 $(B)/obj-plugin/%.o: %.c

@@ -18,7 +18,6 @@
 
 #include "devices.h"
 #include "error.h"
-#include "transport.h"
 
 static const char *const kind_names[DEVICE_KIND_COUNT] = {
     [DEVICE_IB] = "ib",	      [DEVICE_OPA] = "opa", [DEVICE_KNEM] = "knem",
@@ -724,8 +723,7 @@ static int read_ptrace_scope(const char *root)
 	return (int)v;
 }
 
-/* 0 when fine; else a malloc'ed one-line description of the limit. */
-static char *memlock_too_low(void)
+char *devices_memlock_too_low(void)
 {
 	struct rlimit rl;
 
@@ -735,14 +733,6 @@ static char *memlock_too_low(void)
 			 "memory registration",
 			 (unsigned long long)rl.rlim_cur / 1024);
 }
-
-#define MEMLOCK_FIX                                                            \
-	"fix: `ulimit -l unlimited`, memlock unlimited in "                    \
-	"/etc/security/limits.conf, or PropagateResourceLimits in slurm.conf"
-#define PTRACE_FIX                                                             \
-	"fix: sysctl kernel.yama.ptrace_scope=0; MPI libraries otherwise "     \
-	"fall "                                                                \
-	"back to slower copies"
 
 /* ---- discovery -------------------------------------------------------- */
 
@@ -903,10 +893,11 @@ int devices_discover(const char *sysroot, const char *spec, bool gpu,
 	if (rdma && ds.fake)
 		fake_sysfs_binds(ds.root, &d);
 	if (rdma) {
-		char *m = memlock_too_low();
+		char *m = devices_memlock_too_low();
 		if (m)
-			strv_push_own(&d.warnings,
-				      xasprintf("%s (%s)", m, MEMLOCK_FIX));
+			strv_push_own(
+			    &d.warnings,
+			    xasprintf("%s (%s)", m, DEVICES_MEMLOCK_FIX));
 		free(m);
 	}
 	d.ptrace_scope = read_ptrace_scope(ds.root);
@@ -916,7 +907,7 @@ int devices_discover(const char *sysroot, const char *spec, bool gpu,
 		    xasprintf("Yama ptrace_scope is %d, which blocks "
 			      "CMA (process_vm_readv) between sibling "
 			      "ranks (%s)",
-			      d.ptrace_scope, PTRACE_FIX));
+			      d.ptrace_scope, DEVICES_PTRACE_FIX));
 
 	for (size_t i = 0; i < ds.nc; i++) {
 		free(ds.c[i].host_path);
@@ -1115,108 +1106,5 @@ int devices_check_verbs(const struct host_devices *d, const char *sysroot,
 				   : xstrdup(host_lib),
 		};
 	}
-	return 0;
-}
-
-/* ---- mpictr check ------------------------------------------------------ */
-
-int devices_check_report(const char *sysroot, const char *ucx_helper,
-			 struct strbuf *out, int *blocking, mpictr_err **err)
-{
-	struct host_devices d;
-	const char *root = root_of(sysroot);
-	cleanup_free char *m = NULL;
-	bool rdma = false;
-
-	if (devices_discover(sysroot, "all", false, &d, err) < 0)
-		return -1;
-
-	if (ucx_helper) {
-		cleanup_strv char **lines = NULL;
-		mpictr_err *uerr = NULL;
-
-		if (transport_ucx_query(ucx_helper, &lines, &uerr) < 0) {
-			sb_printf(out,
-				  "problem: UCX device query failed: %s (fix: "
-				  "install UCX, or ignore if the MPI does not "
-				  "use it)\n",
-				  mpictr_err_message(uerr));
-			mpictr_err_free(uerr);
-		} else {
-			sb_puts(out, "ok: UCX sees");
-			for (size_t i = 0; lines && lines[i]; i++) {
-				cleanup_free char *tl = NULL, *dev = NULL;
-				transport_ucx_fields(lines[i], &tl, &dev, NULL);
-				if (tl && dev)
-					sb_printf(out, " %s/%s", tl, dev);
-			}
-			sb_puts(out, lines ? "\n" : " nothing\n");
-		}
-	}
-
-	if (d.nhcas == 0)
-		sb_puts(out, "ok: sysfs: no RDMA device (InfiniBand, RoCE, "
-			     "Omni-Path, EFA, Slingshot)\n");
-	else {
-		sb_puts(out, "ok: sysfs HCAs:");
-		for (size_t i = 0; i < d.nhcas; i++) {
-			const struct hca *h = &d.hcas[i];
-			sb_printf(out, " %s:%d %s %s %s numa %d%s", h->name,
-				  h->port, h->driver, h->link_layer,
-				  h->active ? "ACTIVE" : "DOWN", h->numa_node,
-				  i + 1 < d.nhcas ? ";" : "");
-		}
-		sb_putc(out, '\n');
-	}
-	for (size_t i = 0; i < d.ndevs; i++)
-		if (d.devs[i].kind != DEVICE_KNEM &&
-		    d.devs[i].kind != DEVICE_XPMEM &&
-		    d.devs[i].kind != DEVICE_GPU)
-			rdma = true;
-
-	m = memlock_too_low();
-	if (!m)
-		sb_puts(out, "ok: RLIMIT_MEMLOCK unlimited\n");
-	else if (rdma)
-		sb_printf(out, "problem: %s (%s)\n", m, MEMLOCK_FIX);
-	else
-		sb_printf(out,
-			  "ok: %s; no RDMA device is present, so it "
-			  "does not matter here\n",
-			  m);
-
-	if (d.ptrace_scope < 0)
-		sb_printf(out,
-			  "ok: Yama ptrace_scope not present ('%s/proc/sys/"
-			  "kernel/yama' absent): CMA between ranks allowed\n",
-			  root);
-	else if (d.ptrace_scope == 0)
-		sb_puts(out, "ok: Yama ptrace_scope 0: CMA between ranks "
-			     "allowed\n");
-	else
-		sb_printf(out,
-			  "problem: Yama ptrace_scope is %d, which blocks CMA "
-			  "between sibling ranks (%s)\n",
-			  d.ptrace_scope, PTRACE_FIX);
-
-	bool inaccessible = false;
-	for (size_t i = 0; d.warnings && d.warnings[i]; i++)
-		if (str_has_prefix(d.warnings[i], "device '")) {
-			sb_printf(out, "problem: %s\n", d.warnings[i]);
-			inaccessible = true;
-		}
-	if (!inaccessible) {
-		if (d.ndevs == 0)
-			sb_puts(out, "ok: no interconnect device node to "
-				     "expose\n");
-		else {
-			sb_puts(out, "ok: device nodes accessible:");
-			for (size_t i = 0; i < d.ndevs; i++)
-				sb_printf(out, " %s", d.devs[i].path);
-			sb_putc(out, '\n');
-		}
-	}
-	(void)blocking; /* nothing in this area prevents running */
-	host_devices_free(&d);
 	return 0;
 }

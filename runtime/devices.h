@@ -124,13 +124,15 @@ const char *devices_verbs_provider(const char *driver);
 int devices_ldcache_read(const char *path, char ***keys, char ***values,
 			 mpictr_err **err);
 
-/* `mpictr check` lines for this area, appended to out, one per line:
- * "ok: ..." or "problem: ... (fix: ...)": UCX's devices (through the
- * helper at ucx_helper; skipped when NULL), sysfs HCAs, RLIMIT_MEMLOCK,
- * Yama ptrace_scope, device node access. None of these blocks running
- * containers, so *blocking is left as it is (documented for callers that
- * sum it). Returns 0, or -1 with *err when sysroot is invalid. */
-int devices_check_report(const char *sysroot, const char *ucx_helper,
-			 struct strbuf *out, int *blocking, mpictr_err **err);
+/* NULL when RLIMIT_MEMLOCK is unlimited; else a malloc'ed one-line
+ * description of the limit, too low for RDMA memory registration. */
+char *devices_memlock_too_low(void);
+/* The fixes that preflight warnings and `mpictr check` name. */
+#define DEVICES_MEMLOCK_FIX                                                    \
+	"fix: `ulimit -l unlimited`, memlock unlimited in "                    \
+	"/etc/security/limits.conf, or PropagateResourceLimits in slurm.conf"
+#define DEVICES_PTRACE_FIX                                                     \
+	"fix: sysctl kernel.yama.ptrace_scope=0; MPI libraries otherwise "     \
+	"fall back to slower copies"
 
 #endif

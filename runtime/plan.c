@@ -18,6 +18,7 @@
 #include "error.h"
 #include "plan.h"
 #include "transport.h"
+#include "ucx.h"
 
 extern char **environ;
 
@@ -636,29 +637,6 @@ static void build_env(const struct mpictr_config *cfg, struct plan *p,
 	p->env = env;
 }
 
-/* Path of the UCX query helper: installed, or beside an uninstalled CLI
- * (build/mpictr -> build/libexec/). */
-char *plan_ucx_helper_path(void)
-{
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	char *slash;
-
-	if (n > 0) {
-		self[n] = '\0';
-		slash = strrchr(self, '/');
-		if (slash) {
-			char *cand;
-			*slash = '\0';
-			cand = xasprintf("%s/libexec/mpictr-ucx-query", self);
-			if (access(cand, X_OK) == 0)
-				return cand;
-			free(cand);
-		}
-	}
-	return xstrdup(MPICTR_LIBEXECDIR "/mpictr-ucx-query");
-}
-
 /* Devices: discovery (sysfs, under MPICTR_SYSROOT when set), one device
  * bind per node (keeps dev, nosuid,noexec), read-only binds of what the
  * user-space drivers read, and the transport policy's inputs. */
@@ -707,12 +685,12 @@ static int plan_devices(const struct mpictr_config *cfg, struct plan *p,
 	/* UCX names the RDMA devices it will use; ask it (in a helper, never
 	 * in this process) only when there is RDMA hardware to name. */
 	if (d->nhcas > 0 && cfg->transport_env && !p->sysroot) {
-		cleanup_free char *helper = plan_ucx_helper_path();
+		cleanup_free char *helper = ucx_helper_path();
 		char **lines = NULL;
 		mpictr_err *e = NULL;
 
-		if (transport_ucx_query(helper, &lines, &e) == 0) {
-			p->ucx_net_devices = transport_ucx_net_devices(lines);
+		if (ucx_query(helper, &lines, &e) == 0) {
+			p->ucx_net_devices = ucx_net_devices(lines);
 		} else {
 			log_debug("%s", mpictr_err_message(e));
 			mpictr_err_free(e);

@@ -12,6 +12,7 @@
 
 #include "devices.h"
 #include "error.h"
+#include "preflight.h"
 #include "testutil.h"
 #include "util.h"
 
@@ -602,7 +603,7 @@ START_TEST(test_check_report)
 	mpictr_err *err = NULL;
 	int blocking = 0;
 
-	ck_assert_int_eq(devices_check_report(full, helper, &sb, &blocking,
+	ck_assert_int_eq(check_devices_report(full, helper, &sb, &blocking,
 					      &err),
 			 0);
 	ck_assert_msg(lines_ok(sb.buf), "bad line in:\n%s", sb.buf);
@@ -616,7 +617,7 @@ START_TEST(test_check_report)
 	ck_assert_int_eq(blocking, 0);
 	sb_free(&sb);
 
-	ck_assert_int_eq(devices_check_report(none, NULL, &sb, &blocking, &err),
+	ck_assert_int_eq(check_devices_report(none, NULL, &sb, &blocking, &err),
 			 0);
 	ck_assert_msg(lines_ok(sb.buf), "bad line in:\n%s", sb.buf);
 	ck_assert(!strstr(sb.buf, "UCX"));
@@ -624,7 +625,7 @@ START_TEST(test_check_report)
 	ck_assert(strstr(sb.buf, "ok: Yama ptrace_scope not present"));
 	sb_free(&sb);
 
-	ck_assert_int_eq(devices_check_report(noacc, "/nonexistent/helper", &sb,
+	ck_assert_int_eq(check_devices_report(noacc, "/nonexistent/helper", &sb,
 					      &blocking, &err),
 			 0);
 	ck_assert_msg(lines_ok(sb.buf), "bad line in:\n%s", sb.buf);
