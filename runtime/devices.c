@@ -612,7 +612,6 @@ static void ldcache_parse(const char *buf, size_t len, char ***keys,
 		int32_t flags;
 		uint32_t k, v;
 		const char *key, *val;
-		bool dup = false;
 
 		memcpy(&flags, e, 4);
 		memcpy(&k, e + 4, 4);
@@ -625,10 +624,7 @@ static void ldcache_parse(const char *buf, size_t len, char ***keys,
 		if (!memchr(key, 0, len - off - k) ||
 		    !memchr(val, 0, len - off - v) || !ldcache_native(flags))
 			continue;
-		for (size_t j = 0; *keys && (*keys)[j]; j++)
-			if (strcmp((*keys)[j], key) == 0)
-				dup = true;
-		if (dup)
+		if (strv_contains(*keys, key))
 			continue;
 		strv_push(keys, key);
 		strv_push(values, val);
@@ -1034,14 +1030,8 @@ int devices_check_verbs(const struct host_devices *d, const char *sysroot,
 		const char *prov = devices_verbs_provider(h->driver);
 		cleanup_free char *drv_rel = NULL, *drv_img = NULL;
 		cleanup_free char *img_lib = NULL, *img_abi = NULL;
-		bool dup = false;
 
-		if (!h->exposed || !prov)
-			continue;
-		for (size_t j = 0; done && done[j]; j++)
-			if (strcmp(done[j], prov) == 0)
-				dup = true;
-		if (dup)
+		if (!h->exposed || !prov || strv_contains(done, prov))
 			continue;
 		strv_push(&done, prov);
 		drv_rel = xasprintf("/etc/libibverbs.d/%s.driver", prov);

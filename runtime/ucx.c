@@ -181,16 +181,12 @@ char *ucx_net_devices(char *const *lines)
 
 	for (size_t i = 0; lines && lines[i]; i++) {
 		cleanup_free char *tl = NULL, *dev = NULL, *type = NULL;
-		bool dup = false;
 
 		ucx_fields(lines[i], &tl, &dev, &type);
 		if (!tl || !dev || !streq0(type, "net") ||
 		    strcmp(tl, "tcp") == 0)
 			continue;
-		for (size_t j = 0; seen && seen[j]; j++)
-			if (strcmp(seen[j], dev) == 0)
-				dup = true;
-		if (dup)
+		if (strv_contains(seen, dev))
 			continue;
 		strv_push(&seen, dev);
 		if (sb.len)

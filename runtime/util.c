@@ -232,6 +232,14 @@ void strv_free(char **v)
 	free(v);
 }
 
+bool strv_contains(char *const *v, const char *s)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		if (strcmp(v[i], s) == 0)
+			return true;
+	return false;
+}
+
 static ssize_t env_find(char *const *env, const char *name)
 {
 	size_t n = strlen(name);

@@ -93,6 +93,8 @@ void strv_push(char ***v, const char *s); /* copies s */
 void strv_push_own(char ***v, char *s);	  /* takes s */
 char **strv_dup(char *const *v);
 void strv_free(char **v);
+/* Is s one of v's strings (v may be NULL)? */
+bool strv_contains(char *const *v, const char *s);
 /* For "NAME=VALUE" vectors: find, set (replace or append), remove. */
 const char *env_get(char *const *env, const char *name);
 void env_set(char ***env, const char *name, const char *value);
