@@ -24,14 +24,15 @@ B          := build
 # Dependencies, each kept to the files that use it (R10).
 DEPS_FUSE  := squashfuse_ll fuse3 libdeflate
 DEPS_PMIX  := pmix
-DEPS_ALL   := libcap mount $(DEPS_FUSE) $(DEPS_PMIX)
+DEPS_ALL   := libcap $(DEPS_FUSE) $(DEPS_PMIX)
 FUSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEPS_FUSE))
 PMIX_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEPS_PMIX))
-BASE_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcap mount)
-# libmpictr itself needs only libcap and libmount; libpmix and
+BASE_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcap)
+# libmpictr itself needs only libcap (mount(2), and the new mount API
+# through runtime/syscalls.h: nothing calls libmount); libpmix and
 # libsquashfuse/libfuse3 are linked into the two plugins (runtime/plugin.h)
 # that the processes serving PMIx or mounting an image load on first use.
-DEPS_BASE  := libcap mount
+DEPS_BASE  := libcap
 DEP_LIBS   := $(shell $(PKG_CONFIG) --libs $(DEPS_BASE)) -lpthread
 FUSE_LIBS  := $(shell $(PKG_CONFIG) --libs $(DEPS_FUSE))
 PMIX_LIBS  := $(shell $(PKG_CONFIG) --libs $(DEPS_PMIX)) -lpthread
@@ -236,7 +237,7 @@ fuzz: $(FUZZERS)
 $(B)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRCS)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $< $(or $(FUZZ_SRCS_$*),$(FUZZ_LIB_SRCS)) \
-		$(shell $(PKG_CONFIG) --libs libcap mount) -lpthread
+		$(shell $(PKG_CONFIG) --libs libcap) -lpthread
 
 # ---- install ----------------------------------------------------------------
 install: all
