@@ -59,11 +59,8 @@ ok "site wrapper builds static against libmpictr.a (pkg-config --static)" bash -
 	\$(pkg-config --static --libs mpictr | sed 's/-lmpictr/-Wl,-Bstatic -lmpictr -Wl,-Bdynamic/')"
 ok "... without a libmpictr.so dependency" bash -c "! readelf -d '$T_TMP/w-static' | grep NEEDED | grep -q libmpictr"
 
-if ! have_userns || ! have_fuse; then
-	need "user namespaces and FUSE" "unprivileged user namespaces or /dev/fuse are not usable"
-	done_testing; exit
-fi
-IMG=$(test_images tiny) || { need "tiny image" "tests/images/build.sh failed"; done_testing; exit; }
+require_userns_fuse
+require_images tiny
 mkdir -p "$T_TMP/scratch" && echo scratch-ok >"$T_TMP/scratch/marker"
 export SITE_SCRATCH=$T_TMP/scratch
 T="timeout -k 5 60"
