@@ -1,14 +1,14 @@
 /* devices.c - find the interconnect and GPU device nodes to expose, from
- * sysfs and /dev (or a fake tree under MPICTR_SYSROOT), check the image's
- * verbs providers, and report on them for `mpictr check`.
+ * sysfs and /dev (or a fake tree under MPICTR_SYSROOT). The image's verbs
+ * providers are verbs.c's, the ld cache format ldcache.c's, and the
+ * `mpictr check` report check.c's.
  *
  * Sources read, all relative to the sysroot: sys/class/infiniband (ports,
  * link layer, NUMA node, PCI driver), sys/class/infiniband_verbs and
  * sys/class/infiniband_mad (which /dev/infiniband node belongs to which
- * HCA), sys/class/cxi, dev/, etc/libibverbs.d and the provider libraries,
- * etc/ld.so.cache (NVIDIA libraries), proc/sys/kernel/yama/ptrace_scope.
+ * HCA), sys/class/cxi, dev/, etc/ld.so.cache (NVIDIA libraries),
+ * proc/sys/kernel/yama/ptrace_scope.
  */
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,6 +18,7 @@
 
 #include "devices.h"
 #include "error.h"
+#include "ldcache.h"
 
 static const char *const kind_names[DEVICE_KIND_COUNT] = {
     [DEVICE_IB] = "ib",	      [DEVICE_OPA] = "opa", [DEVICE_KNEM] = "knem",
@@ -39,40 +40,6 @@ static const struct {
     {"cxgb4", "cxgb4"},	   {"qib", "qib"},	   {"vmw_pvrdma", "vmw_pvrdma"},
     {"hns3", "hns"},	   {"mana", "mana"},	   {"erdma", "erdma"},
     {"cxi_core", "cxi"},   {"cxi_ss1", "cxi"},
-};
-
-/* driver -> rdma-core provider (etc/libibverbs.d/<p>.driver, lib<p>-rdmav*.so)
- */
-static const struct {
-	const char *driver, *provider;
-} verbs_providers[] = {
-    {"mlx5", "mlx5"},	   {"mlx4", "mlx4"},
-    {"hfi1", "hfi1verbs"}, {"qib", "ipathverbs"},
-    {"efa", "efa"},	   {"bnxt_re", "bnxt_re"},
-    {"irdma", "irdma"},	   {"qedr", "qedr"},
-    {"cxgb4", "cxgb4"},	   {"vmw_pvrdma", "vmw_pvrdma"},
-    {"hns", "hns"},	   {"mana", "mana"},
-    {"erdma", "erdma"},	   {"rxe", "rxe"},
-    {"siw", "siw"},	   {"ocrdma", "ocrdma"},
-};
-
-const char *devices_verbs_provider(const char *driver)
-{
-	for (size_t i = 0; driver && i < ARRAY_SIZE(verbs_providers); i++)
-		if (strcmp(verbs_providers[i].driver, driver) == 0)
-			return verbs_providers[i].provider;
-	return NULL;
-}
-
-/* Where distributions put verbs providers (relative to a root). */
-static const char *const verbs_lib_dirs[] = {
-    "/usr/lib/x86_64-linux-gnu/libibverbs",
-    "/usr/lib/aarch64-linux-gnu/libibverbs",
-    "/usr/lib/powerpc64le-linux-gnu/libibverbs",
-    "/usr/lib64/libibverbs",
-    "/usr/lib/libibverbs",
-    "/lib/x86_64-linux-gnu/libibverbs",
-    "/lib64/libibverbs",
 };
 
 /* NVIDIA driver user-space libraries (matched as NAME or NAME.*) and tools,
@@ -151,29 +118,6 @@ static char *read_attr(const char *fmt, ...)
 	       (s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\t'))
 		s[--n] = '\0';
 	return s;
-}
-
-/* Sorted entry names of a directory (no dot entries); NULL if unreadable. */
-static int name_cmp(const void *a, const void *b)
-{
-	return strverscmp(*(char *const *)a, *(char *const *)b);
-}
-
-static char **list_dir(const char *path)
-{
-	DIR *d = opendir(path);
-	char **v = NULL;
-	struct dirent *e;
-
-	if (!d)
-		return NULL;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			strv_push(&v, e->d_name);
-	closedir(d);
-	if (v)
-		qsort(v, strv_len(v), sizeof(char *), name_cmp);
-	return v;
 }
 
 /* ---- candidates ------------------------------------------------------ */
@@ -295,12 +239,12 @@ static int numa_of(const char *root, const char *cls, const char *name)
 static void scan_hcas(struct disco *ds)
 {
 	cleanup_free char *cls = under(ds->root, "/sys/class/infiniband");
-	cleanup_strv char **names = list_dir(cls);
+	cleanup_strv char **names = dir_names(cls);
 
 	for (size_t i = 0; names && names[i]; i++) {
 		const char *n = names[i];
 		cleanup_free char *pdir = xasprintf("%s/%s/ports", cls, n);
-		cleanup_strv char **ports = list_dir(pdir);
+		cleanup_strv char **ports = dir_names(pdir);
 		cleanup_free char *driver =
 		    driver_of(ds->root, "infiniband", n);
 		int numa = numa_of(ds->root, "infiniband", n);
@@ -333,7 +277,7 @@ static void scan_hcas(struct disco *ds)
 static void scan_cxi(struct disco *ds)
 {
 	cleanup_free char *cls = under(ds->root, "/sys/class/cxi");
-	cleanup_strv char **names = list_dir(cls);
+	cleanup_strv char **names = dir_names(cls);
 
 	for (size_t i = 0; names && names[i]; i++) {
 		ds->hcas =
@@ -360,7 +304,7 @@ static char *ibdev_of(const char *root, const char *node)
 static void scan_infiniband_nodes(struct disco *ds)
 {
 	cleanup_free char *dir = under(ds->root, "/dev/infiniband");
-	cleanup_strv char **nodes = list_dir(dir);
+	cleanup_strv char **nodes = dir_names(dir);
 	bool any_active = false;
 
 	for (size_t i = 0; i < ds->nhcas; i++)
@@ -424,7 +368,7 @@ static void scan_infiniband_nodes(struct disco *ds)
 static void scan_dev_root(struct disco *ds)
 {
 	cleanup_free char *dir = under(ds->root, "/dev");
-	cleanup_strv char **nodes = list_dir(dir);
+	cleanup_strv char **nodes = dir_names(dir);
 
 	for (size_t i = 0; nodes && nodes[i]; i++) {
 		const char *n = nodes[i];
@@ -552,26 +496,6 @@ static bool selected(const struct selection *sel, const struct cand *c,
 
 /* ---- ld.so.cache (NVIDIA libraries) -------------------------------- */
 
-#define LDCACHE_OLD_MAGIC "ld.so-1.7.0"
-#define LDCACHE_NEW_MAGIC "glibc-ld.so.cache1.1"
-#define LDCACHE_FLAG_LIBC6 0x0003
-#if defined(__x86_64__)
-#define LDCACHE_NATIVE 0x0303
-#elif defined(__aarch64__)
-#define LDCACHE_NATIVE 0x0a03
-#elif defined(__powerpc64__)
-#define LDCACHE_NATIVE 0x0503
-#else
-#define LDCACHE_NATIVE 0
-#endif
-
-static bool ldcache_native(int32_t flags)
-{
-	if (LDCACHE_NATIVE)
-		return flags == LDCACHE_NATIVE;
-	return (flags & 0xff) == LDCACHE_FLAG_LIBC6;
-}
-
 static bool lib_wanted(const char *key)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(nvidia_libs); i++) {
@@ -581,68 +505,6 @@ static bool lib_wanted(const char *key)
 			return true;
 	}
 	return false;
-}
-
-/* Parse a glibc ld.so.cache ("glibc-ld.so.cache1.1", alone or after the
- * old "ld.so-1.7.0" table) and push the key (soname) and value (path) of
- * native libc6 entries, first entry per key (the cache lists the preferred
- * one first). Every offset is checked against the buffer size. */
-static void ldcache_parse(const char *buf, size_t len, char ***keys,
-			  char ***values)
-{
-	size_t off = 0, nlibs, hdr = 48, ent = 24;
-	uint32_t n32;
-
-	if (len >= 16 && memcmp(buf, LDCACHE_OLD_MAGIC, 11) == 0) {
-		memcpy(&n32, buf + 12, 4);
-		if (n32 > (len - 16) / 12)
-			return;
-		off = 16 + (size_t)n32 * 12;
-		off = (off + 7) & ~(size_t)7; /* alignment of the new header */
-	}
-	if (off > len || len - off < hdr ||
-	    memcmp(buf + off, LDCACHE_NEW_MAGIC, 20) != 0)
-		return;
-	memcpy(&n32, buf + off + 20, 4);
-	nlibs = n32;
-	if (nlibs > (len - off - hdr) / ent)
-		return;
-	for (size_t i = 0; i < nlibs; i++) {
-		const char *e = buf + off + hdr + i * ent;
-		int32_t flags;
-		uint32_t k, v;
-		const char *key, *val;
-
-		memcpy(&flags, e, 4);
-		memcpy(&k, e + 4, 4);
-		memcpy(&v, e + 8, 4);
-		/* String offsets count from the new header. */
-		if (k >= len - off || v >= len - off)
-			continue;
-		key = buf + off + k;
-		val = buf + off + v;
-		if (!memchr(key, 0, len - off - k) ||
-		    !memchr(val, 0, len - off - v) || !ldcache_native(flags))
-			continue;
-		if (strv_contains(*keys, key))
-			continue;
-		strv_push(keys, key);
-		strv_push(values, val);
-	}
-}
-
-int devices_ldcache_read(const char *path, char ***keys, char ***values,
-			 mpictr_err **err)
-{
-	cleanup_free char *buf = NULL;
-	size_t len;
-
-	*keys = *values = NULL;
-	buf = read_file(path, 64 << 20, &len);
-	if (!buf)
-		return err_set(err, errno, "read ld cache '%s'", path);
-	ldcache_parse(buf, len, keys, values);
-	return 0;
 }
 
 static void add_bind(struct host_devices *d, char *src, char *dst)
@@ -659,7 +521,7 @@ static void gpu_libs(const char *root, struct host_devices *d)
 	mpictr_err *e = NULL;
 	bool any = false;
 
-	if (devices_ldcache_read(path, &keys, &vals, &e) < 0) {
+	if (ldcache_read(path, &keys, &vals, &e) < 0) {
 		strv_push_own(&d->warnings,
 			      xasprintf("--gpu: cannot find the NVIDIA driver "
 					"libraries: %s",
@@ -769,7 +631,7 @@ static void fake_sysfs_binds(const char *root, struct host_devices *d)
 	    "/sys/class/infiniband", "/sys/class/infiniband_verbs",
 	    "/sys/class/infiniband_mad", "/sys/class/cxi"};
 	cleanup_free char *devdir = under(root, "/sys/devices");
-	cleanup_strv char **tops = list_dir(devdir);
+	cleanup_strv char **tops = dir_names(devdir);
 
 	for (size_t i = 0; i < ARRAY_SIZE(classes); i++) {
 		char *src = under(root, classes[i]);
@@ -952,149 +814,4 @@ void host_devices_free(struct host_devices *d)
 	strv_free(d->lib_dirs);
 	strv_free(d->warnings);
 	*d = (struct host_devices){.ptrace_scope = -1};
-}
-
-/* ---- verbs providers --------------------------------------------------- */
-
-/* "rdmav34" out of ".../libmlx5-rdmav34.so" (malloc'ed). */
-static char *abi_of(const char *lib)
-{
-	const char *r = strstr(lib, "-rdmav");
-	size_t n;
-
-	if (!r)
-		return xstrdup("");
-	n = strlen(r + 1);
-	if (n >= 3 && strcmp(r + 1 + n - 3, ".so") == 0)
-		n -= 3;
-	return xstrndup(r + 1, n);
-}
-
-/* Find lib<prov>-rdmav*.so under root in the provider dirs. Returns the
- * path relative to root (malloc'ed) or NULL; *abi gets the "rdmavNN" part
- * of any provider found in the first dir holding providers (for the ABI
- * comparison), when abi is not NULL. */
-static char *find_provider_lib(const char *root, const char *prov, char **abi)
-{
-	cleanup_free char *prefix = xasprintf("lib%s-", prov);
-
-	for (size_t i = 0; i < ARRAY_SIZE(verbs_lib_dirs); i++) {
-		cleanup_free char *dir = under(root, verbs_lib_dirs[i]);
-		cleanup_strv char **names = list_dir(dir);
-
-		for (size_t j = 0; names && names[j]; j++) {
-			const char *n = names[j];
-			const char *r = strstr(n, "-rdmav");
-			size_t len = strlen(n);
-
-			if (!r || len < 3 || strcmp(n + len - 3, ".so") != 0)
-				continue;
-			if (abi && !*abi)
-				*abi = abi_of(n);
-			if (str_has_prefix(n, prefix) &&
-			    strncmp(n + strlen(prefix), "rdmav", 5) == 0)
-				return xasprintf("%s/%s", verbs_lib_dirs[i], n);
-		}
-	}
-	return NULL;
-}
-
-/* The first provider dir that exists under root, relative (static). */
-static const char *provider_dir(const char *root)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(verbs_lib_dirs); i++) {
-		cleanup_free char *dir = under(root, verbs_lib_dirs[i]);
-		struct stat st;
-		if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
-			return verbs_lib_dirs[i];
-	}
-	return NULL;
-}
-
-int devices_check_verbs(const struct host_devices *d, const char *sysroot,
-			const char *image_root, bool inject, char ***warnings,
-			struct devices_bind **binds, size_t *nbinds,
-			mpictr_err **err)
-{
-	const char *root = root_of(sysroot);
-	cleanup_strv char **done = NULL;
-	struct stat st;
-
-	if (!image_root || stat(image_root, &st) < 0 || !S_ISDIR(st.st_mode))
-		return err_set(err,
-			       image_root ? errno ? errno : ENOTDIR : EINVAL,
-			       "check verbs providers in image root '%s'",
-			       image_root ? image_root : "(null)");
-	for (size_t i = 0; i < d->nhcas; i++) {
-		const struct hca *h = &d->hcas[i];
-		const char *prov = devices_verbs_provider(h->driver);
-		cleanup_free char *drv_rel = NULL, *drv_img = NULL;
-		cleanup_free char *img_lib = NULL, *img_abi = NULL;
-
-		if (!h->exposed || !prov || strv_contains(done, prov))
-			continue;
-		strv_push(&done, prov);
-		drv_rel = xasprintf("/etc/libibverbs.d/%s.driver", prov);
-		drv_img = under(image_root, drv_rel);
-		img_lib = find_provider_lib(image_root, prov, &img_abi);
-		if (lstat(drv_img, &st) == 0 && img_lib)
-			continue;
-		if (!inject) {
-			strv_push_own(
-			    warnings,
-			    xasprintf("host HCA %s uses driver %s but "
-				      "the image has no verbs provider "
-				      "for it (%s, lib%s-rdmav*.so), "
-				      "so RDMA will not work (fix: "
-				      "install the provider in the "
-				      "image, e.g. ibverbs-providers "
-				      "or rdma-core, or run with "
-				      "--inject-verbs)",
-				      h->name, h->driver, drv_rel, prov));
-			continue;
-		}
-		cleanup_free char *host_drv = under(root, drv_rel);
-		cleanup_free char *host_lib =
-		    find_provider_lib(root, prov, NULL);
-		cleanup_free char *host_lib_path =
-		    host_lib ? under(root, host_lib) : NULL;
-		if (access(host_drv, R_OK) < 0 || !host_lib ||
-		    access(host_lib_path, R_OK) < 0) {
-			strv_push_own(
-			    warnings,
-			    xasprintf("--inject-verbs: the host has "
-				      "no verbs provider for driver "
-				      "%s either (%s, lib%s-rdmav*.so)"
-				      " (fix: install rdma-core's "
-				      "providers on the host or in "
-				      "the image)",
-				      h->driver, drv_rel, prov));
-			continue;
-		}
-		cleanup_free char *host_abi = abi_of(host_lib);
-		if (img_abi && strcmp(img_abi, host_abi) != 0) {
-			strv_push_own(
-			    warnings,
-			    xasprintf("--inject-verbs: host provider "
-				      "'%s' does not match the image's "
-				      "libibverbs ABI %s; not injected "
-				      "(fix: install the provider for "
-				      "driver %s in the image)",
-				      host_lib, img_abi, h->driver));
-			continue;
-		}
-		const char *dst_dir = provider_dir(image_root);
-		const char *base = strrchr(host_lib, '/') + 1;
-		*binds = xrealloc(*binds, (*nbinds + 2) * sizeof(**binds));
-		(*binds)[(*nbinds)++] = (struct devices_bind){
-		    .src = xstrdup(host_drv),
-		    .dst = xstrdup(drv_rel),
-		};
-		(*binds)[(*nbinds)++] = (struct devices_bind){
-		    .src = under(root, host_lib),
-		    .dst = dst_dir ? xasprintf("%s/%s", dst_dir, base)
-				   : xstrdup(host_lib),
-		};
-	}
-	return 0;
 }

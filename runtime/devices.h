@@ -99,31 +99,6 @@ int devices_discover(const char *sysroot, const char *spec, bool gpu,
 		     struct host_devices *out, mpictr_err **err);
 void host_devices_free(struct host_devices *d);
 
-/* Check the image's verbs providers (image_root: the mounted rootfs)
- * against the drivers of the exposed HCAs. For each driver without a
- * provider (etc/libibverbs.d/<p>.driver plus lib<p>-rdmav*.so) appends one
- * warning line to *warnings naming the driver and the fix (--inject-verbs).
- * With inject, appends the host's driver file and provider library to
- * *binds (count in *nbinds) instead (a warning when the host lacks them too or
- * their ABI suffix differs from the image's). Returns 0, or -1 with *err when
- * image_root cannot be read. */
-int devices_check_verbs(const struct host_devices *d, const char *sysroot,
-			const char *image_root, bool inject, char ***warnings,
-			struct devices_bind **binds, size_t *nbinds,
-			mpictr_err **err);
-
-/* The verbs provider name for a driver (mlx5 -> "mlx5", hfi1 ->
- * "hfi1verbs"), NULL for non-verbs drivers (cxi). Static storage. */
-const char *devices_verbs_provider(const char *driver);
-
-/* Read a glibc ld.so.cache (the host's ld cache, what `ldconfig -p`
- * prints): the soname and path of each native (this architecture's libc6)
- * entry, first per soname, into two parallel vectors (caller frees). -1
- * with *err when the file cannot be read; a malformed or foreign-format
- * file gives no entries. */
-int devices_ldcache_read(const char *path, char ***keys, char ***values,
-			 mpictr_err **err);
-
 /* NULL when RLIMIT_MEMLOCK is unlimited; else a malloc'ed one-line
  * description of the limit, too low for RDMA memory registration. */
 char *devices_memlock_too_low(void);

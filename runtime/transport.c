@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "transport.h"
+#include "verbs.h"
 #include "util.h"
 
 /* The fallbacks for ranks that do not share a user namespace: CMA
@@ -33,7 +34,7 @@ static bool ucx_rdma_driver(const char *driver)
 	for (size_t i = 0; i < ARRAY_SIZE(no); i++)
 		if (strcmp(driver, no[i]) == 0)
 			return false;
-	return devices_verbs_provider(driver) != NULL;
+	return verbs_provider(driver) != NULL;
 }
 
 static const char *fabric_of(const char *driver)
@@ -44,7 +45,7 @@ static const char *fabric_of(const char *driver)
 		return "cxi";
 	if (strcmp(driver, "efa") == 0)
 		return "efa";
-	return devices_verbs_provider(driver) ? "verbs" : NULL;
+	return verbs_provider(driver) ? "verbs" : NULL;
 }
 
 struct netdev {

@@ -240,6 +240,28 @@ bool strv_contains(char *const *v, const char *s)
 	return false;
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+	return strverscmp(*(char *const *)a, *(char *const *)b);
+}
+
+char **dir_names(const char *path)
+{
+	DIR *d = opendir(path);
+	char **v = NULL;
+	struct dirent *e;
+
+	if (!d)
+		return NULL;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			strv_push(&v, e->d_name);
+	closedir(d);
+	if (v)
+		qsort(v, strv_len(v), sizeof(char *), name_cmp);
+	return v;
+}
+
 static ssize_t env_find(char *const *env, const char *name)
 {
 	size_t n = strlen(name);

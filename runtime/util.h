@@ -95,6 +95,9 @@ char **strv_dup(char *const *v);
 void strv_free(char **v);
 /* Is s one of v's strings (v may be NULL)? */
 bool strv_contains(char *const *v, const char *s);
+/* The entry names of directory path, without those starting with '.',
+ * in strverscmp order; NULL when it cannot be read or has none. */
+char **dir_names(const char *path);
 /* For "NAME=VALUE" vectors: find, set (replace or append), remove. */
 const char *env_get(char *const *env, const char *name);
 void env_set(char ***env, const char *name, const char *value);
