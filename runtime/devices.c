@@ -653,13 +653,136 @@ static void fake_sysfs_binds(const char *root, struct host_devices *d)
 	}
 }
 
+/* What the exposed devices call for afterwards. */
+struct exposed {
+	bool rdma, nvidia, any_gpu;
+};
+
+/* Every /dev path named in --devices must be one that was found. */
+static int check_named_paths(const struct disco *ds,
+			     const struct selection *sel, mpictr_err **err)
+{
+	for (size_t i = 0; sel->paths && sel->paths[i]; i++) {
+		bool found = false;
+		for (size_t j = 0; j < ds->nc && !found; j++)
+			found = strcmp(ds->c[j].path, sel->paths[i]) == 0;
+		if (!found)
+			return err_set(err, 0,
+				       "--devices: '%s' is not a device found "
+				       "on this host (known kinds: ib, opa, "
+				       "knem, xpmem, cxi, gpu)",
+				       sel->paths[i]);
+	}
+	return 0;
+}
+
+/* Move candidate c into d->devs when selected and accessible (a warning
+ * when it is not accessible), and mark its HCA exposed. */
+static void expose_candidate(struct disco *ds, struct cand *c,
+			     const struct selection *sel, bool gpu,
+			     struct host_devices *d, struct exposed *x)
+{
+	struct stat st;
+	const struct device *dev;
+	/* Nodes must be usable (read and write); umad/issm readable;
+	 * directories (/dev/dri, /dev/nvidia-caps) searchable. */
+	int mode = c->need_read_only ? R_OK : R_OK | W_OK;
+
+	if (stat(c->host_path, &st) == 0 && S_ISDIR(st.st_mode))
+		mode = R_OK | X_OK;
+	if (!selected(sel, c, gpu))
+		return;
+	if (c->kind == DEVICE_GPU)
+		x->any_gpu = true;
+	if (access(c->host_path, mode) < 0) {
+		strv_push_own(&d->warnings,
+			      xasprintf("device '%s' is not accessible (%s) "
+					"and is not exposed (fix: ask the "
+					"administrator for access, e.g. a "
+					"group or udev rule)",
+					c->path, strerror(errno)));
+		return;
+	}
+	if (sel->mode == SEL_ALL && !c->default_on) {
+		char *r = xasprintf("%s; --devices=all", c->reason);
+		free(c->reason);
+		c->reason = r;
+	} else if (sel->mode == SEL_LIST) {
+		char *r = xasprintf("%s; --devices list", c->reason);
+		free(c->reason);
+		c->reason = r;
+	}
+	d->devs = xrealloc(d->devs, (d->ndevs + 1) * sizeof(*d->devs));
+	d->devs[d->ndevs++] = (struct device){
+	    .host_path = steal_ptr(&c->host_path),
+	    .path = steal_ptr(&c->path),
+	    .kind = c->kind,
+	    .reason = steal_ptr(&c->reason),
+	};
+	dev = &d->devs[d->ndevs - 1];
+	if (c->kind == DEVICE_IB || c->kind == DEVICE_OPA ||
+	    c->kind == DEVICE_CXI)
+		x->rdma = true;
+	if (c->kind == DEVICE_GPU && str_has_prefix(dev->path, "/dev/nvidia"))
+		x->nvidia = true;
+	for (size_t h = 0; c->hca && h < ds->nhcas; h++)
+		if (strcmp(ds->hcas[h].name, c->hca) == 0 &&
+		    !str_has_prefix(dev->path, "/dev/infiniband/umad") &&
+		    !str_has_prefix(dev->path, "/dev/infiniband/issm"))
+			ds->hcas[h].exposed = true;
+}
+
+/* What the exposed devices need besides their nodes (GPU libraries, the
+ * fake sysfs), and the preflight warnings about them. */
+static void add_extras(const struct disco *ds, const struct selection *sel,
+		       bool gpu, const struct exposed *x,
+		       struct host_devices *d)
+{
+	if (gpu && sel->mode == SEL_NONE)
+		strv_push(&d->warnings,
+			  "--gpu has no effect with --devices=none");
+	else if (gpu && !x->any_gpu)
+		strv_push(&d->warnings, "--gpu: no GPU device node found");
+	if (gpu && x->nvidia)
+		gpu_libs(ds->root, d);
+	if (x->rdma && ds->fake)
+		fake_sysfs_binds(ds->root, d);
+	if (x->rdma) {
+		char *m = devices_memlock_too_low();
+		if (m)
+			strv_push_own(
+			    &d->warnings,
+			    xasprintf("%s (%s)", m, DEVICES_MEMLOCK_FIX));
+		free(m);
+	}
+	d->ptrace_scope = read_ptrace_scope(ds->root);
+	if (d->ptrace_scope >= 1)
+		strv_push_own(
+		    &d->warnings,
+		    xasprintf("Yama ptrace_scope is %d, which blocks "
+			      "CMA (process_vm_readv) between sibling "
+			      "ranks (%s)",
+			      d->ptrace_scope, DEVICES_PTRACE_FIX));
+}
+
+/* The candidates (what expose_candidate did not take). */
+static void cands_free(struct disco *ds)
+{
+	for (size_t i = 0; i < ds->nc; i++) {
+		free(ds->c[i].host_path);
+		free(ds->c[i].path);
+		free(ds->c[i].reason);
+	}
+	free(ds->c);
+}
+
 int devices_discover(const char *sysroot, const char *spec, bool gpu,
 		     struct host_devices *out, mpictr_err **err)
 {
 	struct disco ds = {.root = root_of(sysroot)};
 	struct selection sel;
 	struct host_devices d = {.ptrace_scope = -1};
-	bool rdma = false, nvidia = false, any_gpu = false;
+	struct exposed x = {false, false, false};
 
 	ds.fake = *ds.root != '\0';
 	if (check_sysroot(sysroot, err) < 0 || parse_spec(spec, &sel, err) < 0)
@@ -668,126 +791,23 @@ int devices_discover(const char *sysroot, const char *spec, bool gpu,
 	scan_cxi(&ds);
 	scan_infiniband_nodes(&ds);
 	scan_dev_root(&ds);
-
-	for (size_t i = 0; sel.paths && sel.paths[i]; i++) {
-		bool found = false;
-		for (size_t j = 0; j < ds.nc; j++)
-			if (strcmp(ds.c[j].path, sel.paths[i]) == 0)
-				found = true;
-		if (!found) {
-			err_set(err, 0,
-				"--devices: '%s' is not a device found on "
-				"this host (known kinds: ib, opa, knem, xpmem, "
-				"cxi, gpu)",
-				sel.paths[i]);
-			goto fail;
-		}
+	if (check_named_paths(&ds, &sel, err) < 0) {
+		cands_free(&ds);
+		d.hcas = ds.hcas;
+		d.nhcas = ds.nhcas;
+		host_devices_free(&d);
+		strv_free(sel.paths);
+		return -1;
 	}
-
-	for (size_t i = 0; i < ds.nc; i++) {
-		struct cand *c = &ds.c[i];
-		struct stat st;
-		/* Nodes must be usable (read and write); umad/issm readable;
-		 * directories (/dev/dri, /dev/nvidia-caps) searchable. */
-		int mode = c->need_read_only ? R_OK : R_OK | W_OK;
-
-		if (stat(c->host_path, &st) == 0 && S_ISDIR(st.st_mode))
-			mode = R_OK | X_OK;
-
-		if (!selected(&sel, c, gpu))
-			continue;
-		if (c->kind == DEVICE_GPU)
-			any_gpu = true;
-		if (access(c->host_path, mode) < 0) {
-			strv_push_own(&d.warnings,
-				      xasprintf("device '%s' is not accessible "
-						"(%s) and is not exposed (fix: "
-						"ask the administrator for "
-						"access, e.g. a group or udev "
-						"rule)",
-						c->path, strerror(errno)));
-			continue;
-		}
-		if (sel.mode == SEL_ALL && !c->default_on) {
-			char *r = xasprintf("%s; --devices=all", c->reason);
-			free(c->reason);
-			c->reason = r;
-		} else if (sel.mode == SEL_LIST) {
-			char *r = xasprintf("%s; --devices list", c->reason);
-			free(c->reason);
-			c->reason = r;
-		}
-		d.devs = xrealloc(d.devs, (d.ndevs + 1) * sizeof(*d.devs));
-		d.devs[d.ndevs++] = (struct device){
-		    .host_path = steal_ptr(&c->host_path),
-		    .path = steal_ptr(&c->path),
-		    .kind = c->kind,
-		    .reason = steal_ptr(&c->reason),
-		};
-		if (c->kind == DEVICE_IB || c->kind == DEVICE_OPA ||
-		    c->kind == DEVICE_CXI)
-			rdma = true;
-		if (c->kind == DEVICE_GPU &&
-		    str_has_prefix(d.devs[d.ndevs - 1].path, "/dev/nvidia"))
-			nvidia = true;
-		for (size_t h = 0; c->hca && h < ds.nhcas; h++)
-			if (strcmp(ds.hcas[h].name, c->hca) == 0 &&
-			    !str_has_prefix(d.devs[d.ndevs - 1].path,
-					    "/dev/infiniband/umad") &&
-			    !str_has_prefix(d.devs[d.ndevs - 1].path,
-					    "/dev/infiniband/issm"))
-				ds.hcas[h].exposed = true;
-	}
-
+	for (size_t i = 0; i < ds.nc; i++)
+		expose_candidate(&ds, &ds.c[i], &sel, gpu, &d, &x);
 	d.hcas = steal_ptr(&ds.hcas);
 	d.nhcas = ds.nhcas;
-	if (gpu && sel.mode == SEL_NONE)
-		strv_push(&d.warnings,
-			  "--gpu has no effect with --devices=none");
-	else if (gpu && !any_gpu)
-		strv_push(&d.warnings, "--gpu: no GPU device node found");
-	if (gpu && nvidia)
-		gpu_libs(ds.root, &d);
-	if (rdma && ds.fake)
-		fake_sysfs_binds(ds.root, &d);
-	if (rdma) {
-		char *m = devices_memlock_too_low();
-		if (m)
-			strv_push_own(
-			    &d.warnings,
-			    xasprintf("%s (%s)", m, DEVICES_MEMLOCK_FIX));
-		free(m);
-	}
-	d.ptrace_scope = read_ptrace_scope(ds.root);
-	if (d.ptrace_scope >= 1)
-		strv_push_own(
-		    &d.warnings,
-		    xasprintf("Yama ptrace_scope is %d, which blocks "
-			      "CMA (process_vm_readv) between sibling "
-			      "ranks (%s)",
-			      d.ptrace_scope, DEVICES_PTRACE_FIX));
-
-	for (size_t i = 0; i < ds.nc; i++) {
-		free(ds.c[i].host_path);
-		free(ds.c[i].path);
-		free(ds.c[i].reason);
-	}
-	free(ds.c);
+	add_extras(&ds, &sel, gpu, &x, &d);
+	cands_free(&ds);
 	strv_free(sel.paths);
 	*out = d;
 	return 0;
-fail:
-	for (size_t i = 0; i < ds.nc; i++) {
-		free(ds.c[i].host_path);
-		free(ds.c[i].path);
-		free(ds.c[i].reason);
-	}
-	free(ds.c);
-	d.hcas = ds.hcas;
-	d.nhcas = ds.nhcas;
-	host_devices_free(&d);
-	strv_free(sel.paths);
-	return -1;
 }
 
 void host_devices_free(struct host_devices *d)
