@@ -24,14 +24,15 @@ B          := build
 # Dependencies, each kept to the files that use it (R10).
 DEPS_FUSE  := squashfuse_ll fuse3 libdeflate
 DEPS_PMIX  := pmix
-DEPS_ALL   := libcap mount $(DEPS_FUSE) $(DEPS_PMIX)
+DEPS_ALL   := libcap $(DEPS_FUSE) $(DEPS_PMIX)
 FUSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEPS_FUSE))
 PMIX_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEPS_PMIX))
-BASE_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcap mount)
-# libmpictr itself needs only libcap and libmount; libpmix and
+BASE_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcap)
+# libmpictr itself needs only libcap (mount(2), and the new mount API
+# through runtime/syscalls.h: nothing calls libmount); libpmix and
 # libsquashfuse/libfuse3 are linked into the two plugins (runtime/plugin.h)
 # that the processes serving PMIx or mounting an image load on first use.
-DEPS_BASE  := libcap mount
+DEPS_BASE  := libcap
 DEP_LIBS   := $(shell $(PKG_CONFIG) --libs $(DEPS_BASE)) -lpthread
 FUSE_LIBS  := $(shell $(PKG_CONFIG) --libs $(DEPS_FUSE))
 PMIX_LIBS  := $(shell $(PKG_CONFIG) --libs $(DEPS_PMIX)) -lpthread
@@ -70,6 +71,9 @@ PLUGIN_SRCS_squash := sif/squash.c sif/squash_plugin.c
 PLUGIN_ONLY_SRCS := $(foreach p,$(PLUGIN_NAMES),$(PLUGIN_SRCS_$(p)))
 PLUGIN_BASE_OBJS := $(B)/obj-plugin/runtime/error.o $(B)/obj/runtime/util.o
 PLUGIN_EXTRA_pmix := $(B)/obj/pmi/job.o $(B)/obj/runtime/proc.o
+# The superblock check and compressor names (image.c, which reads SIF
+# partitions through sif.c): the ones the library uses.
+PLUGIN_EXTRA_squash := $(B)/obj/sif/image.o $(B)/obj/sif/sif.o
 PLUGIN_LIBS_pmix := $(PMIX_LIBS)
 PLUGIN_LIBS_squash := $(FUSE_LIBS)
 PLUGINS := $(PLUGIN_NAMES:%=$(B)/plugins/mpictr-%.so)
@@ -104,7 +108,7 @@ $(B)/obj/%.o: %.c
 PATHS_STAMP := $(B)/paths.stamp
 PATHS_VALUE := $(PLUGINDIR):$(LIBEXECDIR):$(SYSCONFDIR)
 $(shell mkdir -p $(B) && { [ "$$(cat $(PATHS_STAMP) 2>/dev/null)" = '$(PATHS_VALUE)' ] || printf '%s' '$(PATHS_VALUE)' >$(PATHS_STAMP); })
-$(B)/obj/runtime/plugin.o $(B)/obj/runtime/check.o $(B)/obj/runtime/plan.o \
+$(B)/obj/runtime/plugin.o $(B)/obj/runtime/check.o $(B)/obj/runtime/ucx.o \
 	$(B)/obj/runtime/config.o: $(PATHS_STAMP)
 
 $(B)/obj-plugin/%.o: %.c
@@ -219,20 +223,23 @@ FUZZERS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
 # pmi/pmi1_wire.c is pure (no PMIx), so the PMI-1 fuzz target can use it.
 # The pure parsers of untrusted input and what they need; no namespaces,
 # FUSE or PMIx in the fuzzers.
-FUZZ_LIB_SRCS := runtime/error.c runtime/util.c runtime/config.c \
+FUZZ_LIB_SRCS := runtime/error.c runtime/util.c runtime/config.c runtime/bindspec.c \
+	runtime/ldcache.c \
 	runtime/slurm.c runtime/launcher.c pmi/pmi1_wire.c \
 	$(filter-out sif/squash%,$(wildcard sif/*.c)) \
 	$(wildcard runtime/siteconf.c)
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
 	-fno-sanitize-recover=undefined -std=gnu11 $(CPPFLAGS_ALL) $(BASE_CFLAGS) $(PMIX_CFLAGS)
 # Targets may name the few sources they need (launch.c needs pmi/).
-FUZZ_SRCS_fuzz_siteconf := runtime/siteconf.c runtime/config.c \
+FUZZ_SRCS_fuzz_siteconf := runtime/siteconf.c runtime/config.c runtime/bindspec.c \
 	runtime/mpiinject.c runtime/error.c runtime/util.c runtime/syscalls.c
+FUZZ_SRCS_fuzz_bind := runtime/bindspec.c runtime/error.c runtime/util.c
+FUZZ_SRCS_fuzz_ldcache := runtime/ldcache.c runtime/error.c runtime/util.c
 fuzz: $(FUZZERS)
 $(B)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRCS)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $< $(or $(FUZZ_SRCS_$*),$(FUZZ_LIB_SRCS)) \
-		$(shell $(PKG_CONFIG) --libs libcap mount) -lpthread
+		$(shell $(PKG_CONFIG) --libs libcap) -lpthread
 
 # ---- install ----------------------------------------------------------------
 install: all

@@ -52,6 +52,7 @@
 #include "mpiinject.h"
 #include "squash.h"
 #include "syscalls.h"
+#include "verbs.h"
 
 #define OLDROOT "/.mpictr-oldroot"
 #define GENDIR "/.mpictr-gen"
@@ -698,9 +699,8 @@ static int verbs_providers(struct rootfs *r, mpictr_err **err)
 
 	if (p->hostdev.nhcas == 0)
 		return 0;
-	if (devices_check_verbs(&p->hostdev, p->sysroot, r->l_image,
-				p->inject_verbs, &warnings, &r->inject,
-				&r->ninject, err) < 0)
+	if (verbs_check(&p->hostdev, p->sysroot, r->l_image, p->inject_verbs,
+			&warnings, &r->inject, &r->ninject, err) < 0)
 		return -1;
 	for (size_t i = 0; warnings && warnings[i]; i++)
 		log_warn("%s", warnings[i]);

@@ -7,12 +7,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "preflight.h"
+#include "devices.h"
 #include "error.h"
 #include "ns.h"
-#include "devices.h"
-#include "plan.h"
 #include "plugin.h"
 #include "pmi.h"
+#include "ucx.h"
 #include "util.h"
 
 static void line(struct strbuf *sb, bool ok, const char *what, const char *fix)
@@ -103,6 +104,127 @@ static void check_setuid(struct strbuf *sb, int *blocking)
 	line(sb, true, "not setuid or setgid", NULL);
 }
 
+/* ---- interconnect devices, UCX, limits -------------------------------- */
+
+static void check_ucx(struct strbuf *out, const char *ucx_helper)
+{
+	cleanup_strv char **lines = NULL;
+	mpictr_err *uerr = NULL;
+
+	if (ucx_query(ucx_helper, &lines, &uerr) < 0) {
+		sb_printf(out,
+			  "problem: UCX device query failed: %s (fix: install "
+			  "UCX, or ignore if the MPI does not use it)\n",
+			  mpictr_err_message(uerr));
+		mpictr_err_free(uerr);
+		return;
+	}
+	sb_puts(out, "ok: UCX sees");
+	for (size_t i = 0; lines && lines[i]; i++) {
+		cleanup_free char *tl = NULL, *dev = NULL;
+		ucx_fields(lines[i], &tl, &dev, NULL);
+		if (tl && dev)
+			sb_printf(out, " %s/%s", tl, dev);
+	}
+	sb_puts(out, lines ? "\n" : " nothing\n");
+}
+
+static void check_hcas(struct strbuf *out, const struct host_devices *d)
+{
+	if (d->nhcas == 0) {
+		sb_puts(out, "ok: sysfs: no RDMA device (InfiniBand, RoCE, "
+			     "Omni-Path, EFA, Slingshot)\n");
+		return;
+	}
+	sb_puts(out, "ok: sysfs HCAs:");
+	for (size_t i = 0; i < d->nhcas; i++) {
+		const struct hca *h = &d->hcas[i];
+		sb_printf(out, " %s:%d %s %s %s numa %d%s", h->name, h->port,
+			  h->driver, h->link_layer,
+			  h->active ? "ACTIVE" : "DOWN", h->numa_node,
+			  i + 1 < d->nhcas ? ";" : "");
+	}
+	sb_putc(out, '\n');
+}
+
+static void check_memlock(struct strbuf *out, const struct host_devices *d)
+{
+	cleanup_free char *m = devices_memlock_too_low();
+	bool rdma = false;
+
+	for (size_t i = 0; i < d->ndevs; i++)
+		if (d->devs[i].kind != DEVICE_KNEM &&
+		    d->devs[i].kind != DEVICE_XPMEM &&
+		    d->devs[i].kind != DEVICE_GPU)
+			rdma = true;
+	if (!m)
+		sb_puts(out, "ok: RLIMIT_MEMLOCK unlimited\n");
+	else if (rdma)
+		sb_printf(out, "problem: %s (%s)\n", m, DEVICES_MEMLOCK_FIX);
+	else
+		sb_printf(out,
+			  "ok: %s; no RDMA device is present, so it does not "
+			  "matter here\n",
+			  m);
+}
+
+static void check_ptrace(struct strbuf *out, const struct host_devices *d,
+			 const char *root)
+{
+	if (d->ptrace_scope < 0)
+		sb_printf(out,
+			  "ok: Yama ptrace_scope not present ('%s/proc/sys/"
+			  "kernel/yama' absent): CMA between ranks allowed\n",
+			  root);
+	else if (d->ptrace_scope == 0)
+		sb_puts(out, "ok: Yama ptrace_scope 0: CMA between ranks "
+			     "allowed\n");
+	else
+		sb_printf(out,
+			  "problem: Yama ptrace_scope is %d, which blocks CMA "
+			  "between sibling ranks (%s)\n",
+			  d->ptrace_scope, DEVICES_PTRACE_FIX);
+}
+
+static void check_device_nodes(struct strbuf *out, const struct host_devices *d)
+{
+	bool inaccessible = false;
+
+	for (size_t i = 0; d->warnings && d->warnings[i]; i++)
+		if (str_has_prefix(d->warnings[i], "device '")) {
+			sb_printf(out, "problem: %s\n", d->warnings[i]);
+			inaccessible = true;
+		}
+	if (inaccessible)
+		return;
+	if (d->ndevs == 0) {
+		sb_puts(out, "ok: no interconnect device node to expose\n");
+		return;
+	}
+	sb_puts(out, "ok: device nodes accessible:");
+	for (size_t i = 0; i < d->ndevs; i++)
+		sb_printf(out, " %s", d->devs[i].path);
+	sb_putc(out, '\n');
+}
+
+int check_devices_report(const char *sysroot, const char *ucx_helper,
+			 struct strbuf *out, int *blocking, mpictr_err **err)
+{
+	struct host_devices d;
+
+	if (devices_discover(sysroot, "all", false, &d, err) < 0)
+		return -1;
+	if (ucx_helper)
+		check_ucx(out, ucx_helper);
+	check_hcas(out, &d);
+	check_memlock(out, &d);
+	check_ptrace(out, &d, sysroot && *sysroot ? sysroot : "");
+	check_device_nodes(out, &d);
+	(void)blocking; /* nothing in this area prevents running */
+	host_devices_free(&d);
+	return 0;
+}
+
 MPICTR_PUBLIC int mpictr_check(char **report, int *blocking, mpictr_err **err)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -116,8 +238,8 @@ MPICTR_PUBLIC int mpictr_check(char **report, int *blocking, mpictr_err **err)
 	check_fuse(&sb, &nblock);
 	{
 		mpictr_err *e = NULL;
-		cleanup_free char *helper = plan_ucx_helper_path();
-		if (devices_check_report(devices_sysroot(true), helper, &sb,
+		cleanup_free char *helper = ucx_helper_path();
+		if (check_devices_report(devices_sysroot(true), helper, &sb,
 					 &nblock, &e) < 0) {
 			line(&sb, false, mpictr_err_message(e), NULL);
 			mpictr_err_free(e);

@@ -1,6 +1,5 @@
-/* config.c - mpictr_config setters and the -B/--bind parser. Pure: nothing
- * here touches the file system; validation against the host happens when
- * the plan is built.
+/* config.c - mpictr_config setters. Pure: nothing here touches the file
+ * system; validation against the host happens when the plan is built.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -19,15 +18,6 @@ MPICTR_PUBLIC mpictr_config *mpictr_config_new(void)
 	cfg->transport_env = true;
 	cfg->host_env = strv_dup(environ);
 	return cfg;
-}
-
-void bind_specs_free(struct bind_spec *binds, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(binds[i].src);
-		free(binds[i].dst);
-	}
-	free(binds);
 }
 
 MPICTR_PUBLIC void mpictr_config_free(mpictr_config *cfg)
@@ -107,88 +97,6 @@ MPICTR_PUBLIC int mpictr_config_set_runscript(mpictr_config *cfg, int argc,
 					      mpictr_err **err)
 {
 	return set_argv(cfg, argc, argv, true, err);
-}
-
-/* Parse "SRC[:DST[:ro|rw]]" (one element of a comma list). */
-static int bind_parse_one(const char *elem, struct bind_spec *b,
-			  mpictr_err **err)
-{
-	cleanup_free char *copy = xstrdup(elem);
-	char *parts[4] = {NULL, NULL, NULL, NULL};
-	size_t np = 0;
-	char *p = copy;
-
-	for (;;) {
-		char *colon = strchr(p, ':');
-		if (np == 3)
-			return err_set(err, 0,
-				       "invalid bind '%s': too many ':' "
-				       "fields (expected SRC[:DST[:ro|rw]])",
-				       elem);
-		parts[np++] = p;
-		if (!colon)
-			break;
-		*colon = '\0';
-		p = colon + 1;
-	}
-	if (!*parts[0])
-		return err_set(err, 0, "invalid bind '%s': empty source path",
-			       elem);
-	if (np >= 2 && !*parts[1])
-		return err_set(
-		    err, 0, "invalid bind '%s': empty destination path", elem);
-	if (np >= 2 && parts[1][0] != '/')
-		return err_set(err, 0,
-			       "invalid bind '%s': destination '%s' is not "
-			       "an absolute path",
-			       elem, parts[1]);
-	if (np == 3 && strcmp(parts[2], "ro") && strcmp(parts[2], "rw"))
-		return err_set(err, 0,
-			       "invalid bind '%s': unknown option '%s' "
-			       "(expected ro or rw)",
-			       elem, parts[2]);
-	if (np == 1 && parts[0][0] != '/')
-		return err_set(err, 0,
-			       "invalid bind '%s': a relative source needs "
-			       "an explicit destination (SRC:DST)",
-			       elem);
-	b->src = xstrdup(parts[0]);
-	b->dst = xstrdup(np >= 2 ? parts[1] : parts[0]);
-	b->ro = np == 3 && strcmp(parts[2], "ro") == 0;
-	return 0;
-}
-
-int bind_parse(const char *spec, struct bind_spec **binds, size_t *n,
-	       mpictr_err **err)
-{
-	cleanup_free char *copy = NULL;
-	struct bind_spec *out = NULL;
-	size_t nout = 0;
-	char *save = NULL, *tok;
-
-	if (!spec || !*spec)
-		return err_set(err, 0, "invalid bind '': empty");
-	if (strlen(spec) > 65536)
-		return err_set(err, 0, "invalid bind: longer than 65536 bytes");
-	copy = xstrdup(spec);
-	if (spec[0] == ',' || spec[strlen(spec) - 1] == ',' ||
-	    strstr(spec, ",,"))
-		return err_set(err, 0, "invalid bind '%s': empty list element",
-			       spec);
-	for (tok = strtok_r(copy, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save)) {
-		out = xrealloc(out, (nout + 1) * sizeof(*out));
-		if (bind_parse_one(tok, &out[nout], err) < 0) {
-			bind_specs_free(out, nout);
-			return -1;
-		}
-		nout++;
-	}
-	*binds = xrealloc(*binds, (*n + nout) * sizeof(**binds));
-	memcpy(*binds + *n, out, nout * sizeof(*out));
-	*n += nout;
-	free(out);
-	return 0;
 }
 
 MPICTR_PUBLIC int mpictr_config_add_bind(mpictr_config *cfg, const char *spec,

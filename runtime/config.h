@@ -1,5 +1,5 @@
-/* config.h - the configuration object behind mpictr_config and the pure
- * parsers that fill it (bind specs). Planning (plan.c) reads it.
+/* config.h - the configuration object behind mpictr_config. Planning
+ * (plan.c) reads it.
  */
 #ifndef MPICTR_CONFIG_H
 #define MPICTR_CONFIG_H
@@ -7,14 +7,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "bindspec.h"
 #include "mpictr.h"
 #include "siteconf.h"
-
-struct bind_spec {
-	char *src; /* as typed; resolved against cwd when planning */
-	char *dst; /* absolute path inside the container */
-	bool ro;
-};
 
 struct mpictr_config {
 	char *image;
@@ -34,11 +29,5 @@ struct mpictr_config {
 	struct siteconf site;	/* site file, then user config files */
 	char **profiles;	/* --profile names, resolved when planning */
 };
-
-/* Parse one -B argument (comma list of SRC[:DST[:ro|rw]]) and append the
- * results to *binds and *n. On error nothing is appended. */
-int bind_parse(const char *spec, struct bind_spec **binds, size_t *n,
-	       mpictr_err **err);
-void bind_specs_free(struct bind_spec *binds, size_t n);
 
 #endif

@@ -1,14 +1,14 @@
 /* devices.c - find the interconnect and GPU device nodes to expose, from
- * sysfs and /dev (or a fake tree under MPICTR_SYSROOT), check the image's
- * verbs providers, and report on them for `mpictr check`.
+ * sysfs and /dev (or a fake tree under MPICTR_SYSROOT). The image's verbs
+ * providers are verbs.c's, the ld cache format ldcache.c's, and the
+ * `mpictr check` report check.c's.
  *
  * Sources read, all relative to the sysroot: sys/class/infiniband (ports,
  * link layer, NUMA node, PCI driver), sys/class/infiniband_verbs and
  * sys/class/infiniband_mad (which /dev/infiniband node belongs to which
- * HCA), sys/class/cxi, dev/, etc/libibverbs.d and the provider libraries,
- * etc/ld.so.cache (NVIDIA libraries), proc/sys/kernel/yama/ptrace_scope.
+ * HCA), sys/class/cxi, dev/, etc/ld.so.cache (NVIDIA libraries),
+ * proc/sys/kernel/yama/ptrace_scope.
  */
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,7 +18,7 @@
 
 #include "devices.h"
 #include "error.h"
-#include "transport.h"
+#include "ldcache.h"
 
 static const char *const kind_names[DEVICE_KIND_COUNT] = {
     [DEVICE_IB] = "ib",	      [DEVICE_OPA] = "opa", [DEVICE_KNEM] = "knem",
@@ -40,40 +40,6 @@ static const struct {
     {"cxgb4", "cxgb4"},	   {"qib", "qib"},	   {"vmw_pvrdma", "vmw_pvrdma"},
     {"hns3", "hns"},	   {"mana", "mana"},	   {"erdma", "erdma"},
     {"cxi_core", "cxi"},   {"cxi_ss1", "cxi"},
-};
-
-/* driver -> rdma-core provider (etc/libibverbs.d/<p>.driver, lib<p>-rdmav*.so)
- */
-static const struct {
-	const char *driver, *provider;
-} verbs_providers[] = {
-    {"mlx5", "mlx5"},	   {"mlx4", "mlx4"},
-    {"hfi1", "hfi1verbs"}, {"qib", "ipathverbs"},
-    {"efa", "efa"},	   {"bnxt_re", "bnxt_re"},
-    {"irdma", "irdma"},	   {"qedr", "qedr"},
-    {"cxgb4", "cxgb4"},	   {"vmw_pvrdma", "vmw_pvrdma"},
-    {"hns", "hns"},	   {"mana", "mana"},
-    {"erdma", "erdma"},	   {"rxe", "rxe"},
-    {"siw", "siw"},	   {"ocrdma", "ocrdma"},
-};
-
-const char *devices_verbs_provider(const char *driver)
-{
-	for (size_t i = 0; driver && i < ARRAY_SIZE(verbs_providers); i++)
-		if (strcmp(verbs_providers[i].driver, driver) == 0)
-			return verbs_providers[i].provider;
-	return NULL;
-}
-
-/* Where distributions put verbs providers (relative to a root). */
-static const char *const verbs_lib_dirs[] = {
-    "/usr/lib/x86_64-linux-gnu/libibverbs",
-    "/usr/lib/aarch64-linux-gnu/libibverbs",
-    "/usr/lib/powerpc64le-linux-gnu/libibverbs",
-    "/usr/lib64/libibverbs",
-    "/usr/lib/libibverbs",
-    "/lib/x86_64-linux-gnu/libibverbs",
-    "/lib64/libibverbs",
 };
 
 /* NVIDIA driver user-space libraries (matched as NAME or NAME.*) and tools,
@@ -152,29 +118,6 @@ static char *read_attr(const char *fmt, ...)
 	       (s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\t'))
 		s[--n] = '\0';
 	return s;
-}
-
-/* Sorted entry names of a directory (no dot entries); NULL if unreadable. */
-static int name_cmp(const void *a, const void *b)
-{
-	return strverscmp(*(char *const *)a, *(char *const *)b);
-}
-
-static char **list_dir(const char *path)
-{
-	DIR *d = opendir(path);
-	char **v = NULL;
-	struct dirent *e;
-
-	if (!d)
-		return NULL;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			strv_push(&v, e->d_name);
-	closedir(d);
-	if (v)
-		qsort(v, strv_len(v), sizeof(char *), name_cmp);
-	return v;
 }
 
 /* ---- candidates ------------------------------------------------------ */
@@ -296,12 +239,12 @@ static int numa_of(const char *root, const char *cls, const char *name)
 static void scan_hcas(struct disco *ds)
 {
 	cleanup_free char *cls = under(ds->root, "/sys/class/infiniband");
-	cleanup_strv char **names = list_dir(cls);
+	cleanup_strv char **names = dir_names(cls);
 
 	for (size_t i = 0; names && names[i]; i++) {
 		const char *n = names[i];
 		cleanup_free char *pdir = xasprintf("%s/%s/ports", cls, n);
-		cleanup_strv char **ports = list_dir(pdir);
+		cleanup_strv char **ports = dir_names(pdir);
 		cleanup_free char *driver =
 		    driver_of(ds->root, "infiniband", n);
 		int numa = numa_of(ds->root, "infiniband", n);
@@ -334,7 +277,7 @@ static void scan_hcas(struct disco *ds)
 static void scan_cxi(struct disco *ds)
 {
 	cleanup_free char *cls = under(ds->root, "/sys/class/cxi");
-	cleanup_strv char **names = list_dir(cls);
+	cleanup_strv char **names = dir_names(cls);
 
 	for (size_t i = 0; names && names[i]; i++) {
 		ds->hcas =
@@ -361,7 +304,7 @@ static char *ibdev_of(const char *root, const char *node)
 static void scan_infiniband_nodes(struct disco *ds)
 {
 	cleanup_free char *dir = under(ds->root, "/dev/infiniband");
-	cleanup_strv char **nodes = list_dir(dir);
+	cleanup_strv char **nodes = dir_names(dir);
 	bool any_active = false;
 
 	for (size_t i = 0; i < ds->nhcas; i++)
@@ -425,7 +368,7 @@ static void scan_infiniband_nodes(struct disco *ds)
 static void scan_dev_root(struct disco *ds)
 {
 	cleanup_free char *dir = under(ds->root, "/dev");
-	cleanup_strv char **nodes = list_dir(dir);
+	cleanup_strv char **nodes = dir_names(dir);
 
 	for (size_t i = 0; nodes && nodes[i]; i++) {
 		const char *n = nodes[i];
@@ -553,26 +496,6 @@ static bool selected(const struct selection *sel, const struct cand *c,
 
 /* ---- ld.so.cache (NVIDIA libraries) -------------------------------- */
 
-#define LDCACHE_OLD_MAGIC "ld.so-1.7.0"
-#define LDCACHE_NEW_MAGIC "glibc-ld.so.cache1.1"
-#define LDCACHE_FLAG_LIBC6 0x0003
-#if defined(__x86_64__)
-#define LDCACHE_NATIVE 0x0303
-#elif defined(__aarch64__)
-#define LDCACHE_NATIVE 0x0a03
-#elif defined(__powerpc64__)
-#define LDCACHE_NATIVE 0x0503
-#else
-#define LDCACHE_NATIVE 0
-#endif
-
-static bool ldcache_native(int32_t flags)
-{
-	if (LDCACHE_NATIVE)
-		return flags == LDCACHE_NATIVE;
-	return (flags & 0xff) == LDCACHE_FLAG_LIBC6;
-}
-
 static bool lib_wanted(const char *key)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(nvidia_libs); i++) {
@@ -582,72 +505,6 @@ static bool lib_wanted(const char *key)
 			return true;
 	}
 	return false;
-}
-
-/* Parse a glibc ld.so.cache ("glibc-ld.so.cache1.1", alone or after the
- * old "ld.so-1.7.0" table) and push the key (soname) and value (path) of
- * native libc6 entries, first entry per key (the cache lists the preferred
- * one first). Every offset is checked against the buffer size. */
-static void ldcache_parse(const char *buf, size_t len, char ***keys,
-			  char ***values)
-{
-	size_t off = 0, nlibs, hdr = 48, ent = 24;
-	uint32_t n32;
-
-	if (len >= 16 && memcmp(buf, LDCACHE_OLD_MAGIC, 11) == 0) {
-		memcpy(&n32, buf + 12, 4);
-		if (n32 > (len - 16) / 12)
-			return;
-		off = 16 + (size_t)n32 * 12;
-		off = (off + 7) & ~(size_t)7; /* alignment of the new header */
-	}
-	if (off > len || len - off < hdr ||
-	    memcmp(buf + off, LDCACHE_NEW_MAGIC, 20) != 0)
-		return;
-	memcpy(&n32, buf + off + 20, 4);
-	nlibs = n32;
-	if (nlibs > (len - off - hdr) / ent)
-		return;
-	for (size_t i = 0; i < nlibs; i++) {
-		const char *e = buf + off + hdr + i * ent;
-		int32_t flags;
-		uint32_t k, v;
-		const char *key, *val;
-		bool dup = false;
-
-		memcpy(&flags, e, 4);
-		memcpy(&k, e + 4, 4);
-		memcpy(&v, e + 8, 4);
-		/* String offsets count from the new header. */
-		if (k >= len - off || v >= len - off)
-			continue;
-		key = buf + off + k;
-		val = buf + off + v;
-		if (!memchr(key, 0, len - off - k) ||
-		    !memchr(val, 0, len - off - v) || !ldcache_native(flags))
-			continue;
-		for (size_t j = 0; *keys && (*keys)[j]; j++)
-			if (strcmp((*keys)[j], key) == 0)
-				dup = true;
-		if (dup)
-			continue;
-		strv_push(keys, key);
-		strv_push(values, val);
-	}
-}
-
-int devices_ldcache_read(const char *path, char ***keys, char ***values,
-			 mpictr_err **err)
-{
-	cleanup_free char *buf = NULL;
-	size_t len;
-
-	*keys = *values = NULL;
-	buf = read_file(path, 64 << 20, &len);
-	if (!buf)
-		return err_set(err, errno, "read ld cache '%s'", path);
-	ldcache_parse(buf, len, keys, values);
-	return 0;
 }
 
 static void add_bind(struct host_devices *d, char *src, char *dst)
@@ -664,7 +521,7 @@ static void gpu_libs(const char *root, struct host_devices *d)
 	mpictr_err *e = NULL;
 	bool any = false;
 
-	if (devices_ldcache_read(path, &keys, &vals, &e) < 0) {
+	if (ldcache_read(path, &keys, &vals, &e) < 0) {
 		strv_push_own(&d->warnings,
 			      xasprintf("--gpu: cannot find the NVIDIA driver "
 					"libraries: %s",
@@ -724,8 +581,7 @@ static int read_ptrace_scope(const char *root)
 	return (int)v;
 }
 
-/* 0 when fine; else a malloc'ed one-line description of the limit. */
-static char *memlock_too_low(void)
+char *devices_memlock_too_low(void)
 {
 	struct rlimit rl;
 
@@ -735,14 +591,6 @@ static char *memlock_too_low(void)
 			 "memory registration",
 			 (unsigned long long)rl.rlim_cur / 1024);
 }
-
-#define MEMLOCK_FIX                                                            \
-	"fix: `ulimit -l unlimited`, memlock unlimited in "                    \
-	"/etc/security/limits.conf, or PropagateResourceLimits in slurm.conf"
-#define PTRACE_FIX                                                             \
-	"fix: sysctl kernel.yama.ptrace_scope=0; MPI libraries otherwise "     \
-	"fall "                                                                \
-	"back to slower copies"
 
 /* ---- discovery -------------------------------------------------------- */
 
@@ -783,7 +631,7 @@ static void fake_sysfs_binds(const char *root, struct host_devices *d)
 	    "/sys/class/infiniband", "/sys/class/infiniband_verbs",
 	    "/sys/class/infiniband_mad", "/sys/class/cxi"};
 	cleanup_free char *devdir = under(root, "/sys/devices");
-	cleanup_strv char **tops = list_dir(devdir);
+	cleanup_strv char **tops = dir_names(devdir);
 
 	for (size_t i = 0; i < ARRAY_SIZE(classes); i++) {
 		char *src = under(root, classes[i]);
@@ -805,13 +653,136 @@ static void fake_sysfs_binds(const char *root, struct host_devices *d)
 	}
 }
 
+/* What the exposed devices call for afterwards. */
+struct exposed {
+	bool rdma, nvidia, any_gpu;
+};
+
+/* Every /dev path named in --devices must be one that was found. */
+static int check_named_paths(const struct disco *ds,
+			     const struct selection *sel, mpictr_err **err)
+{
+	for (size_t i = 0; sel->paths && sel->paths[i]; i++) {
+		bool found = false;
+		for (size_t j = 0; j < ds->nc && !found; j++)
+			found = strcmp(ds->c[j].path, sel->paths[i]) == 0;
+		if (!found)
+			return err_set(err, 0,
+				       "--devices: '%s' is not a device found "
+				       "on this host (known kinds: ib, opa, "
+				       "knem, xpmem, cxi, gpu)",
+				       sel->paths[i]);
+	}
+	return 0;
+}
+
+/* Move candidate c into d->devs when selected and accessible (a warning
+ * when it is not accessible), and mark its HCA exposed. */
+static void expose_candidate(struct disco *ds, struct cand *c,
+			     const struct selection *sel, bool gpu,
+			     struct host_devices *d, struct exposed *x)
+{
+	struct stat st;
+	const struct device *dev;
+	/* Nodes must be usable (read and write); umad/issm readable;
+	 * directories (/dev/dri, /dev/nvidia-caps) searchable. */
+	int mode = c->need_read_only ? R_OK : R_OK | W_OK;
+
+	if (stat(c->host_path, &st) == 0 && S_ISDIR(st.st_mode))
+		mode = R_OK | X_OK;
+	if (!selected(sel, c, gpu))
+		return;
+	if (c->kind == DEVICE_GPU)
+		x->any_gpu = true;
+	if (access(c->host_path, mode) < 0) {
+		strv_push_own(&d->warnings,
+			      xasprintf("device '%s' is not accessible (%s) "
+					"and is not exposed (fix: ask the "
+					"administrator for access, e.g. a "
+					"group or udev rule)",
+					c->path, strerror(errno)));
+		return;
+	}
+	if (sel->mode == SEL_ALL && !c->default_on) {
+		char *r = xasprintf("%s; --devices=all", c->reason);
+		free(c->reason);
+		c->reason = r;
+	} else if (sel->mode == SEL_LIST) {
+		char *r = xasprintf("%s; --devices list", c->reason);
+		free(c->reason);
+		c->reason = r;
+	}
+	d->devs = xrealloc(d->devs, (d->ndevs + 1) * sizeof(*d->devs));
+	d->devs[d->ndevs++] = (struct device){
+	    .host_path = steal_ptr(&c->host_path),
+	    .path = steal_ptr(&c->path),
+	    .kind = c->kind,
+	    .reason = steal_ptr(&c->reason),
+	};
+	dev = &d->devs[d->ndevs - 1];
+	if (c->kind == DEVICE_IB || c->kind == DEVICE_OPA ||
+	    c->kind == DEVICE_CXI)
+		x->rdma = true;
+	if (c->kind == DEVICE_GPU && str_has_prefix(dev->path, "/dev/nvidia"))
+		x->nvidia = true;
+	for (size_t h = 0; c->hca && h < ds->nhcas; h++)
+		if (strcmp(ds->hcas[h].name, c->hca) == 0 &&
+		    !str_has_prefix(dev->path, "/dev/infiniband/umad") &&
+		    !str_has_prefix(dev->path, "/dev/infiniband/issm"))
+			ds->hcas[h].exposed = true;
+}
+
+/* What the exposed devices need besides their nodes (GPU libraries, the
+ * fake sysfs), and the preflight warnings about them. */
+static void add_extras(const struct disco *ds, const struct selection *sel,
+		       bool gpu, const struct exposed *x,
+		       struct host_devices *d)
+{
+	if (gpu && sel->mode == SEL_NONE)
+		strv_push(&d->warnings,
+			  "--gpu has no effect with --devices=none");
+	else if (gpu && !x->any_gpu)
+		strv_push(&d->warnings, "--gpu: no GPU device node found");
+	if (gpu && x->nvidia)
+		gpu_libs(ds->root, d);
+	if (x->rdma && ds->fake)
+		fake_sysfs_binds(ds->root, d);
+	if (x->rdma) {
+		char *m = devices_memlock_too_low();
+		if (m)
+			strv_push_own(
+			    &d->warnings,
+			    xasprintf("%s (%s)", m, DEVICES_MEMLOCK_FIX));
+		free(m);
+	}
+	d->ptrace_scope = read_ptrace_scope(ds->root);
+	if (d->ptrace_scope >= 1)
+		strv_push_own(
+		    &d->warnings,
+		    xasprintf("Yama ptrace_scope is %d, which blocks "
+			      "CMA (process_vm_readv) between sibling "
+			      "ranks (%s)",
+			      d->ptrace_scope, DEVICES_PTRACE_FIX));
+}
+
+/* The candidates (what expose_candidate did not take). */
+static void cands_free(struct disco *ds)
+{
+	for (size_t i = 0; i < ds->nc; i++) {
+		free(ds->c[i].host_path);
+		free(ds->c[i].path);
+		free(ds->c[i].reason);
+	}
+	free(ds->c);
+}
+
 int devices_discover(const char *sysroot, const char *spec, bool gpu,
 		     struct host_devices *out, mpictr_err **err)
 {
 	struct disco ds = {.root = root_of(sysroot)};
 	struct selection sel;
 	struct host_devices d = {.ptrace_scope = -1};
-	bool rdma = false, nvidia = false, any_gpu = false;
+	struct exposed x = {false, false, false};
 
 	ds.fake = *ds.root != '\0';
 	if (check_sysroot(sysroot, err) < 0 || parse_spec(spec, &sel, err) < 0)
@@ -820,125 +791,23 @@ int devices_discover(const char *sysroot, const char *spec, bool gpu,
 	scan_cxi(&ds);
 	scan_infiniband_nodes(&ds);
 	scan_dev_root(&ds);
-
-	for (size_t i = 0; sel.paths && sel.paths[i]; i++) {
-		bool found = false;
-		for (size_t j = 0; j < ds.nc; j++)
-			if (strcmp(ds.c[j].path, sel.paths[i]) == 0)
-				found = true;
-		if (!found) {
-			err_set(err, 0,
-				"--devices: '%s' is not a device found on "
-				"this host (known kinds: ib, opa, knem, xpmem, "
-				"cxi, gpu)",
-				sel.paths[i]);
-			goto fail;
-		}
+	if (check_named_paths(&ds, &sel, err) < 0) {
+		cands_free(&ds);
+		d.hcas = ds.hcas;
+		d.nhcas = ds.nhcas;
+		host_devices_free(&d);
+		strv_free(sel.paths);
+		return -1;
 	}
-
-	for (size_t i = 0; i < ds.nc; i++) {
-		struct cand *c = &ds.c[i];
-		struct stat st;
-		/* Nodes must be usable (read and write); umad/issm readable;
-		 * directories (/dev/dri, /dev/nvidia-caps) searchable. */
-		int mode = c->need_read_only ? R_OK : R_OK | W_OK;
-
-		if (stat(c->host_path, &st) == 0 && S_ISDIR(st.st_mode))
-			mode = R_OK | X_OK;
-
-		if (!selected(&sel, c, gpu))
-			continue;
-		if (c->kind == DEVICE_GPU)
-			any_gpu = true;
-		if (access(c->host_path, mode) < 0) {
-			strv_push_own(&d.warnings,
-				      xasprintf("device '%s' is not accessible "
-						"(%s) and is not exposed (fix: "
-						"ask the administrator for "
-						"access, e.g. a group or udev "
-						"rule)",
-						c->path, strerror(errno)));
-			continue;
-		}
-		if (sel.mode == SEL_ALL && !c->default_on) {
-			char *r = xasprintf("%s; --devices=all", c->reason);
-			free(c->reason);
-			c->reason = r;
-		} else if (sel.mode == SEL_LIST) {
-			char *r = xasprintf("%s; --devices list", c->reason);
-			free(c->reason);
-			c->reason = r;
-		}
-		d.devs = xrealloc(d.devs, (d.ndevs + 1) * sizeof(*d.devs));
-		d.devs[d.ndevs++] = (struct device){
-		    .host_path = steal_ptr(&c->host_path),
-		    .path = steal_ptr(&c->path),
-		    .kind = c->kind,
-		    .reason = steal_ptr(&c->reason),
-		};
-		if (c->kind == DEVICE_IB || c->kind == DEVICE_OPA ||
-		    c->kind == DEVICE_CXI)
-			rdma = true;
-		if (c->kind == DEVICE_GPU &&
-		    str_has_prefix(d.devs[d.ndevs - 1].path, "/dev/nvidia"))
-			nvidia = true;
-		for (size_t h = 0; c->hca && h < ds.nhcas; h++)
-			if (strcmp(ds.hcas[h].name, c->hca) == 0 &&
-			    !str_has_prefix(d.devs[d.ndevs - 1].path,
-					    "/dev/infiniband/umad") &&
-			    !str_has_prefix(d.devs[d.ndevs - 1].path,
-					    "/dev/infiniband/issm"))
-				ds.hcas[h].exposed = true;
-	}
-
+	for (size_t i = 0; i < ds.nc; i++)
+		expose_candidate(&ds, &ds.c[i], &sel, gpu, &d, &x);
 	d.hcas = steal_ptr(&ds.hcas);
 	d.nhcas = ds.nhcas;
-	if (gpu && sel.mode == SEL_NONE)
-		strv_push(&d.warnings,
-			  "--gpu has no effect with --devices=none");
-	else if (gpu && !any_gpu)
-		strv_push(&d.warnings, "--gpu: no GPU device node found");
-	if (gpu && nvidia)
-		gpu_libs(ds.root, &d);
-	if (rdma && ds.fake)
-		fake_sysfs_binds(ds.root, &d);
-	if (rdma) {
-		char *m = memlock_too_low();
-		if (m)
-			strv_push_own(&d.warnings,
-				      xasprintf("%s (%s)", m, MEMLOCK_FIX));
-		free(m);
-	}
-	d.ptrace_scope = read_ptrace_scope(ds.root);
-	if (d.ptrace_scope >= 1)
-		strv_push_own(
-		    &d.warnings,
-		    xasprintf("Yama ptrace_scope is %d, which blocks "
-			      "CMA (process_vm_readv) between sibling "
-			      "ranks (%s)",
-			      d.ptrace_scope, PTRACE_FIX));
-
-	for (size_t i = 0; i < ds.nc; i++) {
-		free(ds.c[i].host_path);
-		free(ds.c[i].path);
-		free(ds.c[i].reason);
-	}
-	free(ds.c);
+	add_extras(&ds, &sel, gpu, &x, &d);
+	cands_free(&ds);
 	strv_free(sel.paths);
 	*out = d;
 	return 0;
-fail:
-	for (size_t i = 0; i < ds.nc; i++) {
-		free(ds.c[i].host_path);
-		free(ds.c[i].path);
-		free(ds.c[i].reason);
-	}
-	free(ds.c);
-	d.hcas = ds.hcas;
-	d.nhcas = ds.nhcas;
-	host_devices_free(&d);
-	strv_free(sel.paths);
-	return -1;
 }
 
 void host_devices_free(struct host_devices *d)
@@ -965,258 +834,4 @@ void host_devices_free(struct host_devices *d)
 	strv_free(d->lib_dirs);
 	strv_free(d->warnings);
 	*d = (struct host_devices){.ptrace_scope = -1};
-}
-
-/* ---- verbs providers --------------------------------------------------- */
-
-/* "rdmav34" out of ".../libmlx5-rdmav34.so" (malloc'ed). */
-static char *abi_of(const char *lib)
-{
-	const char *r = strstr(lib, "-rdmav");
-	size_t n;
-
-	if (!r)
-		return xstrdup("");
-	n = strlen(r + 1);
-	if (n >= 3 && strcmp(r + 1 + n - 3, ".so") == 0)
-		n -= 3;
-	return xstrndup(r + 1, n);
-}
-
-/* Find lib<prov>-rdmav*.so under root in the provider dirs. Returns the
- * path relative to root (malloc'ed) or NULL; *abi gets the "rdmavNN" part
- * of any provider found in the first dir holding providers (for the ABI
- * comparison), when abi is not NULL. */
-static char *find_provider_lib(const char *root, const char *prov, char **abi)
-{
-	cleanup_free char *prefix = xasprintf("lib%s-", prov);
-
-	for (size_t i = 0; i < ARRAY_SIZE(verbs_lib_dirs); i++) {
-		cleanup_free char *dir = under(root, verbs_lib_dirs[i]);
-		cleanup_strv char **names = list_dir(dir);
-
-		for (size_t j = 0; names && names[j]; j++) {
-			const char *n = names[j];
-			const char *r = strstr(n, "-rdmav");
-			size_t len = strlen(n);
-
-			if (!r || len < 3 || strcmp(n + len - 3, ".so") != 0)
-				continue;
-			if (abi && !*abi)
-				*abi = abi_of(n);
-			if (str_has_prefix(n, prefix) &&
-			    strncmp(n + strlen(prefix), "rdmav", 5) == 0)
-				return xasprintf("%s/%s", verbs_lib_dirs[i], n);
-		}
-	}
-	return NULL;
-}
-
-/* The first provider dir that exists under root, relative (static). */
-static const char *provider_dir(const char *root)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(verbs_lib_dirs); i++) {
-		cleanup_free char *dir = under(root, verbs_lib_dirs[i]);
-		struct stat st;
-		if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
-			return verbs_lib_dirs[i];
-	}
-	return NULL;
-}
-
-int devices_check_verbs(const struct host_devices *d, const char *sysroot,
-			const char *image_root, bool inject, char ***warnings,
-			struct devices_bind **binds, size_t *nbinds,
-			mpictr_err **err)
-{
-	const char *root = root_of(sysroot);
-	cleanup_strv char **done = NULL;
-	struct stat st;
-
-	if (!image_root || stat(image_root, &st) < 0 || !S_ISDIR(st.st_mode))
-		return err_set(err,
-			       image_root ? errno ? errno : ENOTDIR : EINVAL,
-			       "check verbs providers in image root '%s'",
-			       image_root ? image_root : "(null)");
-	for (size_t i = 0; i < d->nhcas; i++) {
-		const struct hca *h = &d->hcas[i];
-		const char *prov = devices_verbs_provider(h->driver);
-		cleanup_free char *drv_rel = NULL, *drv_img = NULL;
-		cleanup_free char *img_lib = NULL, *img_abi = NULL;
-		bool dup = false;
-
-		if (!h->exposed || !prov)
-			continue;
-		for (size_t j = 0; done && done[j]; j++)
-			if (strcmp(done[j], prov) == 0)
-				dup = true;
-		if (dup)
-			continue;
-		strv_push(&done, prov);
-		drv_rel = xasprintf("/etc/libibverbs.d/%s.driver", prov);
-		drv_img = under(image_root, drv_rel);
-		img_lib = find_provider_lib(image_root, prov, &img_abi);
-		if (lstat(drv_img, &st) == 0 && img_lib)
-			continue;
-		if (!inject) {
-			strv_push_own(
-			    warnings,
-			    xasprintf("host HCA %s uses driver %s but "
-				      "the image has no verbs provider "
-				      "for it (%s, lib%s-rdmav*.so), "
-				      "so RDMA will not work (fix: "
-				      "install the provider in the "
-				      "image, e.g. ibverbs-providers "
-				      "or rdma-core, or run with "
-				      "--inject-verbs)",
-				      h->name, h->driver, drv_rel, prov));
-			continue;
-		}
-		cleanup_free char *host_drv = under(root, drv_rel);
-		cleanup_free char *host_lib =
-		    find_provider_lib(root, prov, NULL);
-		cleanup_free char *host_lib_path =
-		    host_lib ? under(root, host_lib) : NULL;
-		if (access(host_drv, R_OK) < 0 || !host_lib ||
-		    access(host_lib_path, R_OK) < 0) {
-			strv_push_own(
-			    warnings,
-			    xasprintf("--inject-verbs: the host has "
-				      "no verbs provider for driver "
-				      "%s either (%s, lib%s-rdmav*.so)"
-				      " (fix: install rdma-core's "
-				      "providers on the host or in "
-				      "the image)",
-				      h->driver, drv_rel, prov));
-			continue;
-		}
-		cleanup_free char *host_abi = abi_of(host_lib);
-		if (img_abi && strcmp(img_abi, host_abi) != 0) {
-			strv_push_own(
-			    warnings,
-			    xasprintf("--inject-verbs: host provider "
-				      "'%s' does not match the image's "
-				      "libibverbs ABI %s; not injected "
-				      "(fix: install the provider for "
-				      "driver %s in the image)",
-				      host_lib, img_abi, h->driver));
-			continue;
-		}
-		const char *dst_dir = provider_dir(image_root);
-		const char *base = strrchr(host_lib, '/') + 1;
-		*binds = xrealloc(*binds, (*nbinds + 2) * sizeof(**binds));
-		(*binds)[(*nbinds)++] = (struct devices_bind){
-		    .src = xstrdup(host_drv),
-		    .dst = xstrdup(drv_rel),
-		};
-		(*binds)[(*nbinds)++] = (struct devices_bind){
-		    .src = under(root, host_lib),
-		    .dst = dst_dir ? xasprintf("%s/%s", dst_dir, base)
-				   : xstrdup(host_lib),
-		};
-	}
-	return 0;
-}
-
-/* ---- mpictr check ------------------------------------------------------ */
-
-int devices_check_report(const char *sysroot, const char *ucx_helper,
-			 struct strbuf *out, int *blocking, mpictr_err **err)
-{
-	struct host_devices d;
-	const char *root = root_of(sysroot);
-	cleanup_free char *m = NULL;
-	bool rdma = false;
-
-	if (devices_discover(sysroot, "all", false, &d, err) < 0)
-		return -1;
-
-	if (ucx_helper) {
-		cleanup_strv char **lines = NULL;
-		mpictr_err *uerr = NULL;
-
-		if (transport_ucx_query(ucx_helper, &lines, &uerr) < 0) {
-			sb_printf(out,
-				  "problem: UCX device query failed: %s (fix: "
-				  "install UCX, or ignore if the MPI does not "
-				  "use it)\n",
-				  mpictr_err_message(uerr));
-			mpictr_err_free(uerr);
-		} else {
-			sb_puts(out, "ok: UCX sees");
-			for (size_t i = 0; lines && lines[i]; i++) {
-				cleanup_free char *tl = NULL, *dev = NULL;
-				transport_ucx_fields(lines[i], &tl, &dev, NULL);
-				if (tl && dev)
-					sb_printf(out, " %s/%s", tl, dev);
-			}
-			sb_puts(out, lines ? "\n" : " nothing\n");
-		}
-	}
-
-	if (d.nhcas == 0)
-		sb_puts(out, "ok: sysfs: no RDMA device (InfiniBand, RoCE, "
-			     "Omni-Path, EFA, Slingshot)\n");
-	else {
-		sb_puts(out, "ok: sysfs HCAs:");
-		for (size_t i = 0; i < d.nhcas; i++) {
-			const struct hca *h = &d.hcas[i];
-			sb_printf(out, " %s:%d %s %s %s numa %d%s", h->name,
-				  h->port, h->driver, h->link_layer,
-				  h->active ? "ACTIVE" : "DOWN", h->numa_node,
-				  i + 1 < d.nhcas ? ";" : "");
-		}
-		sb_putc(out, '\n');
-	}
-	for (size_t i = 0; i < d.ndevs; i++)
-		if (d.devs[i].kind != DEVICE_KNEM &&
-		    d.devs[i].kind != DEVICE_XPMEM &&
-		    d.devs[i].kind != DEVICE_GPU)
-			rdma = true;
-
-	m = memlock_too_low();
-	if (!m)
-		sb_puts(out, "ok: RLIMIT_MEMLOCK unlimited\n");
-	else if (rdma)
-		sb_printf(out, "problem: %s (%s)\n", m, MEMLOCK_FIX);
-	else
-		sb_printf(out,
-			  "ok: %s; no RDMA device is present, so it "
-			  "does not matter here\n",
-			  m);
-
-	if (d.ptrace_scope < 0)
-		sb_printf(out,
-			  "ok: Yama ptrace_scope not present ('%s/proc/sys/"
-			  "kernel/yama' absent): CMA between ranks allowed\n",
-			  root);
-	else if (d.ptrace_scope == 0)
-		sb_puts(out, "ok: Yama ptrace_scope 0: CMA between ranks "
-			     "allowed\n");
-	else
-		sb_printf(out,
-			  "problem: Yama ptrace_scope is %d, which blocks CMA "
-			  "between sibling ranks (%s)\n",
-			  d.ptrace_scope, PTRACE_FIX);
-
-	bool inaccessible = false;
-	for (size_t i = 0; d.warnings && d.warnings[i]; i++)
-		if (str_has_prefix(d.warnings[i], "device '")) {
-			sb_printf(out, "problem: %s\n", d.warnings[i]);
-			inaccessible = true;
-		}
-	if (!inaccessible) {
-		if (d.ndevs == 0)
-			sb_puts(out, "ok: no interconnect device node to "
-				     "expose\n");
-		else {
-			sb_puts(out, "ok: device nodes accessible:");
-			for (size_t i = 0; i < d.ndevs; i++)
-				sb_printf(out, " %s", d.devs[i].path);
-			sb_putc(out, '\n');
-		}
-	}
-	(void)blocking; /* nothing in this area prevents running */
-	host_devices_free(&d);
-	return 0;
 }

@@ -99,38 +99,15 @@ int devices_discover(const char *sysroot, const char *spec, bool gpu,
 		     struct host_devices *out, mpictr_err **err);
 void host_devices_free(struct host_devices *d);
 
-/* Check the image's verbs providers (image_root: the mounted rootfs)
- * against the drivers of the exposed HCAs. For each driver without a
- * provider (etc/libibverbs.d/<p>.driver plus lib<p>-rdmav*.so) appends one
- * warning line to *warnings naming the driver and the fix (--inject-verbs).
- * With inject, appends the host's driver file and provider library to
- * *binds (count in *nbinds) instead (a warning when the host lacks them too or
- * their ABI suffix differs from the image's). Returns 0, or -1 with *err when
- * image_root cannot be read. */
-int devices_check_verbs(const struct host_devices *d, const char *sysroot,
-			const char *image_root, bool inject, char ***warnings,
-			struct devices_bind **binds, size_t *nbinds,
-			mpictr_err **err);
-
-/* The verbs provider name for a driver (mlx5 -> "mlx5", hfi1 ->
- * "hfi1verbs"), NULL for non-verbs drivers (cxi). Static storage. */
-const char *devices_verbs_provider(const char *driver);
-
-/* Read a glibc ld.so.cache (the host's ld cache, what `ldconfig -p`
- * prints): the soname and path of each native (this architecture's libc6)
- * entry, first per soname, into two parallel vectors (caller frees). -1
- * with *err when the file cannot be read; a malformed or foreign-format
- * file gives no entries. */
-int devices_ldcache_read(const char *path, char ***keys, char ***values,
-			 mpictr_err **err);
-
-/* `mpictr check` lines for this area, appended to out, one per line:
- * "ok: ..." or "problem: ... (fix: ...)": UCX's devices (through the
- * helper at ucx_helper; skipped when NULL), sysfs HCAs, RLIMIT_MEMLOCK,
- * Yama ptrace_scope, device node access. None of these blocks running
- * containers, so *blocking is left as it is (documented for callers that
- * sum it). Returns 0, or -1 with *err when sysroot is invalid. */
-int devices_check_report(const char *sysroot, const char *ucx_helper,
-			 struct strbuf *out, int *blocking, mpictr_err **err);
+/* NULL when RLIMIT_MEMLOCK is unlimited; else a malloc'ed one-line
+ * description of the limit, too low for RDMA memory registration. */
+char *devices_memlock_too_low(void);
+/* The fixes that preflight warnings and `mpictr check` name. */
+#define DEVICES_MEMLOCK_FIX                                                    \
+	"fix: `ulimit -l unlimited`, memlock unlimited in "                    \
+	"/etc/security/limits.conf, or PropagateResourceLimits in slurm.conf"
+#define DEVICES_PTRACE_FIX                                                     \
+	"fix: sysctl kernel.yama.ptrace_scope=0; MPI libraries otherwise "     \
+	"fall back to slower copies"
 
 #endif

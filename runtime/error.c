@@ -60,37 +60,42 @@ int err_set_exit(mpictr_err **err, int exit_code, int errnum, const char *fmt,
 	return -1;
 }
 
-int err_wrap(mpictr_err **err, const char *fmt, ...)
+/* Rewrite (*err)'s message as the formatted text put before it, "TEXT: MSG"
+ * (prepend), or after it, "MSG (hint: TEXT)". Returns -1. */
+static int err_edit(mpictr_err **err, bool prepend, const char *fmt, va_list ap)
 {
-	va_list ap;
-	char *ctx, *msg;
+	char *text, *msg;
 
 	if (!err || !*err)
 		return -1;
-	va_start(ap, fmt);
-	ctx = xvasprintf(fmt, ap);
-	va_end(ap);
-	msg = xasprintf("%s: %s", ctx, (*err)->msg);
-	free(ctx);
+	text = xvasprintf(fmt, ap);
+	if (prepend)
+		msg = xasprintf("%s: %s", text, (*err)->msg);
+	else
+		msg = xasprintf("%s (hint: %s)", (*err)->msg, text);
+	free(text);
 	free((*err)->msg);
 	(*err)->msg = msg;
+	return -1;
+}
+
+int err_wrap(mpictr_err **err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	err_edit(err, true, fmt, ap);
+	va_end(ap);
 	return -1;
 }
 
 int err_hint(mpictr_err **err, const char *fmt, ...)
 {
 	va_list ap;
-	char *hint, *msg;
 
-	if (!err || !*err)
-		return -1;
 	va_start(ap, fmt);
-	hint = xvasprintf(fmt, ap);
+	err_edit(err, false, fmt, ap);
 	va_end(ap);
-	msg = xasprintf("%s (hint: %s)", (*err)->msg, hint);
-	free(hint);
-	free((*err)->msg);
-	(*err)->msg = msg;
 	return -1;
 }
 

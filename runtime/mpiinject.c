@@ -404,7 +404,6 @@ int mpiabi_find_in_image(const char *root, struct mpi_lib **libs, size_t *n,
 			cleanup_free char *p = NULL, *real = NULL;
 			cleanup_close int fd = -1;
 			struct mpi_lib l;
-			bool dup = false;
 			mpictr_err *e = NULL;
 
 			if (!mpi_name(de->d_name))
@@ -416,9 +415,7 @@ int mpiabi_find_in_image(const char *root, struct mpi_lib **libs, size_t *n,
 			real = fd_path_dup(fd);
 			if (!real)
 				continue;
-			for (size_t k = 0; seen && seen[k] && !dup; k++)
-				dup = strcmp(seen[k], real) == 0;
-			if (dup)
+			if (strv_contains(seen, real))
 				continue;
 			strv_push(&seen, real);
 			if (describe_fd(fd, p, real, &l, &e) < 0) {

@@ -18,6 +18,7 @@
 #include "error.h"
 #include "plan.h"
 #include "transport.h"
+#include "ucx.h"
 
 extern char **environ;
 
@@ -102,75 +103,18 @@ static int add_bind(struct plan *p, const char *src, const char *dst,
 	return 0;
 }
 
-static char *clean_path(const char *path)
-{
-	/* Collapse "//", "/./" and trailing "/"; ".." is rejected by the
-	 * callers that need it to be. */
-	struct strbuf sb = STRBUF_INIT;
-	const char *s = path;
-
-	while (*s) {
-		const char *e;
-		size_t n;
-
-		while (*s == '/')
-			s++;
-		if (!*s)
-			break;
-		e = strchrnul(s, '/');
-		n = (size_t)(e - s);
-		if (!(n == 1 && s[0] == '.')) {
-			sb_putc(&sb, '/');
-			sb_add(&sb, s, n);
-		}
-		s = e;
-	}
-	if (sb.len == 0)
-		sb_putc(&sb, '/');
-	return sb_steal(&sb);
-}
-
-static bool has_dotdot(const char *path)
-{
-	for (const char *s = path; (s = strstr(s, "..")); s += 2)
-		if ((s == path || s[-1] == '/') && (s[2] == '/' || !s[2]))
-			return true;
-	return false;
-}
-
 static int user_binds(const struct mpictr_config *cfg, struct plan *p,
 		      const char *cwd, mpictr_err **err)
 {
 	for (size_t i = 0; i < cfg->nbinds; i++) {
 		const struct bind_spec *b = &cfg->binds[i];
-		cleanup_free char *src = NULL, *abs = NULL, *dst = NULL;
+		cleanup_free char *src = NULL, *dst = NULL;
+		cleanup_free char *what = xasprintf("bind '%s'", b->src);
 
-		if (b->src[0] == '/')
-			abs = xstrdup(b->src);
-		else
-			abs = xasprintf("%s/%s", cwd, b->src);
-		src = realpath(abs, NULL);
-		if (!src)
-			return err_set(err, errno, "bind source '%s'", b->src);
-		{
-			cleanup_free char *what =
-			    xasprintf("bind '%s'", b->src);
-			if (siteconf_check_user_bind(&cfg->site, src, what,
-						     err) < 0)
-				return -1;
-		}
-		if (has_dotdot(b->dst))
-			return err_set(err, 0,
-				       "bind destination '%s' contains '..' "
-				       "(destinations must stay inside the "
-				       "container)",
-				       b->dst);
-		dst = clean_path(b->dst);
-		if (strcmp(dst, "/") == 0)
-			return err_set(err, 0,
-				       "bind destination '/' would replace the "
-				       "image root (bind below it instead)");
-		if (add_bind(p, src, dst, b->ro ? MS_RDONLY : 0, false,
+		if (bind_resolve(b, cwd, NULL, &src, &dst, err) < 0 ||
+		    siteconf_check_bind(&cfg->site, src, BIND_USER, what, err) <
+			0 ||
+		    add_bind(p, src, dst, b->ro ? MS_RDONLY : 0, false,
 			     BIND_USER, "user bind", err) < 0)
 			return -1;
 	}
@@ -190,39 +134,19 @@ static int item_binds(const struct mpictr_config *cfg, struct plan *p,
 	if (bind_parse(it->value, &b, &n, err) < 0)
 		return err_wrap(err, "%s", it->origin);
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		cleanup_free char *src = realpath(b[i].src, NULL);
-		cleanup_free char *dst = NULL;
+		enum bind_who who = it->site ? BIND_TRUSTED : BIND_USER;
+		cleanup_free char *src = NULL, *dst = NULL;
+		cleanup_free char *what =
+		    xasprintf("bind '%s' (from %s)", b[i].src, it->origin);
 
-		if (!src) {
-			rc = err_set(err, errno, "bind source '%s' (from %s)",
-				     b[i].src, it->origin);
+		if (bind_resolve(&b[i], NULL, it->origin, &src, &dst, err) <
+			0 ||
+		    siteconf_check_bind(&cfg->site, src, who, what, err) < 0) {
+			rc = -1;
 			break;
 		}
-		if (!it->site) {
-			cleanup_free char *what = xasprintf(
-			    "bind '%s' (from %s)", b[i].src, it->origin);
-			rc = siteconf_check_user_bind(&cfg->site, src, what,
-						      err);
-			if (rc < 0)
-				break;
-		}
-		if (has_dotdot(b[i].dst)) {
-			rc = err_set(err, 0,
-				     "bind destination '%s' (from %s) "
-				     "contains '..'",
-				     b[i].dst, it->origin);
-			break;
-		}
-		dst = clean_path(b[i].dst);
-		if (strcmp(dst, "/") == 0) {
-			rc = err_set(err, 0,
-				     "bind destination '/' (from %s) would "
-				     "replace the image root",
-				     it->origin);
-			break;
-		}
-		rc = add_bind(p, src, dst, b[i].ro ? MS_RDONLY : 0, false,
-			      it->site ? BIND_TRUSTED : BIND_USER, why, err);
+		rc = add_bind(p, src, dst, b[i].ro ? MS_RDONLY : 0, false, who,
+			      why, err);
 	}
 	bind_specs_free(b, n);
 	return rc;
@@ -714,29 +638,6 @@ static void build_env(const struct mpictr_config *cfg, struct plan *p,
 	p->env = env;
 }
 
-/* Path of the UCX query helper: installed, or beside an uninstalled CLI
- * (build/mpictr -> build/libexec/). */
-char *plan_ucx_helper_path(void)
-{
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	char *slash;
-
-	if (n > 0) {
-		self[n] = '\0';
-		slash = strrchr(self, '/');
-		if (slash) {
-			char *cand;
-			*slash = '\0';
-			cand = xasprintf("%s/libexec/mpictr-ucx-query", self);
-			if (access(cand, X_OK) == 0)
-				return cand;
-			free(cand);
-		}
-	}
-	return xstrdup(MPICTR_LIBEXECDIR "/mpictr-ucx-query");
-}
-
 /* Devices: discovery (sysfs, under MPICTR_SYSROOT when set), one device
  * bind per node (keeps dev, nosuid,noexec), read-only binds of what the
  * user-space drivers read, and the transport policy's inputs. */
@@ -785,12 +686,12 @@ static int plan_devices(const struct mpictr_config *cfg, struct plan *p,
 	/* UCX names the RDMA devices it will use; ask it (in a helper, never
 	 * in this process) only when there is RDMA hardware to name. */
 	if (d->nhcas > 0 && cfg->transport_env && !p->sysroot) {
-		cleanup_free char *helper = plan_ucx_helper_path();
+		cleanup_free char *helper = ucx_helper_path();
 		char **lines = NULL;
 		mpictr_err *e = NULL;
 
-		if (transport_ucx_query(helper, &lines, &e) == 0) {
-			p->ucx_net_devices = transport_ucx_net_devices(lines);
+		if (ucx_query(helper, &lines, &e) == 0) {
+			p->ucx_net_devices = ucx_net_devices(lines);
 		} else {
 			log_debug("%s", mpictr_err_message(e));
 			mpictr_err_free(e);

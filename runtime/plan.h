@@ -98,9 +98,6 @@ char *mop_options(const struct mount_op *op);
  * these exclusions, PATH reset to the container default. Exposed for
  * unit tests. */
 bool plan_env_excluded(const char *name);
-/* Path of the UCX query helper: beside an uninstalled CLI
- * (build/libexec/), else the installed one. Caller frees. */
-char *plan_ucx_helper_path(void);
 /* The size of a job's private /dev/shm unless the site sets shm_size: a
  * percentage of the memory the job may use (docs/admin.md). */
 #define SHM_SIZE_DEFAULT "50%"

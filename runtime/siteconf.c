@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "bindspec.h"
 #include "error.h"
 #include "siteconf.h"
 #include "util.h"

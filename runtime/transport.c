@@ -1,17 +1,13 @@
 /* transport.c - which MPI transport variables to set for the ranks (the
- * policy table is docs/transport.md), and the UCX device query through the
- * short-lived mpictr-ucx-query helper, so libucs never enters this process.
+ * policy table is docs/transport.md). Policy only: the UCX device query
+ * that feeds it is ucx.c.
  */
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 
 #include "error.h"
 #include "transport.h"
+#include "verbs.h"
 #include "util.h"
 
 /* The fallbacks for ranks that do not share a user namespace: CMA
@@ -38,7 +34,7 @@ static bool ucx_rdma_driver(const char *driver)
 	for (size_t i = 0; i < ARRAY_SIZE(no); i++)
 		if (strcmp(driver, no[i]) == 0)
 			return false;
-	return devices_verbs_provider(driver) != NULL;
+	return verbs_provider(driver) != NULL;
 }
 
 static const char *fabric_of(const char *driver)
@@ -49,7 +45,7 @@ static const char *fabric_of(const char *driver)
 		return "cxi";
 	if (strcmp(driver, "efa") == 0)
 		return "efa";
-	return devices_verbs_provider(driver) ? "verbs" : NULL;
+	return verbs_provider(driver) ? "verbs" : NULL;
 }
 
 struct netdev {
@@ -75,8 +71,8 @@ static const struct hca *hca_of_netdev(const struct host_devices *d,
 }
 
 /* The UCX_NET_DEVICES value for this rank, or NULL to leave it unset. */
-static char *ucx_net_devices(const struct host_devices *d,
-			     const struct transport_opts *o)
+static char *net_devices_value(const struct host_devices *d,
+			       const struct transport_opts *o)
 {
 	struct netdev *nd = NULL;
 	size_t n = 0;
@@ -191,7 +187,7 @@ void transport_env(const struct host_devices *d, const struct transport_opts *o,
 
 	if (!o->enabled)
 		return;
-	netdevs = ucx_net_devices(d, o);
+	netdevs = net_devices_value(d, o);
 	if (netdevs && *netdevs)
 		set_unset(env, "UCX_NET_DEVICES", netdevs);
 	fi = fi_provider(d);
@@ -227,168 +223,4 @@ void transport_env(const struct host_devices *d, const struct transport_opts *o,
 		sb_free(&set);
 		sb_free(&kept);
 	}
-}
-
-/* ---- UCX query helper -----------------------------------------------------
- */
-
-#define UCX_QUERY_TIMEOUT_MS 10000
-#define UCX_QUERY_MAX_OUTPUT (1 << 20)
-
-static long ms_since(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1000 +
-	       (t.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
-int transport_ucx_query(const char *helper_path, char ***lines,
-			mpictr_err **err)
-{
-	int pfd[2];
-	pid_t pid;
-	struct strbuf sb = STRBUF_INIT;
-	struct timespec t0;
-	bool timed_out = false, too_big = false;
-	int status;
-	char *const argv[] = {(char *)helper_path, NULL};
-
-	*lines = NULL;
-	if (access(helper_path, X_OK) < 0)
-		return err_set(err, errno, "run UCX query helper '%s'",
-			       helper_path);
-	if (pipe2(pfd, O_CLOEXEC) < 0)
-		return err_set(err, errno, "pipe for UCX query helper");
-	pid = fork();
-	if (pid < 0) {
-		int e = errno;
-		close(pfd[0]);
-		close(pfd[1]);
-		return err_set(err, e, "fork UCX query helper");
-	}
-	if (pid == 0) {
-		/* Child: only async-signal-safe calls until exec. */
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-		if (null < 0 || dup2(null, STDIN_FILENO) < 0 ||
-		    dup2(null, STDERR_FILENO) < 0 ||
-		    dup2(pfd[1], STDOUT_FILENO) < 0)
-			_exit(127);
-		execv(helper_path, argv);
-		_exit(127);
-	}
-	close(pfd[1]);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		struct pollfd p = {.fd = pfd[0], .events = POLLIN};
-		long left = UCX_QUERY_TIMEOUT_MS - ms_since(&t0);
-		char buf[4096];
-		ssize_t r;
-
-		if (left <= 0) {
-			timed_out = true;
-			break;
-		}
-		if (poll(&p, 1, (int)left) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (p.revents == 0)
-			continue;
-		r = TEMP_FAILURE_RETRY(read(pfd[0], buf, sizeof(buf)));
-		if (r <= 0)
-			break;
-		if (sb.len + (size_t)r > UCX_QUERY_MAX_OUTPUT) {
-			too_big = true;
-			break;
-		}
-		sb_add(&sb, buf, (size_t)r);
-	}
-	close(pfd[0]);
-	if (timed_out || too_big)
-		kill(pid, SIGKILL);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (timed_out || too_big) {
-		sb_free(&sb);
-		return err_set(err, 0, "UCX query helper '%s' %s", helper_path,
-			       timed_out ? "timed out after 10 s"
-					 : "printed more than 1 MiB");
-	}
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		sb_free(&sb);
-		if (WIFSIGNALED(status))
-			return err_set(err, 0,
-				       "UCX query helper '%s' killed by signal "
-				       "%d",
-				       helper_path, WTERMSIG(status));
-		return err_set(err, 0,
-			       "UCX query helper '%s' exited with "
-			       "status %d",
-			       helper_path, WEXITSTATUS(status));
-	}
-	for (char *s = sb.buf, *nl; s && *s; s = nl + 1) {
-		nl = strchr(s, '\n');
-		if (!nl)
-			nl = s + strlen(s);
-		if (nl > s)
-			strv_push_own(lines, xstrndup(s, (size_t)(nl - s)));
-		if (!*nl)
-			break;
-	}
-	sb_free(&sb);
-	return 0;
-}
-
-void transport_ucx_fields(const char *line, char **tl, char **dev, char **type)
-{
-	struct {
-		const char *key;
-		char **out;
-	} f[] = {{"tl=", tl}, {"dev=", dev}, {"type=", type}};
-
-	for (size_t i = 0; i < ARRAY_SIZE(f); i++) {
-		const char *p = line;
-		if (!f[i].out)
-			continue;
-		*f[i].out = NULL;
-		while (p && *p) {
-			if (str_has_prefix(p, f[i].key)) {
-				p += strlen(f[i].key);
-				*f[i].out = xstrndup(p, strcspn(p, " \t"));
-				break;
-			}
-			p = strchr(p, ' ');
-			if (p)
-				p++;
-		}
-	}
-}
-
-char *transport_ucx_net_devices(char *const *lines)
-{
-	struct strbuf sb = STRBUF_INIT;
-	cleanup_strv char **seen = NULL;
-
-	for (size_t i = 0; lines && lines[i]; i++) {
-		cleanup_free char *tl = NULL, *dev = NULL, *type = NULL;
-		bool dup = false;
-
-		transport_ucx_fields(lines[i], &tl, &dev, &type);
-		if (!tl || !dev || !streq0(type, "net") ||
-		    strcmp(tl, "tcp") == 0)
-			continue;
-		for (size_t j = 0; seen && seen[j]; j++)
-			if (strcmp(seen[j], dev) == 0)
-				dup = true;
-		if (dup)
-			continue;
-		strv_push(&seen, dev);
-		if (sb.len)
-			sb_putc(&sb, ',');
-		sb_puts(&sb, dev);
-	}
-	return sb_steal(&sb);
 }

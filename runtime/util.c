@@ -232,6 +232,36 @@ void strv_free(char **v)
 	free(v);
 }
 
+bool strv_contains(char *const *v, const char *s)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		if (strcmp(v[i], s) == 0)
+			return true;
+	return false;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strverscmp(*(char *const *)a, *(char *const *)b);
+}
+
+char **dir_names(const char *path)
+{
+	DIR *d = opendir(path);
+	char **v = NULL;
+	struct dirent *e;
+
+	if (!d)
+		return NULL;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			strv_push(&v, e->d_name);
+	closedir(d);
+	if (v)
+		qsort(v, strv_len(v), sizeof(char *), name_cmp);
+	return v;
+}
+
 static ssize_t env_find(char *const *env, const char *name)
 {
 	size_t n = strlen(name);
@@ -428,4 +458,40 @@ char *fd_path_dup(int fd)
 		return NULL;
 	buf[n] = '\0';
 	return xstrdup(buf);
+}
+
+char *clean_path(const char *path)
+{
+	/* Collapse "//", "/./" and trailing "/"; ".." is rejected by the
+	 * callers that need it to be. */
+	struct strbuf sb = STRBUF_INIT;
+	const char *s = path;
+
+	while (*s) {
+		const char *e;
+		size_t n;
+
+		while (*s == '/')
+			s++;
+		if (!*s)
+			break;
+		e = strchrnul(s, '/');
+		n = (size_t)(e - s);
+		if (!(n == 1 && s[0] == '.')) {
+			sb_putc(&sb, '/');
+			sb_add(&sb, s, n);
+		}
+		s = e;
+	}
+	if (sb.len == 0)
+		sb_putc(&sb, '/');
+	return sb_steal(&sb);
+}
+
+bool has_dotdot(const char *path)
+{
+	for (const char *s = path; (s = strstr(s, "..")); s += 2)
+		if ((s == path || s[-1] == '/') && (s[2] == '/' || !s[2]))
+			return true;
+	return false;
 }

@@ -93,6 +93,11 @@ void strv_push(char ***v, const char *s); /* copies s */
 void strv_push_own(char ***v, char *s);	  /* takes s */
 char **strv_dup(char *const *v);
 void strv_free(char **v);
+/* Is s one of v's strings (v may be NULL)? */
+bool strv_contains(char *const *v, const char *s);
+/* The entry names of directory path, without those starting with '.',
+ * in strverscmp order; NULL when it cannot be read or has none. */
+char **dir_names(const char *path);
 /* For "NAME=VALUE" vectors: find, set (replace or append), remove. */
 const char *env_get(char *const *env, const char *name);
 void env_set(char ***env, const char *name, const char *value);
@@ -127,5 +132,11 @@ bool env_name_valid(const char *s, size_t n);
 /* True when a and b are equal C strings (both may be NULL). */
 bool streq0(const char *a, const char *b);
 bool str_has_prefix(const char *s, const char *prefix);
+
+/* path with "//", "/./" and a trailing '/' collapsed ("" and "/" give
+ * "/"); ".." is kept: callers that must refuse it use has_dotdot(). */
+char *clean_path(const char *path);
+/* Does path have a ".." component? */
+bool has_dotdot(const char *path);
 
 #endif

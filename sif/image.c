@@ -1,6 +1,7 @@
 /* image.c - image detection and the checks running needs (image.h). Only
  * the superblock of a squashfs is read here; mounting is sif/squash.c's. */
 #include <endian.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -12,24 +13,15 @@
 #include "sif.h"
 #include "util.h"
 
-const char *image_compression_name(int comp)
+const char *image_compression_name(unsigned comp)
 {
-	switch (comp) {
-	case SQUASHFS_COMP_GZIP:
-		return "gzip";
-	case SQUASHFS_COMP_LZMA:
-		return "lzma";
-	case SQUASHFS_COMP_LZO:
-		return "lzo";
-	case SQUASHFS_COMP_XZ:
-		return "xz";
-	case SQUASHFS_COMP_LZ4:
-		return "lz4";
-	case SQUASHFS_COMP_ZSTD:
-		return "zstd";
-	default:
-		return "unknown";
-	}
+	static const char *const names[] = {
+	    [SQUASHFS_COMP_GZIP] = "gzip", [SQUASHFS_COMP_LZMA] = "lzma",
+	    [SQUASHFS_COMP_LZO] = "lzo",   [SQUASHFS_COMP_XZ] = "xz",
+	    [SQUASHFS_COMP_LZ4] = "lz4",   [SQUASHFS_COMP_ZSTD] = "zstd",
+	};
+
+	return comp < ARRAY_SIZE(names) ? names[comp] : NULL;
 }
 
 /* The native architecture, plus 386 on amd64: x86-64 kernels run 32-bit
@@ -48,44 +40,80 @@ int image_arch_runnable(const char *arch)
 	return 0;
 }
 
-int image_check_squashfs(int fd, uint64_t offset, uint64_t avail,
-			 const char *name, const char *where, int *comp,
-			 mpictr_err **err)
+enum squashfs_verdict image_squashfs_super(int fd, uint64_t offset,
+					   uint64_t avail,
+					   struct squashfs_super *out)
 {
 	uint8_t sb[SQUASHFS_SUPERBLOCK_SIZE];
 	uint16_t c, major, minor;
 	uint64_t used;
 
+	memset(out, 0, sizeof(*out));
 	if (avail < sizeof(sb))
-		return err_set(
-		    err, 0,
-		    "image '%s': %s at offset %" PRIu64
-		    " is too small for a squashfs superblock (%" PRIu64
-		    " bytes, need %zu)",
-		    name, where, offset, avail, sizeof(sb));
-	if (offset > (uint64_t)INT64_MAX ||
-	    pread_full(fd, sb, sizeof(sb), (off_t)offset) < 0)
-		return err_set(err, errno,
-			       "image '%s': read the squashfs superblock of %s",
-			       name, where);
+		return SQUASHFS_SHORT;
+	if (offset > (uint64_t)INT64_MAX) {
+		errno = EOVERFLOW;
+		return SQUASHFS_READ_ERROR;
+	}
+	if (pread_full(fd, sb, sizeof(sb), (off_t)offset) < 0)
+		return SQUASHFS_READ_ERROR;
 	if (memcmp(sb, "hsqs", 4) != 0)
-		return err_set(err, 0,
-			       "image '%s': %s at offset %" PRIu64
-			       " has no squashfs magic 'hsqs'",
-			       name, where, offset);
+		return SQUASHFS_NO_MAGIC;
 	memcpy(&c, sb + 20, 2);
 	memcpy(&major, sb + 28, 2);
 	memcpy(&minor, sb + 30, 2);
 	memcpy(&used, sb + 40, 8);
-	c = le16toh(c);
-	major = le16toh(major);
-	minor = le16toh(minor);
-	used = le64toh(used);
-	if (major != 4 || minor != 0)
+	out->compression = le16toh(c);
+	out->major = le16toh(major);
+	out->minor = le16toh(minor);
+	out->bytes_used = le64toh(used);
+	if (out->major != 4 || out->minor != 0)
+		return SQUASHFS_BAD_VERSION;
+	if (out->bytes_used > avail)
+		return SQUASHFS_TRUNCATED;
+	return SQUASHFS_OK;
+}
+
+int image_check_squashfs(int fd, uint64_t offset, uint64_t avail,
+			 const char *name, const char *where, int *comp,
+			 mpictr_err **err)
+{
+	struct squashfs_super sb;
+	unsigned c;
+
+	switch (image_squashfs_super(fd, offset, avail, &sb)) {
+	case SQUASHFS_OK:
+		break;
+	case SQUASHFS_SHORT:
+		return err_set(
+		    err, 0,
+		    "image '%s': %s at offset %" PRIu64
+		    " is too small for a squashfs superblock (%" PRIu64
+		    " bytes, need %d)",
+		    name, where, offset, avail, SQUASHFS_SUPERBLOCK_SIZE);
+	case SQUASHFS_READ_ERROR:
+		return err_set(err, errno,
+			       "image '%s': read the squashfs superblock of %s",
+			       name, where);
+	case SQUASHFS_NO_MAGIC:
+		return err_set(err, 0,
+			       "image '%s': %s at offset %" PRIu64
+			       " has no squashfs magic 'hsqs'",
+			       name, where, offset);
+	case SQUASHFS_BAD_VERSION:
 		return err_set(err, 0,
 			       "image '%s': %s is squashfs version %u.%u; only "
 			       "4.0 is supported",
-			       name, where, major, minor);
+			       name, where, sb.major, sb.minor);
+	case SQUASHFS_TRUNCATED:
+		return err_set(err, 0,
+			       "image '%s': %s: squashfs bytes_used %" PRIu64
+			       " is larger than its %" PRIu64 " bytes",
+			       name, where, sb.bytes_used, avail);
+	default:
+		return err_set(err, EINVAL, "image '%s': %s", name, where);
+	}
+	c = sb.compression;
 	if (c == SQUASHFS_COMP_LZMA)
 		return err_set(err, 0,
 			       "image '%s': %s uses the legacy lzma compressor "
@@ -93,20 +121,13 @@ int image_check_squashfs(int fd, uint64_t offset, uint64_t avail,
 			       "(hint: rebuild it with mksquashfs -comp xz, "
 			       "gzip or zstd)",
 			       name, where);
-	if (c != SQUASHFS_COMP_GZIP && c != SQUASHFS_COMP_LZO &&
-	    c != SQUASHFS_COMP_XZ && c != SQUASHFS_COMP_LZ4 &&
-	    c != SQUASHFS_COMP_ZSTD)
+	if (!image_compression_name(c))
 		return err_set(err, 0,
 			       "image '%s': %s has unknown squashfs compressor "
 			       "id %u (supported: gzip=1, lzo=3, xz=4, lz4=5, "
 			       "zstd=6)",
 			       name, where, c);
-	if (used > avail)
-		return err_set(err, 0,
-			       "image '%s': %s: squashfs bytes_used %" PRIu64
-			       " is larger than its %" PRIu64 " bytes",
-			       name, where, used, avail);
-	*comp = c;
+	*comp = (int)c;
 	return 0;
 }
 

@@ -44,15 +44,39 @@ int image_probe_fd(int fd, const char *name, struct image_info *info,
 		   mpictr_err **err);
 void image_info_free(struct image_info *info);
 
-/* Check the squashfs superblock at offset in fd, with avail bytes belonging
- * to it: magic, version 4.0, a supported compressor, bytes_used within
- * avail. where names the location in messages ("squashfs", "primary
- * partition (id 2)"). Stores the compressor id in *comp. */
+/* The superblock fields the checks read. */
+struct squashfs_super {
+	unsigned compression, major, minor;
+	uint64_t bytes_used;
+};
+/* What image_squashfs_super() found: the first problem, in this order. */
+enum squashfs_verdict {
+	SQUASHFS_OK,
+	SQUASHFS_SHORT,	     /* avail is less than a superblock */
+	SQUASHFS_READ_ERROR, /* the read failed; errno says why */
+	SQUASHFS_NO_MAGIC,   /* not "hsqs" */
+	SQUASHFS_BAD_VERSION,
+	SQUASHFS_TRUNCATED, /* bytes_used is larger than avail */
+};
+/* Read the squashfs superblock at offset in fd, with avail bytes belonging
+ * to it, into *sb (the fields read so far; zero before), and check what
+ * does not depend on who mounts it: size, magic, version 4.0, bytes_used
+ * within avail. The compressor is the caller's to judge: this file
+ * (image_check_squashfs) by the list libsquashfuse builds support, the
+ * squash plugin by asking libsquashfuse itself. One pread; no messages,
+ * so that both can word theirs (docs/sif.md, docs/mount.md). */
+enum squashfs_verdict image_squashfs_super(int fd, uint64_t offset,
+					   uint64_t avail,
+					   struct squashfs_super *sb);
+/* image_squashfs_super, then a supported compressor, with errors that
+ * name the image: magic, version 4.0, a supported compressor, bytes_used
+ * within avail. where names the location in messages ("squashfs",
+ * "primary partition (id 2)"). Stores the compressor id in *comp. */
 int image_check_squashfs(int fd, uint64_t offset, uint64_t avail,
 			 const char *name, const char *where, int *comp,
 			 mpictr_err **err);
-/* Name of a squashfs compressor id ("gzip"), "unknown" otherwise. */
-const char *image_compression_name(int comp);
+/* Name of a squashfs compressor id ("gzip"), NULL for an unknown id. */
+const char *image_compression_name(unsigned comp);
 /* May this host run binaries of SIF architecture arch ("amd64")? */
 int image_arch_runnable(const char *arch);
 

@@ -187,24 +187,26 @@ MPICTR_PUBLIC int mpictr_sif_create(const char *out, const char *source,
 		goto out;
 	}
 	memset(objs, 0, sizeof(objs));
-	if (opts && opts->deffile)
-		objs[n++] =
-		    (struct sif_object_input){.datatype = SIF_DATA_DEFFILE,
-					      .data = opts->deffile,
-					      .len = opts->deffile_len,
-					      .fd = -1};
-	if (opts && opts->env_script)
-		objs[n++] =
-		    (struct sif_object_input){.datatype = SIF_DATA_ENVVAR,
-					      .data = opts->env_script,
-					      .len = opts->env_script_len,
-					      .fd = -1};
-	if (opts && opts->labels)
-		objs[n++] =
-		    (struct sif_object_input){.datatype = SIF_DATA_LABELS,
-					      .data = opts->labels,
-					      .len = opts->labels_len,
-					      .fd = -1};
+	if (opts) {
+		/* The optional objects, in the order they are written. */
+		const struct {
+			int32_t datatype;
+			const void *data;
+			size_t len;
+		} opt[] = {
+		    {SIF_DATA_DEFFILE, opts->deffile, opts->deffile_len},
+		    {SIF_DATA_ENVVAR, opts->env_script, opts->env_script_len},
+		    {SIF_DATA_LABELS, opts->labels, opts->labels_len},
+		};
+
+		for (size_t i = 0; i < ARRAY_SIZE(opt); i++)
+			if (opt[i].data)
+				objs[n++] = (struct sif_object_input){
+				    .datatype = opt[i].datatype,
+				    .data = opt[i].data,
+				    .len = opt[i].len,
+				    .fd = -1};
+	}
 	objs[n++] = (struct sif_object_input){
 	    .datatype = SIF_DATA_PARTITION,
 	    .len = (size_t)st.st_size,

@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "image.h"
 #include "squash.h"
 #include "util.h"
 
@@ -574,17 +575,6 @@ static const struct fuse_lowlevel_ops squash_ops = {
 
 /* ---- opening the image --------------------------------------------------- */
 
-static const char *squash_comp_name(unsigned id)
-{
-	static const char *const names[] = {
-	    [ZLIB_COMPRESSION] = "gzip", [LZMA_COMPRESSION] = "lzma",
-	    [LZO_COMPRESSION] = "lzo",	 [XZ_COMPRESSION] = "xz",
-	    [LZ4_COMPRESSION] = "lz4",	 [ZSTD_COMPRESSION] = "zstd",
-	};
-
-	return id < ARRAY_SIZE(names) && names[id] ? names[id] : NULL;
-}
-
 /* libsquashfuse keeps one decompressed data block per process. The kernel's
  * READs are at most 128 KiB and, for page faults, centred on the faulting
  * page rather than aligned to the image's blocks, so most of them span two
@@ -629,10 +619,10 @@ static sqfs_err squash_inflate(void *in, size_t insz, void *out, size_t *outsz)
 static int squash_open_image(struct squash_ctx *c, const char *image,
 			     uint64_t offset, mpictr_err **err)
 {
-	struct squashfs_super_block sb;
+	struct squashfs_super sb;
 	struct stat st;
-	uint64_t avail, used;
-	unsigned comp, major, minor;
+	uint64_t avail;
+	unsigned comp;
 	sqfs_inode root;
 	sqfs_err serr;
 
@@ -651,32 +641,44 @@ static int squash_open_image(struct squash_ctx *c, const char *image,
 			       "(%lld bytes)",
 			       image, offset, (long long)st.st_size);
 	avail = (uint64_t)st.st_size - offset;
-	if (avail < sizeof(sb))
+	switch (image_squashfs_super(c->image_fd, offset, avail, &sb)) {
+	case SQUASHFS_OK:
+		break;
+	case SQUASHFS_SHORT:
 		return err_set(err, 0,
 			       "squashfs '%s' at offset %" PRIu64
 			       ": not a squashfs image (only %" PRIu64
 			       " bytes there)",
 			       image, offset, avail);
-	if (pread_full(c->image_fd, &sb, sizeof(sb), (off_t)offset))
+	case SQUASHFS_READ_ERROR:
 		return err_set(err, errno,
 			       "read squashfs '%s' at offset %" PRIu64, image,
 			       offset);
-	if (le32toh(sb.s_magic) != SQUASHFS_MAGIC)
+	case SQUASHFS_NO_MAGIC:
 		return err_set(err, 0,
 			       "squashfs '%s' at offset %" PRIu64
 			       ": not a squashfs image",
 			       image, offset);
-	major = le16toh(sb.s_major);
-	minor = le16toh(sb.s_minor);
-	if (major != SQUASHFS_MAJOR || minor > SQUASHFS_MINOR)
+	case SQUASHFS_BAD_VERSION:
 		return err_set(err, 0,
 			       "squashfs '%s' at offset %" PRIu64
 			       ": unsupported squashfs version %u.%u (only "
 			       "4.0 is supported)",
-			       image, offset, major, minor);
-	comp = le16toh(sb.compression);
+			       image, offset, sb.major, sb.minor);
+	case SQUASHFS_TRUNCATED:
+		return err_set(err, 0,
+			       "squashfs '%s' at offset %" PRIu64
+			       ": truncated image (the superblock says %" PRIu64
+			       " bytes, the file has %" PRIu64
+			       " from the offset)",
+			       image, offset, sb.bytes_used, avail);
+	default:
+		return err_set(err, EINVAL, "squashfs '%s' at offset %" PRIu64,
+			       image, offset);
+	}
+	comp = sb.compression;
 	if (!sqfs_decompressor_get((sqfs_compression_type)comp)) {
-		const char *name = squash_comp_name(comp);
+		const char *name = image_compression_name(comp);
 
 		if (!name)
 			return err_set(err, 0,
@@ -691,14 +693,6 @@ static int squash_open_image(struct squash_ctx *c, const char *image,
 		return err_hint(err, "rebuild the image, e.g. with "
 				     "'mksquashfs DIR IMG -comp xz'");
 	}
-	used = le64toh(sb.bytes_used);
-	if (used > avail)
-		return err_set(err, 0,
-			       "squashfs '%s' at offset %" PRIu64
-			       ": truncated image (the superblock says %" PRIu64
-			       " bytes, the file has %" PRIu64
-			       " from the offset)",
-			       image, offset, used, avail);
 
 	serr = sqfs_init(&c->fs, c->image_fd, (size_t)offset);
 	if (serr != SQFS_OK)

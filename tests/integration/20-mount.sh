@@ -9,16 +9,8 @@ SM=$ROOT/build/tests/squashmount
 T=$T_TMP
 chmod 0755 "$T" # setpriv'd runs below must reach it
 
-if ! have_userns; then
-	need "squashfs mount tests" "unprivileged user namespaces"
-	done_testing
-	exit
-fi
-if ! have_fuse; then
-	need "squashfs mount tests" "/dev/fuse readable and writable (chmod 0666 /dev/fuse)"
-	done_testing
-	exit
-fi
+require_userns "squashfs mount tests" "unprivileged user namespaces"
+require_fuse "squashfs mount tests" "/dev/fuse readable and writable (chmod 0666 /dev/fuse)"
 if ! command -v mksquashfs >/dev/null; then
 	need "squashfs mount tests" "mksquashfs (squashfs-tools)"
 	done_testing

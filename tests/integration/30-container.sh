@@ -3,11 +3,8 @@
 # invoking (unprivileged) user, on the tiny image in its three forms.
 . "$(dirname "$0")/lib.sh"
 
-if ! have_userns; then
-	need "user namespaces" "unprivileged user namespaces are not available"
-	done_testing; exit
-fi
-IMG=$(test_images tiny) || { need "tiny image" "tests/images/build.sh failed"; done_testing; exit; }
+require_userns
+require_images tiny
 UID_=$(id -u); GID_=$(id -g)
 cd "$T_TMP" || exit 1
 private_tmpdir

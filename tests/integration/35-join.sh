@@ -5,11 +5,8 @@
 # of steps, nothing left behind. 85-slurm-join.sh runs it under real srun.
 . "$(dirname "$0")/lib.sh"
 
-if ! have_userns; then
-	need "user namespaces" "unprivileged user namespaces are not available"
-	done_testing; exit
-fi
-IMG=$(test_images tiny) || { need "tiny image" "tests/images/build.sh failed"; done_testing; exit; }
+require_userns
+require_images tiny
 I=$IMG/tiny.sif; have_fuse || I=$IMG/tiny
 cd "$T_TMP" || exit 1
 JOB=$((900000 + $$ % 90000))

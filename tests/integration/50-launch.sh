@@ -5,11 +5,8 @@
 # shown with --no-share; failures and cleanup.
 . "$(dirname "$0")/lib.sh"
 
-if ! have_userns || ! have_fuse; then
-	need "user namespaces and FUSE" "unprivileged user namespaces or /dev/fuse are not usable"
-	done_testing; exit
-fi
-IMG=$(test_images mpi) || { need "mpi image" "tests/images/build.sh failed"; done_testing; exit; }
+require_userns_fuse
+require_images mpi
 cd "$T_TMP" || exit 1
 private_tmpdir
 B=/opt/mpictr/bin

@@ -4,11 +4,8 @@
 # the device nodes and sysfs, and each rank gets the transport environment.
 . "$(dirname "$0")/lib.sh"
 
-if ! have_userns; then
-	need "user namespaces" "unprivileged user namespaces are not available"
-	done_testing; exit
-fi
-IMG=$(test_images mpi) || { need "mpi image" "tests/images/build.sh failed"; done_testing; exit; }
+require_userns
+require_images mpi
 I=$IMG/mpi.sif; have_fuse || I=$IMG/mpi
 cd "$T_TMP" || exit 1
 FAKE=$ROOT/tests/fixtures/mkfakesys.sh

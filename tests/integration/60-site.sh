@@ -125,14 +125,11 @@ st "a profile whose 'mpi' is not MPI is refused" 255 dry --config "$T_TMP/notmpi
 check "... with the soname it found" grep -q "soname 'libc.so.6') is not an MPI library of a known ABI" "$L"
 
 # ---- running: injection and the ABI check ------------------------------------
-if ! have_userns || ! have_fuse; then
-	need "user namespaces and FUSE" "unprivileged user namespaces or /dev/fuse are not usable"
-	done_testing; exit
-fi
+require_userns_fuse
 T="timeout -k 5 120"
 
 # ---- deny_bind, running: the secret never reaches the container --------------
-TINY=$(test_images tiny) || { need "tiny image" "tests/images/build.sh failed"; done_testing; exit; }
+require_images tiny TINY
 TI=$TINY/tiny.sif
 SECRET=$T_TMP/deny/sub/file
 # no process of this test's jobs is left (within 2 s)
@@ -198,7 +195,7 @@ kill "$swap_pid"; wait "$swap_pid" 2>/dev/null
 echo "# race: $(grep -c '^harmless' "$T_TMP/race.out") harmless, $(grep -c "^mpictr: bind '.*refused" "$T_TMP/race.out") refused when planned, $(grep -c '^mpictr: bind source .* refused' "$T_TMP/race.out") refused on the opened source, $(grep -c '^secret' "$T_TMP/race.out") leaked, of 40"
 check "40 runs against a swapping path component: the secret never appears" bash -c "! grep -q '^secret' '$T_TMP/race.out'"
 check "... every run read the harmless file or failed with 255" bash -c "! grep '^rc=' '$T_TMP/race.out' | grep -qv '^rc=\\(0\\|255\\)\$' && [ \$(grep -c '^rc=0\$' '$T_TMP/race.out') = \$(grep -c '^harmless' '$T_TMP/race.out') ]"
-IMG=$(test_images mpi) || { need "mpi image" "tests/images/build.sh failed"; done_testing; exit; }
+require_images mpi
 [ -e "$LIBDIR/libmpich.so.12" ] && [ -e "$LIBDIR/libmpi.so.40" ] || {
 	need "host MPICH and Open MPI" "libmpich.so.12 or libmpi.so.40 missing on the host"; done_testing; exit; }
 # The test image carries both MPIs; an MPICH-only copy, without Open MPI.

@@ -10,12 +10,9 @@
 . "$(dirname "$0")/lib.sh"
 
 PROBE=$ROOT/build/tests/escape-probe
-if ! have_userns; then
-	need "user namespaces" "unprivileged user namespaces are not available"
-	done_testing; exit
-fi
+require_userns
 [ -x "$PROBE" ] || { need "escape probe" "build/tests/escape-probe not built (make check builds it)"; done_testing; exit; }
-IMG=$(test_images tiny) || { need "tiny image" "tests/images/build.sh failed"; done_testing; exit; }
+require_images tiny
 I=$IMG/tiny.sif; have_fuse || I=$IMG/tiny
 cd "$T_TMP" || exit 1
 private_tmpdir

@@ -11,16 +11,10 @@
 # leave nothing behind.
 . "$(dirname "$0")/lib.sh"
 
-if ! have_userns; then
-	need "user namespaces" "unprivileged user namespaces are not available"
-	done_testing; exit
-fi
-if ! have_fuse; then
-	need "squashfs images" "/dev/fuse is not usable (chmod 0666 /dev/fuse)"
-	done_testing; exit
-fi
+require_userns
+require_fuse "squashfs images" "/dev/fuse is not usable (chmod 0666 /dev/fuse)"
 command -v mksquashfs >/dev/null || { need "mksquashfs" "squashfs-tools"; done_testing; exit; }
-IMG=$(test_images tiny) || { need "tiny image" "tests/images/build.sh failed"; done_testing; exit; }
+require_images tiny
 cd "$T_TMP" || exit 1
 private_tmpdir
 

@@ -23,12 +23,8 @@ if ! slurm_up; then
 	done_testing
 	exit
 fi
-if ! have_userns || ! have_fuse; then
-	need "user namespaces and /dev/fuse" "join mode needs unprivileged user namespaces and a usable /dev/fuse"
-	done_testing
-	exit
-fi
-IMG=$(test_images all) || { need "test images" "tests/images/build.sh failed"; done_testing; exit; }
+require_userns_fuse "user namespaces and /dev/fuse" "join mode needs unprivileged user namespaces and a usable /dev/fuse"
+require_images all
 
 # Everything of this test lives under $W (in /var/tmp: the nodes of the
 # multi-node cluster have a private /tmp). The images are reached through

@@ -10,11 +10,8 @@
 
 T="timeout -k 5 120"
 B=/opt/mpictr/bin
-if ! have_userns || ! have_fuse; then
-	need "user namespaces and FUSE" "unprivileged user namespaces or /dev/fuse are not usable"
-	done_testing; exit
-fi
-IMG=$(test_images mpi) || { need "mpi image" "tests/images/build.sh failed"; done_testing; exit; }
+require_userns_fuse
+require_images mpi
 I=$IMG/mpi.sif
 # Multi-node jobs need a directory every node sees (each has a private /tmp).
 W=$(mktemp -d /var/tmp/mpictr-daemon.XXXXXX) || exit 1

@@ -55,6 +55,36 @@ done_testing() { echo "1..$T_N"; [ "$T_FAIL" = 0 ]; }
 have_userns() { unshare -U true 2>/dev/null; }
 have_fuse() { [ -r /dev/fuse ] && [ -w /dev/fuse ]; }
 
+# Skip preambles: each ends the script right there (a `need`, so a skip,
+# or a failure under CI=true, then done_testing) unless the machine has
+# what the rest of the script needs. DESC and REASON replace the defaults.
+#   require_userns [DESC REASON]       unprivileged user namespaces
+#   require_fuse DESC REASON           /dev/fuse usable
+#   require_userns_fuse [DESC REASON]  both, as one requirement
+#   require_images NAME [VAR]          test_images NAME, its directory in
+#                                      $VAR (IMG when not given)
+require_userns() {
+	have_userns && return 0
+	need "${1:-user namespaces}" "${2:-unprivileged user namespaces are not available}"
+	done_testing; exit
+}
+require_fuse() {
+	have_fuse && return 0
+	need "$1" "$2"
+	done_testing; exit
+}
+require_userns_fuse() {
+	have_userns && have_fuse && return 0
+	need "${1:-user namespaces and FUSE}" "${2:-unprivileged user namespaces or /dev/fuse are not usable}"
+	done_testing; exit
+}
+require_images() {
+	local dir desc="$1 image"
+	[ "$1" = all ] && desc="test images"
+	dir=$(test_images "$1") || { need "$desc" "tests/images/build.sh failed"; done_testing; exit; }
+	printf -v "${2:-IMG}" '%s' "$dir"
+}
+
 # Build (if needed) and print the directory holding the test images:
 # test_images tiny|mpi|all. Images live in build/images, shared by tests.
 test_images() {

@@ -58,6 +58,49 @@ START_TEST(test_bind_errors)
 }
 END_TEST
 
+static void resolve(const char *src, const char *dst, const char *cwd,
+		    const char *origin, const char *want_src,
+		    const char *want_dst, const char *needle)
+{
+	struct bind_spec b = {(char *)src, (char *)dst, false};
+	char *rs = NULL, *rd = NULL;
+	mpictr_err *err = NULL;
+	int rc = bind_resolve(&b, cwd, origin, &rs, &rd, &err);
+
+	if (needle) {
+		ck_assert_int_eq(rc, -1);
+		ck_assert_ptr_null(rs);
+		ck_assert_ptr_null(rd);
+		ck_assert_msg(strstr(mpictr_err_message(err), needle),
+			      "'%s:%s': message '%s' lacks '%s'", src, dst,
+			      mpictr_err_message(err), needle);
+		mpictr_err_free(err);
+		return;
+	}
+	ck_assert_int_eq(rc, 0);
+	ck_assert_str_eq(rs, want_src);
+	ck_assert_str_eq(rd, want_dst);
+	free(rs);
+	free(rd);
+}
+
+START_TEST(test_bind_resolve)
+{
+	resolve("/", "/mnt//x/./", NULL, NULL, "/", "/mnt/x", NULL);
+	resolve(".", "/d", "/", NULL, "/", "/d", NULL);
+	resolve("/nonexistent-mpictr", "/d", NULL, NULL, NULL, NULL,
+		"bind source '/nonexistent-mpictr'");
+	resolve("/", "/a/../b", NULL, NULL, NULL, NULL, "contains '..'");
+	resolve("/", "/a/..", NULL, "f.conf", NULL, NULL,
+		"'/a/..' (from f.conf) contains '..'");
+	resolve("/", "/a..b", NULL, NULL, "/", "/a..b", NULL);
+	resolve("/", "//.", NULL, NULL, NULL, NULL,
+		"would replace the image root");
+	resolve("/", "/", NULL, "f.conf", NULL, NULL,
+		"'/' (from f.conf) would replace");
+}
+END_TEST
+
 START_TEST(test_setters)
 {
 	mpictr_config *cfg = mpictr_config_new();
@@ -93,6 +136,7 @@ Suite *suite_config(void)
 
 	tcase_add_test(tc, test_bind_forms);
 	tcase_add_test(tc, test_bind_errors);
+	tcase_add_test(tc, test_bind_resolve);
 	tcase_add_test(tc, test_setters);
 	suite_add_tcase(s, tc);
 	return s;

@@ -11,7 +11,10 @@
 #include <unistd.h>
 
 #include "devices.h"
+#include "ldcache.h"
+#include "verbs.h"
 #include "error.h"
+#include "preflight.h"
 #include "testutil.h"
 #include "util.h"
 
@@ -119,8 +122,8 @@ START_TEST(test_kind_names)
 	ck_assert_str_eq(device_kind_name(DEVICE_XPMEM), "xpmem");
 	ck_assert_str_eq(device_kind_name(DEVICE_CXI), "cxi");
 	ck_assert_str_eq(device_kind_name(DEVICE_GPU), "gpu");
-	ck_assert_str_eq(devices_verbs_provider("hfi1"), "hfi1verbs");
-	ck_assert_ptr_null(devices_verbs_provider("cxi"));
+	ck_assert_str_eq(verbs_provider("hfi1"), "hfi1verbs");
+	ck_assert_ptr_null(verbs_provider("cxi"));
 }
 END_TEST
 
@@ -449,14 +452,14 @@ START_TEST(test_verbs_check)
 
 	discover_ok(full, NULL, false, &d);
 	/* the image has the provider: nothing to say */
-	ck_assert_int_eq(devices_check_verbs(&d, full, img_mlx5, false, &w, &b,
+	ck_assert_int_eq(verbs_check(&d, full, img_mlx5, false, &w, &b,
 					     &nb, &err),
 			 0);
 	ck_assert_ptr_null(w);
 	ck_assert_uint_eq(nb, 0);
 
 	/* it has none: one line for mlx5 (two exposed HCAs, one driver) */
-	ck_assert_int_eq(devices_check_verbs(&d, full, img_none, false, &w, &b,
+	ck_assert_int_eq(verbs_check(&d, full, img_none, false, &w, &b,
 					     &nb, &err),
 			 0);
 	ck_assert_uint_eq(strv_len(w), 1);
@@ -467,7 +470,7 @@ START_TEST(test_verbs_check)
 	w = NULL;
 
 	/* --inject-verbs: the host's driver file and provider instead */
-	ck_assert_int_eq(devices_check_verbs(&d, full, img_none, true, &w, &b,
+	ck_assert_int_eq(verbs_check(&d, full, img_none, true, &w, &b,
 					     &nb, &err),
 			 0);
 	ck_assert_ptr_null(w);
@@ -483,7 +486,7 @@ START_TEST(test_verbs_check)
 	b = NULL;
 	nb = 0;
 
-	ck_assert_int_eq(devices_check_verbs(&d, full, "/nonexistent/img", false,
+	ck_assert_int_eq(verbs_check(&d, full, "/nonexistent/img", false,
 					     &w, &b, &nb, &err),
 			 -1);
 	ck_assert(strstr(mpictr_err_message(err), "'/nonexistent/img'"));
@@ -493,7 +496,7 @@ START_TEST(test_verbs_check)
 
 	/* hfi1 against an image with only mlx5 */
 	discover_ok(hfi1, NULL, false, &d);
-	ck_assert_int_eq(devices_check_verbs(&d, hfi1, img_mlx5, false, &w, &b,
+	ck_assert_int_eq(verbs_check(&d, hfi1, img_mlx5, false, &w, &b,
 					     &nb, &err),
 			 0);
 	ck_assert_uint_eq(strv_len(w), 1);
@@ -511,7 +514,7 @@ START_TEST(test_verbs_check)
 				  dir, dir);
 		cleanup_free char *img = xasprintf("%s/img_old", base);
 		ck_assert_int_eq(system(cmd), 0);
-		ck_assert_int_eq(devices_check_verbs(&d, hfi1, img, true, &w,
+		ck_assert_int_eq(verbs_check(&d, hfi1, img, true, &w,
 						     &b, &nb, &err),
 				 0);
 		ck_assert_uint_eq(nb, 0);
@@ -536,7 +539,7 @@ START_TEST(test_ldcache)
 	size_t nwant = 0;
 	bool cuda = false;
 
-	ck_assert_int_eq(devices_ldcache_read(cache, &keys, &vals, &err), 0);
+	ck_assert_int_eq(ldcache_read(cache, &keys, &vals, &err), 0);
 	p = popen(cmd, "r");
 	ck_assert_ptr_nonnull(p);
 	while (fgets(line, sizeof(line), p)) {
@@ -570,7 +573,7 @@ START_TEST(test_ldcache)
 	ck_assert(cuda);
 	strv_free(keys);
 	strv_free(vals);
-	ck_assert_int_eq(devices_ldcache_read("/nonexistent", &keys, &vals,
+	ck_assert_int_eq(ldcache_read("/nonexistent", &keys, &vals,
 					      &err),
 			 -1);
 	ck_assert_ptr_null(keys);
@@ -602,7 +605,7 @@ START_TEST(test_check_report)
 	mpictr_err *err = NULL;
 	int blocking = 0;
 
-	ck_assert_int_eq(devices_check_report(full, helper, &sb, &blocking,
+	ck_assert_int_eq(check_devices_report(full, helper, &sb, &blocking,
 					      &err),
 			 0);
 	ck_assert_msg(lines_ok(sb.buf), "bad line in:\n%s", sb.buf);
@@ -616,7 +619,7 @@ START_TEST(test_check_report)
 	ck_assert_int_eq(blocking, 0);
 	sb_free(&sb);
 
-	ck_assert_int_eq(devices_check_report(none, NULL, &sb, &blocking, &err),
+	ck_assert_int_eq(check_devices_report(none, NULL, &sb, &blocking, &err),
 			 0);
 	ck_assert_msg(lines_ok(sb.buf), "bad line in:\n%s", sb.buf);
 	ck_assert(!strstr(sb.buf, "UCX"));
@@ -624,7 +627,7 @@ START_TEST(test_check_report)
 	ck_assert(strstr(sb.buf, "ok: Yama ptrace_scope not present"));
 	sb_free(&sb);
 
-	ck_assert_int_eq(devices_check_report(noacc, "/nonexistent/helper", &sb,
+	ck_assert_int_eq(check_devices_report(noacc, "/nonexistent/helper", &sb,
 					      &blocking, &err),
 			 0);
 	ck_assert_msg(lines_ok(sb.buf), "bad line in:\n%s", sb.buf);

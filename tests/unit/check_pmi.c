@@ -3,7 +3,6 @@
  * conversation against the real server over the rank socketpairs, the rank
  * environment, the "nobody waits forever" policy and the private tmpdir. */
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -15,6 +14,7 @@
 
 #include "pmi.h"
 #include "pmi1_wire.h"
+#include "testutil.h"
 #include "util.h"
 
 /* ---- job ---- */
@@ -379,20 +379,6 @@ static void fixture_start(struct fixture *f, uint32_t n)
 						     &f->fd[r], &err),
 				 0);
 	}
-}
-
-static int dir_entries(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int n = 0;
-
-	ck_assert_ptr_nonnull(d);
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			n++;
-	closedir(d);
-	return n;
 }
 
 static void fixture_stop(struct fixture *f, uint32_t n)

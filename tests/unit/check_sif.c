@@ -587,20 +587,6 @@ START_TEST(test_write_round_trip)
 }
 END_TEST
 
-static int count_entries(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int n = 0;
-
-	ck_assert_ptr_nonnull(d);
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			n++;
-	closedir(d);
-	return n;
-}
-
 START_TEST(test_create_from_squashfs)
 {
 	char tmpl[] = "/tmp/check-sif.XXXXXX";
@@ -626,7 +612,7 @@ START_TEST(test_create_from_squashfs)
 	close(fd);
 	ck_assert_int_eq(mpictr_sif_create_opts_set_deffile(o, def, &err), 0);
 	ck_assert_int_eq(mpictr_sif_create(out, sqp, o, &err), 0);
-	ck_assert_int_eq(count_entries(dir), 3); /* no temporary left */
+	ck_assert_int_eq(dir_entries(dir), 3); /* no temporary left */
 	ck_assert_int_eq(stat(out, &st), 0);
 	ck_assert(st.st_mode & S_IXUSR); /* executable, like Apptainer's */
 	ck_assert_int_eq(sif_load(out, &img, &err), 0);
@@ -644,7 +630,7 @@ START_TEST(test_create_from_squashfs)
 	    strstr(mpictr_err_message(err), "is neither a squashfs file"));
 	mpictr_err_free(err);
 	err = NULL;
-	ck_assert_int_eq(count_entries(dir), 3);
+	ck_assert_int_eq(dir_entries(dir), 3);
 	/* an option file that does not exist */
 	ck_assert_int_eq(
 	    mpictr_sif_create_opts_set_labels(o, "/nonexistent", &err), -1);

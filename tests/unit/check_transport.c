@@ -9,6 +9,7 @@
 #include "error.h"
 #include "testutil.h"
 #include "transport.h"
+#include "ucx.h"
 #include "util.h"
 
 static struct hca hca(const char *name, const char *driver, bool active,
@@ -310,10 +311,10 @@ START_TEST(test_ucx_names)
 		"md=mlx5_0 tl=ud_verbs dev=mlx5_0:1 type=net",
 		NULL,
 	};
-	cleanup_free char *nd = transport_ucx_net_devices(lines);
+	cleanup_free char *nd = ucx_net_devices(lines);
 	char *shm_only[] = {lines[0], lines[1], lines[2], NULL};
-	cleanup_free char *empty = transport_ucx_net_devices(shm_only);
-	cleanup_free char *nothing = transport_ucx_net_devices(NULL);
+	cleanup_free char *empty = ucx_net_devices(shm_only);
+	cleanup_free char *nothing = ucx_net_devices(NULL);
 	char **env, **notices = NULL;
 
 	ck_assert_str_eq(nd, "mlx5_1:1,mlx5_0:1");
@@ -410,12 +411,12 @@ START_TEST(test_ucx_query_helper)
 	mpictr_err *err = NULL;
 	bool posix = false;
 
-	ck_assert_msg(transport_ucx_query(helper, &lines, &err) == 0, "%s",
+	ck_assert_msg(ucx_query(helper, &lines, &err) == 0, "%s",
 		      err ? mpictr_err_message(err) : "");
 	ck_assert_ptr_nonnull(lines);
 	for (size_t i = 0; lines[i]; i++) {
 		cleanup_free char *tl = NULL, *dev = NULL, *type = NULL;
-		transport_ucx_fields(lines[i], &tl, &dev, &type);
+		ucx_fields(lines[i], &tl, &dev, &type);
 		ck_assert_msg(tl && dev && type, "bad line '%s'", lines[i]);
 		strv_push_own(&got, xasprintf("%s/%s", tl, dev));
 		if (strcmp(tl, "posix") == 0 && strcmp(type, "shm") == 0)
@@ -440,13 +441,13 @@ START_TEST(test_ucx_query_errors)
 	char **lines = NULL;
 	mpictr_err *err = NULL;
 
-	ck_assert_int_eq(transport_ucx_query("/nonexistent/helper", &lines,
+	ck_assert_int_eq(ucx_query("/nonexistent/helper", &lines,
 					     &err),
 			 -1);
 	ck_assert(strstr(mpictr_err_message(err), "'/nonexistent/helper'"));
 	mpictr_err_free(err);
 	err = NULL;
-	ck_assert_int_eq(transport_ucx_query("/bin/false", &lines, &err), -1);
+	ck_assert_int_eq(ucx_query("/bin/false", &lines, &err), -1);
 	ck_assert(strstr(mpictr_err_message(err), "exited with status 1"));
 	ck_assert_ptr_null(lines);
 	mpictr_err_free(err);

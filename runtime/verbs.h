@@ -1,0 +1,30 @@
+/* verbs.h - the RDMA verbs providers (rdma-core's etc/libibverbs.d/<p>.driver
+ * and lib<p>-rdmav*.so): which one a driver needs, whether the image has
+ * it, and with --inject-verbs the host's to bind in.
+ */
+#ifndef MPICTR_VERBS_H
+#define MPICTR_VERBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "devices.h"
+#include "mpictr.h"
+
+/* Check the image's verbs providers (image_root: the mounted rootfs)
+ * against the drivers of the exposed HCAs. For each driver without a
+ * provider (etc/libibverbs.d/<p>.driver plus lib<p>-rdmav*.so) appends one
+ * warning line to *warnings naming the driver and the fix (--inject-verbs).
+ * With inject, appends the host's driver file and provider library to
+ * *binds (count in *nbinds) instead (a warning when the host lacks them too or
+ * their ABI suffix differs from the image's). Returns 0, or -1 with *err when
+ * image_root cannot be read. */
+int verbs_check(const struct host_devices *d, const char *sysroot,
+		const char *image_root, bool inject, char ***warnings,
+		struct devices_bind **binds, size_t *nbinds, mpictr_err **err);
+
+/* The verbs provider name for a driver (mlx5 -> "mlx5", hfi1 ->
+ * "hfi1verbs"), NULL for non-verbs drivers (cxi). Static storage. */
+const char *verbs_provider(const char *driver);
+
+#endif
