@@ -3,7 +3,7 @@
 # tiny.sif /bin/true`, REL_SOAK_MPI (50) `-n 4 mpi.sif hello`, 10
 # concurrent jobs of one user in launch and in join mode (simulated step
 # variables), fd and memory growth of a long-lived join keeper, and a
-# valgrind leak check of the launcher for one job. Prints table rows.
+# leak check (LeakSanitizer) of the launcher for one job. Prints table rows.
 . "$(dirname "$0")/lib.sh"
 IMG=$(test_images all) || { echo "test images failed" >&2; exit 2; }
 TINY=$IMG/tiny.sif
@@ -76,14 +76,22 @@ keeper_growth() { # one step of N+1 tasks: N arrive one after the other
 }
 keeper_growth
 
+# Leaks of the launcher for one job, with LeakSanitizer in a DEBUG=1 build
+# (build/lsan). valgrind 3.19 (Debian 12) cannot run it any more: it does not
+# implement open_tree/move_mount/mount_setattr, which the holder needs, and
+# the holder is a fork of the launcher, so it runs under valgrind too.
 leakcheck() {
-	command -v valgrind >/dev/null || { row "valgrind leak check of the launcher" 0 - - - "valgrind not installed" -; return; }
-	valgrind --leak-check=full --errors-for-leak-kinds=definite --suppressions="$ROOT/tests/valgrind.supp" --error-exitcode=99 --child-silent-after-fork=yes \
-		--log-file="$T_TMP/vg.log" "$MPICTR" -n 4 "$TINY" /bin/true >/dev/null 2>&1
-	local rc=$?
+	local b=$ROOT/build/lsan rc
+	if ! make -s -C "$ROOT" B="$b" DEBUG=1 all >"$T_TMP/lsan-build.log" 2>&1; then
+		row "leak check of the launcher (-n 4, LeakSanitizer)" 0 - - - "DEBUG=1 build failed: $(tail -1 "$T_TMP/lsan-build.log")" -
+		return
+	fi
+	ASAN_OPTIONS=detect_leaks=1:exitcode=99 LSAN_OPTIONS="suppressions=$ROOT/tests/lsan.supp:print_suppressions=0" \
+		"$b/mpictr" -n 4 "$TINY" /bin/true >/dev/null 2>"$T_TMP/lsan.log"
+	rc=$?
 	settle
-	row "valgrind leak check of the launcher (-n 4)" 1 "exit $rc" "$(leftovers | wc -l)" - \
-		"$(grep -E 'definitely lost|ERROR SUMMARY' "$T_TMP/vg.log" | sed 's/^==[0-9]*== *//' | tr '\n' ';')" "-"
-	cp "$T_TMP/vg.log" "${REL_RESULTS%/*}/valgrind-launcher.log" 2>/dev/null
+	row "leak check of the launcher (-n 4, LeakSanitizer)" 1 "exit $rc" "$(leftovers | wc -l)" - \
+		"$(grep -cE '^(Direct|Indirect) leak' "$T_TMP/lsan.log") leak reports; $(grep -c 'ERROR: AddressSanitizer' "$T_TMP/lsan.log") ASan errors" "-"
+	cp "$T_TMP/lsan.log" "${REL_RESULTS%/*}/lsan-launcher.log" 2>/dev/null
 }
 leakcheck
