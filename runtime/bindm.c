@@ -839,21 +839,124 @@ static int clone_sources(struct rootfs *r, mpictr_err **err)
 	return 0;
 }
 
+/* Step 2: every host source opened O_PATH while the host root is the
+ * root, and the site's rules checked on what will be mounted. */
+static int open_sources(struct rootfs *r, mpictr_err **err)
+{
+	const struct plan *p = r->p;
+
+	for (size_t i = 0; i < p->nops; i++) {
+		const struct mount_op *op = &p->ops[i];
+		if (op->kind != MOP_BIND && op->kind != MOP_DEV)
+			continue;
+		r->src_fd[i] = open(op->source, O_PATH | O_CLOEXEC);
+		if (r->src_fd[i] < 0 && !(op->optional && errno == ENOENT))
+			return err_set(err, errno, "bind source '%s'",
+				       op->source);
+		/* The site's rules, on what will be mounted (bindpol.h). */
+		if (r->src_fd[i] >= 0 &&
+		    bind_policy_check_fd(&p->bind_policy, op->who, r->src_fd[i],
+					 op->source, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Step 5: pivot into LAYER/root and detach the old root (and with it the
+ * layer's own mount and the image's) before any path of the image is
+ * followed; r->root is the container root from then on. */
+static int pivot_and_detach(struct rootfs *r, mpictr_err **err)
+{
+	cleanup_free char *old = xasprintf("%s" OLDROOT, r->l_root);
+
+	if (mkdir(old, 0700) < 0 || chdir(r->l_root) < 0)
+		return err_set(err, errno,
+			       "prepare the pivot into the new root");
+	if (sys_pivot_root(".", "." OLDROOT) < 0)
+		return err_set(err, errno,
+			       "pivot_root into the container root");
+	if (chdir("/") < 0)
+		return err_set(err, errno, "chdir to the container root");
+	if (umount2(OLDROOT, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+		return err_set(err, errno, "detach the host root");
+	if (rmdir(OLDROOT) < 0)
+		log_debug("remove '%s': %s", OLDROOT, strerror(errno));
+	r->root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (r->root < 0)
+		return err_set(err, errno, "open the container root");
+	return 0;
+}
+
+/* Step 7: the generated files' tmpfs goes, materialized directories and
+ * the root become read-only. Best effort: the job runs either way. */
+static void finish_root(struct rootfs *r)
+{
+	if (r->gen >= 0) {
+		if (umount2(GENDIR, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+			log_debug("detach '%s': %s", GENDIR, strerror(errno));
+		if (unlinkat(r->root, GENDIR + 1, AT_REMOVEDIR) < 0)
+			log_debug("remove '%s': %s", GENDIR, strerror(errno));
+	}
+	for (size_t i = 0; i < r->nro; i++) {
+		struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY};
+		if (sys_mount_setattr(r->ro_mnt[i], "", AT_EMPTY_PATH, &attr,
+				      sizeof(attr)) < 0)
+			log_debug("make a materialized directory read-only: "
+				  "%s",
+				  strerror(errno));
+	}
+	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0)
+		log_debug("remount the root read-only: %s", strerror(errno));
+}
+
+static void close_if_open(int fd)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
+static void rootfs_free(struct rootfs *r)
+{
+	for (size_t i = 0; i < r->p->nops; i++) {
+		close_if_open(r->src_fd[i]);
+		close_if_open(r->src_mnt[i]);
+	}
+	free(r->src_fd);
+	free(r->src_mnt);
+	close_if_open(r->pts_mnt);
+	close_if_open(r->root);
+	close_if_open(r->gen);
+	free(r->image.ids);
+	free(r->layer.ids);
+	for (size_t i = 0; i < r->nro; i++)
+		close_if_open(r->ro_mnt[i]);
+	free(r->ro_mnt);
+	for (size_t i = 0; i < r->ninject; i++) {
+		free(r->inject[i].src);
+		free(r->inject[i].dst);
+		close_if_open(r->inject_fd[i]);
+		close_if_open(r->inject_mnt[i]);
+	}
+	free(r->inject);
+	free(r->inject_fd);
+	free(r->inject_mnt);
+	free(r->l_image);
+	free(r->l_root);
+}
+
 int rootfs_build(const struct plan *p, int nworkers, struct squash_mount **sq,
 		 mpictr_err **err)
 {
 	struct rootfs r = {.p = p, .pts_mnt = -1, .root = -1, .gen = -1};
+	struct stat st;
 	int rc = -1;
 
 	*sq = NULL;
 	r.src_fd = xcalloc(p->nops ? p->nops : 1, sizeof(int));
 	r.src_mnt = xcalloc(p->nops ? p->nops : 1, sizeof(int));
-	{
-		struct stat st;
-		r.layer_dir = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode)
-				  ? "/dev/shm"
-				  : "/tmp";
-	}
+	r.layer_dir = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode)
+			  ? "/dev/shm"
+			  : "/tmp";
 	r.l_image = xasprintf("%s/image", r.layer_dir);
 	r.l_root = xasprintf("%s/root", r.layer_dir);
 	for (size_t i = 0; i < p->nops; i++)
@@ -864,61 +967,16 @@ int rootfs_build(const struct plan *p, int nworkers, struct squash_mount **sq,
 		err_set(err, errno, "make the mount namespace private");
 		goto out;
 	}
-	/* 2. */
-	for (size_t i = 0; i < p->nops; i++) {
-		const struct mount_op *op = &p->ops[i];
-		if (op->kind != MOP_BIND && op->kind != MOP_DEV)
-			continue;
-		r.src_fd[i] = open(op->source, O_PATH | O_CLOEXEC);
-		if (r.src_fd[i] < 0 && !(op->optional && errno == ENOENT)) {
-			err_set(err, errno, "bind source '%s'", op->source);
-			goto out;
-		}
-		/* The site's rules, on what will be mounted (bindpol.h). */
-		if (r.src_fd[i] >= 0 &&
-		    bind_policy_check_fd(&p->bind_policy, op->who, r.src_fd[i],
-					 op->source, err) < 0)
-			goto out;
-	}
-	/* 3. */
-	if (clone_sources(&r, err) < 0)
+	/* 2., 3. and 4.; host MPI injection is checked with the image
+	 * visible and nothing bound yet. */
+	if (open_sources(&r, err) < 0 || clone_sources(&r, err) < 0 ||
+	    image_and_root(&r, nworkers, sq, err) < 0 ||
+	    verbs_providers(&r, err) < 0 ||
+	    mpiinject_check(p->mpi, p->nmpi, r.l_image, err) < 0)
 		goto out;
-	/* 4. */
-	if (image_and_root(&r, nworkers, sq, err) < 0 ||
-	    verbs_providers(&r, err) < 0)
+	/* 5. */
+	if (pivot_and_detach(&r, err) < 0)
 		goto out;
-	/* Host MPI injection: the image is visible, nothing is bound yet. */
-	if (mpiinject_check(p->mpi, p->nmpi, r.l_image, err) < 0)
-		goto out;
-	/* 5. The old root (and with it the layer's own mount and the
-	 * image's) is detached before any path of the image is followed. */
-	{
-		cleanup_free char *old = xasprintf("%s" OLDROOT, r.l_root);
-		if (mkdir(old, 0700) < 0 || chdir(r.l_root) < 0) {
-			err_set(err, errno,
-				"prepare the pivot into the new root");
-			goto out;
-		}
-	}
-	if (sys_pivot_root(".", "." OLDROOT) < 0) {
-		err_set(err, errno, "pivot_root into the container root");
-		goto out;
-	}
-	if (chdir("/") < 0) {
-		err_set(err, errno, "chdir to the container root");
-		goto out;
-	}
-	if (umount2(OLDROOT, MNT_DETACH | UMOUNT_NOFOLLOW) < 0) {
-		err_set(err, errno, "detach the host root");
-		goto out;
-	}
-	if (rmdir(OLDROOT) < 0)
-		log_debug("remove '%s': %s", OLDROOT, strerror(errno));
-	r.root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (r.root < 0) {
-		err_set(err, errno, "open the container root");
-		goto out;
-	}
 	/* 6. */
 	for (size_t i = 0; i < p->nops; i++)
 		if (do_op(&r, i, err) < 0)
@@ -927,56 +985,9 @@ int rootfs_build(const struct plan *p, int nworkers, struct squash_mount **sq,
 		if (place(&r, r.inject_mnt[i], r.inject[i].dst, false, err) < 0)
 			goto out;
 	/* 7. */
-	if (r.gen >= 0) {
-		if (umount2(GENDIR, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
-			log_debug("detach '%s': %s", GENDIR, strerror(errno));
-		if (unlinkat(r.root, GENDIR + 1, AT_REMOVEDIR) < 0)
-			log_debug("remove '%s': %s", GENDIR, strerror(errno));
-	}
-	for (size_t i = 0; i < r.nro; i++) {
-		struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY};
-		if (sys_mount_setattr(r.ro_mnt[i], "", AT_EMPTY_PATH, &attr,
-				      sizeof(attr)) < 0)
-			log_debug("make a materialized directory read-only: "
-				  "%s",
-				  strerror(errno));
-	}
-	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0)
-		log_debug("remount the root read-only: %s", strerror(errno));
+	finish_root(&r);
 	rc = 0;
 out:
-	for (size_t i = 0; i < p->nops; i++) {
-		if (r.src_fd[i] >= 0)
-			close(r.src_fd[i]);
-		if (r.src_mnt[i] >= 0)
-			close(r.src_mnt[i]);
-	}
-	free(r.src_fd);
-	free(r.src_mnt);
-	if (r.pts_mnt >= 0)
-		close(r.pts_mnt);
-	if (r.root >= 0)
-		close(r.root);
-	if (r.gen >= 0)
-		close(r.gen);
-	free(r.image.ids);
-	free(r.layer.ids);
-	for (size_t i = 0; i < r.nro; i++)
-		if (r.ro_mnt[i] >= 0)
-			close(r.ro_mnt[i]);
-	free(r.ro_mnt);
-	for (size_t i = 0; i < r.ninject; i++) {
-		free(r.inject[i].src);
-		free(r.inject[i].dst);
-		if (r.inject_fd[i] >= 0)
-			close(r.inject_fd[i]);
-		if (r.inject_mnt[i] >= 0)
-			close(r.inject_mnt[i]);
-	}
-	free(r.inject);
-	free(r.inject_fd);
-	free(r.inject_mnt);
-	free(r.l_image);
-	free(r.l_root);
+	rootfs_free(&r);
 	return rc;
 }

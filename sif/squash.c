@@ -886,6 +886,49 @@ static int squash_kernel_mount(const char *image, const char *mountpoint,
 	return -1;
 }
 
+/* The kernel queued FUSE_INIT when mount(2) returned: answer it here, once,
+ * before the workers exist. */
+static int squash_handshake(struct fuse_session *se, struct squash_ctx *c,
+			    const char *mountpoint, mpictr_err **err)
+{
+	struct fuse_buf fbuf = {.mem = NULL};
+	int r;
+
+	do
+		r = fuse_session_receive_buf(se, &fbuf);
+	while (r == -EINTR);
+	if (r <= 0)
+		return err_set(err, r < 0 ? -r : ENODEV,
+			       "read the FUSE INIT request for '%s'",
+			       mountpoint);
+	fuse_session_process_buf(se, &fbuf);
+	free(fbuf.mem);
+	if (!c->got_init)
+		return err_set(err, 0, "FUSE handshake for '%s' failed: %s",
+			       mountpoint, squash_fuse_last());
+	return 0;
+}
+
+/* nworkers forked servers of the session, recorded in m->pids. */
+static int squash_fork_workers(struct fuse_session *se, struct squash_ctx *c,
+			       int nworkers, struct squash_mount *m,
+			       mpictr_err **err)
+{
+	pid_t self = getpid();
+
+	m->pids = xcalloc((size_t)nworkers, sizeof(pid_t));
+	for (int i = 0; i < nworkers; i++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			return err_set(err, errno, "fork squashfs worker");
+		if (pid == 0)
+			squash_worker(se, c, self);
+		m->pids[m->npids++] = pid;
+	}
+	return 0;
+}
+
 int squash_mount(const char *image, uint64_t offset, const char *mountpoint,
 		 int nworkers, struct squash_mount **out, mpictr_err **err)
 {
@@ -893,15 +936,13 @@ int squash_mount(const char *image, uint64_t offset, const char *mountpoint,
 	struct fuse_args args = FUSE_ARGS_INIT(1, fargv);
 	struct fuse_lowlevel_ops ops = squash_ops;
 	struct fuse_session *se = NULL;
-	struct fuse_buf fbuf = {.mem = NULL};
 	struct squash_mount *m = NULL;
 	struct squash_ctx *c;
 	struct statfs sfs;
 	struct stat st;
 	char fdpath[32];
 	bool mounted = false;
-	pid_t self = getpid();
-	int fd = -1, r;
+	int fd = -1;
 
 	*out = NULL;
 	if (nworkers < 1 || nworkers > SQUASH_MAX_WORKERS)
@@ -948,37 +989,12 @@ int squash_mount(const char *image, uint64_t offset, const char *mountpoint,
 	}
 	fd = -1; /* the session owns it now */
 
-	/* The kernel queued FUSE_INIT when mount(2) returned. */
-	do
-		r = fuse_session_receive_buf(se, &fbuf);
-	while (r == -EINTR);
-	if (r <= 0) {
-		err_set(err, r < 0 ? -r : ENODEV,
-			"read the FUSE INIT request for '%s'", mountpoint);
+	if (squash_handshake(se, c, mountpoint, err) < 0)
 		goto fail;
-	}
-	fuse_session_process_buf(se, &fbuf);
-	free(fbuf.mem);
-	if (!c->got_init) {
-		err_set(err, 0, "FUSE handshake for '%s' failed: %s",
-			mountpoint, squash_fuse_last());
-		goto fail;
-	}
-
 	m = xcalloc(1, sizeof(*m));
 	m->mountpoint = xstrdup(mountpoint);
-	m->pids = xcalloc((size_t)nworkers, sizeof(pid_t));
-	for (int i = 0; i < nworkers; i++) {
-		pid_t pid = fork();
-
-		if (pid < 0) {
-			err_set(err, errno, "fork squashfs worker");
-			goto fail;
-		}
-		if (pid == 0)
-			squash_worker(se, c, self);
-		m->pids[m->npids++] = pid;
-	}
+	if (squash_fork_workers(se, c, nworkers, m, err) < 0)
+		goto fail;
 
 	/* Drop the caller's copies: the connection now lives exactly as long
 	 * as some worker holds /dev/fuse. */
