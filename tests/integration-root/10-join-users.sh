@@ -13,24 +13,10 @@
 
 V=mpictr-test2
 A=mpictr-test
-if [ "$(id -u)" != 0 ]; then
-	need "run as root" "tests/integration-root/ needs root (make check-root)"
-	done_testing
-	exit
-fi
-if ! id "$V" >/dev/null 2>&1 || ! id "$A" >/dev/null 2>&1; then
-	need "users $A and $V" "the test users (.ci/run creates them)"
-	done_testing
-	exit
-fi
+require_two_users "$A" "$V" "$V"
 VUID=$(id -u "$V")
 AUID=$(id -u "$A")
 VDIR=/tmp/mpictr-join-$VUID
-if ! runuser -u "$V" -- unshare -U true 2>/dev/null || ! [ -w /dev/fuse ] || [ "$(stat -c %a /dev/fuse)" != 666 ]; then
-	need "user namespaces and /dev/fuse for $V" "unprivileged user namespaces and /dev/fuse mode 0666"
-	done_testing
-	exit
-fi
 IMG=$(test_images tiny) || { need "tiny image" "tests/images/build.sh failed"; done_testing; exit; }
 
 W=$(mktemp -d /var/tmp/mpictr-join-users.XXXXXX) || exit 1

@@ -10,18 +10,7 @@
 V=mpictr-test2
 A=mpictr-test
 PROBE=$ROOT/build/tests/escape-probe
-if [ "$(id -u)" != 0 ]; then
-	need "run as root" "tests/integration-root/ needs root (make check-root)"
-	done_testing; exit
-fi
-if ! id "$V" >/dev/null 2>&1 || ! id "$A" >/dev/null 2>&1; then
-	need "users $A and $V" "the test users (.ci/run creates them)"
-	done_testing; exit
-fi
-if ! runuser -u "$A" -- unshare -U true 2>/dev/null || ! [ -w /dev/fuse ] || [ "$(stat -c %a /dev/fuse)" != 666 ]; then
-	need "user namespaces and /dev/fuse" "unprivileged user namespaces and /dev/fuse mode 0666"
-	done_testing; exit
-fi
+require_two_users "$A" "$V" "$A"
 [ -x "$PROBE" ] || { need "escape probe" "build/tests/escape-probe not built"; done_testing; exit; }
 IMG=$(test_images tiny) || { need "tiny image" "tests/images/build.sh failed"; done_testing; exit; }
 VUID=$(id -u "$V")

@@ -78,6 +78,24 @@ require_userns_fuse() {
 	need "${1:-user namespaces and FUSE}" "${2:-unprivileged user namespaces or /dev/fuse are not usable}"
 	done_testing; exit
 }
+# require_two_users A V [RUNNER]: tests/integration-root/ preamble: root,
+# both test users, and user namespaces plus /dev/fuse usable by RUNNER
+# (default V), as .ci/run sets them up.
+require_two_users() {
+	local a=$1 v=$2 u=${3:-$2}
+	if [ "$(id -u)" != 0 ]; then
+		need "run as root" "tests/integration-root/ needs root (make check-root)"
+		done_testing; exit
+	fi
+	if ! id "$v" >/dev/null 2>&1 || ! id "$a" >/dev/null 2>&1; then
+		need "users $a and $v" "the test users (.ci/run creates them)"
+		done_testing; exit
+	fi
+	if ! runuser -u "$u" -- unshare -U true 2>/dev/null || ! [ -w /dev/fuse ] || [ "$(stat -c %a /dev/fuse)" != 666 ]; then
+		need "user namespaces and /dev/fuse for $u" "unprivileged user namespaces and /dev/fuse mode 0666"
+		done_testing; exit
+	fi
+}
 require_images() {
 	local dir desc="$1 image"
 	[ "$1" = all ] && desc="test images"
