@@ -873,6 +873,7 @@ int plan_build(const struct mpictr_config *cfg, const struct run_decision *d,
 	if (!cfg->argv && !cfg->runscript)
 		return err_set(err, 0, "no command given");
 	p->mode = d->mode;
+	p->launch = run_describe(d);
 	if (cfg->fakeroot && run_mode_serves_pmi(d->mode))
 		return err_set(err, 0,
 			       "--fakeroot cannot be used with -n: PMIx "
@@ -927,6 +928,7 @@ int plan_build(const struct mpictr_config *cfg, const struct run_decision *d,
 
 void plan_free(struct plan *p)
 {
+	free(p->launch);
 	image_info_free(&p->image);
 	for (size_t i = 0; i < p->nops; i++) {
 		free(p->ops[i].source);
@@ -1021,6 +1023,9 @@ char *plan_to_json(const struct plan *p)
 
 	sb_puts(&sb, "{\n  \"command\": ");
 	json_strv(&sb, p->argv);
+	sb_printf(&sb, ",\n  \"mode\": \"%s\",\n  \"launch\": ",
+		  run_mode_name(p->mode));
+	sb_json_str(&sb, p->launch);
 	sb_puts(&sb, ",\n  \"image\": {\"path\": ");
 	sb_json_str(&sb, p->image.path);
 	sb_printf(&sb, ", \"kind\": \"%s\", \"offset\": %llu}",
