@@ -123,12 +123,12 @@ char *run_describe(const struct run_decision *d)
 {
 	cleanup_free char *l = launcher_describe(&d->peers);
 
-	return xasprintf("mode %s; %s%s", run_mode_name(d->mode), l,
-			 d->mode == RUN_JOIN &&
-				 d->peers.local_size == LAUNCHER_UNKNOWN
-			     ? "; the node's container lives while members "
-			       "remain, plus a linger for late arrivals"
-			     : "");
+	if (d->mode == RUN_JOIN && d->peers.local_size == LAUNCHER_UNKNOWN)
+		return xasprintf("mode join; %s; the node's container lives "
+				 "while it has members, plus %d ms after the "
+				 "last one left (a linger for late arrivals)",
+				 l, RUN_JOIN_LINGER_MS);
+	return xasprintf("mode %s; %s", run_mode_name(d->mode), l);
 }
 
 bool run_mode_serves_pmi(enum run_mode mode)

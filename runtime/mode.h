@@ -14,6 +14,11 @@ enum run_mode {
 	RUN_JOIN, /* one task of a launcher joining the node's container */
 };
 
+/* Join mode without a local size (counting mode): the node's container
+ * lives while it has members, plus this long after the last one left, for
+ * late arrivals (docs/launchers.md). */
+#define RUN_JOIN_LINGER_MS 2000
+
 /* What the mode decision hands to the code that runs it and to the plan:
  * nothing downstream looks at the launcher's environment again. */
 struct run_decision {
