@@ -73,18 +73,24 @@
 #include "syscalls.h"
 
 #define JOIN_MAGIC 0x6d706a33u /* "mpj3" */
+#define JOIN_CLAIM_MS 2000     /* keeper: wait this long for a claim */
 #define JOIN_WAIT_S 120	       /* a task waits this long for its keeper */
 #define JOIN_IDLE_S 60	       /* keeper: no task left, none arriving */
 #define JOIN_MAX_TASKS 4096    /* local tasks of one job on one node */
 #define JOIN_ALT_DIRS 64       /* private names tried when squatted */
 
-/* What a task claims when it connects (LAUNCHER_UNKNOWN: not given). */
+/* The exchange on a connection: the keeper sends a join_msg with the
+ * namespace fds and reads the task's claim (join_hello, which the task
+ * sends right after connecting); it answers with its verdict
+ * (join_verdict), and the task uses the fds only when it is JOIN_OK. A peer
+ * that never claims (an older mpictr, a probe) counts as a member of unknown
+ * rank, as before claims existed. */
 struct join_hello {
 	uint32_t magic;
-	uint32_t local_rank, local_size;
+	uint32_t local_rank, local_size; /* LAUNCHER_UNKNOWN: not given */
 };
 
-/* The keeper's answer: the fds, or why this task may not join. */
+/* The keeper's verdict on a claim. */
 enum join_refusal {
 	JOIN_OK = 0,
 	JOIN_DUP_RANK = 1,   /* a = the local rank */
@@ -95,9 +101,14 @@ enum join_refusal {
 
 struct join_msg {
 	uint32_t magic;
-	int32_t status;	 /* 0: two fds follow; else a join_refusal */
+	int32_t status;	 /* 0: two fds come with it */
 	uint64_t digest; /* join_plan_digest() of the keeper's plan */
-	uint32_t a, b;	 /* the values of a refusal */
+};
+
+struct join_verdict {
+	uint32_t magic;
+	int32_t status; /* a join_refusal */
+	uint32_t a, b;	/* its values */
 };
 
 static uint64_t fnv1a(uint64_t h, const char *s)
@@ -532,14 +543,13 @@ static void read_boot_id(char *boot, size_t len)
 }
 
 /* The rendezvous name of this task's job on this node: the launcher's
- * first key part (its job id, for people and `ls`), then a hash of
- * everything that must be equal to share. */
+ * first two key parts and the node id (for people and `ls`: JOB.STEP.NODE
+ * under Slurm), then a hash of everything that must be equal to share. */
 static char *join_key(const struct launch_peers *pe, const char *image,
 		      uint64_t inputs)
 {
-	char host[256] = "", boot[64], uid[32], prefix[33];
-	const char *k = pe->key ? pe->key : "", *bar = strchr(k, '|');
-	const char *part = bar ? bar + 1 : k;
+	char host[256] = "", boot[64], uid[32], prefix[64];
+	const char *k = pe->key ? pe->key : "", *part = strchr(k, '|');
 	uint64_t h = 0xcbf29ce484222325ULL;
 	size_t n = 0;
 
@@ -555,21 +565,29 @@ static char *join_key(const struct launch_peers *pe, const char *image,
 	h = fnv_str(h, pe->node_name);
 	h = fnv_str(h, image);
 	h = fnv_u64(h, inputs);
-	for (; part[n] && part[n] != '|' && n < sizeof(prefix) - 1; n++)
-		prefix[n] = isalnum((unsigned char)part[n]) ? part[n] : '_';
+	for (int i = 0; part && i < 2; i++) {
+		size_t len = 0;
+
+		part++;
+		if (n)
+			prefix[n++] = '.';
+		for (; part[len] && part[len] != '|' && len < 12; len++)
+			prefix[n++] =
+			    isalnum((unsigned char)part[len]) ? part[len] : '_';
+		part = strchr(part, '|');
+	}
 	prefix[n] = '\0';
+	if (pe->node_id != LAUNCHER_UNKNOWN)
+		return xasprintf("%s%s%u.%016llx", prefix, n ? "." : "",
+				 pe->node_id, (unsigned long long)h);
 	return xasprintf("%s.%016llx", n ? prefix : "job",
 			 (unsigned long long)h);
 }
 
-static int send_fds(int sock, int32_t status, uint64_t digest, int fd1, int fd2,
-		    uint32_t a, uint32_t b)
+static int send_fds(int sock, int32_t status, uint64_t digest, int fd1, int fd2)
 {
-	struct join_msg m = {.magic = JOIN_MAGIC,
-			     .status = status,
-			     .digest = digest,
-			     .a = a,
-			     .b = b};
+	struct join_msg m = {
+	    .magic = JOIN_MAGIC, .status = status, .digest = digest};
 	struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
 	union {
 		char buf[CMSG_SPACE(2 * sizeof(int))];
@@ -594,7 +612,7 @@ static int send_fds(int sock, int32_t status, uint64_t digest, int fd1, int fd2,
 
 /* The error for a refused claim: what was claimed, what the keeper has,
  * and where the claim came from. */
-static int refused(const struct join_msg *m, const struct launch_peers *pe,
+static int refused(const struct join_verdict *m, const struct launch_peers *pe,
 		   mpictr_err **err)
 {
 	cleanup_free char *rd = launcher_read_list(pe);
@@ -641,8 +659,8 @@ static int refused(const struct join_msg *m, const struct launch_peers *pe,
 
 /* 0: *fd1, *fd2 and the keeper's *digest received; 1: closed
  * unanswered; -1: error. */
-static int recv_fds(int sock, const struct launch_peers *pe, int *fd1, int *fd2,
-		    uint64_t *digest, mpictr_err **err)
+static int recv_fds(int sock, int *fd1, int *fd2, uint64_t *digest,
+		    mpictr_err **err)
 {
 	struct join_msg m;
 	struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
@@ -663,7 +681,10 @@ static int recv_fds(int sock, const struct launch_peers *pe, int *fd1, int *fd2,
 		return err_set(err, n < 0 ? errno : EPROTO,
 			       "receive the namespaces from the node's keeper");
 	if (m.status != 0)
-		return refused(&m, pe, err);
+		return err_set(err, 0,
+			       "the node's keeper could not set up the "
+			       "container (status %d)",
+			       (int)m.status);
 	c = CMSG_FIRSTHDR(&mh);
 	if (!c || c->cmsg_type != SCM_RIGHTS ||
 	    c->cmsg_len != CMSG_LEN(2 * sizeof(int)))
@@ -820,36 +841,39 @@ static int keeper_check(const struct keeper *k, const struct members *m,
 	return JOIN_OK;
 }
 
-/* One connecting task: read its claim, check it, answer. True when it
- * joined. */
+/* One connecting task: hand it the fds, read its claim, check it, give
+ * the verdict. True when it joined. A peer that sends no claim within
+ * JOIN_CLAIM_MS (an older mpictr, a probe) joined with no rank to check:
+ * it holds the fds. */
 static bool keeper_serve(struct keeper *k, struct holder *h, struct members *m,
 			 int c, pid_t *pid)
 {
 	struct join_hello hi;
+	struct join_verdict v = {.magic = JOIN_MAGIC, .status = JOIN_OK};
 	struct ucred cr;
 	socklen_t cl = sizeof(cr);
-	struct timeval tv = {.tv_sec = 5};
-	uint32_t a = 0, b = 0;
-	int st;
+	struct timeval tv = {.tv_sec = JOIN_CLAIM_MS / 1000,
+			     .tv_usec = JOIN_CLAIM_MS % 1000 * 1000};
+	ssize_t n;
 
 	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
 	    cr.uid != getuid())
 		return false;
+	if (send_fds(c, 0, k->digest, h->userns, h->mntns) < 0)
+		return false;
+	*pid = cr.pid;
 	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (TEMP_FAILURE_RETRY(recv(c, &hi, sizeof(hi), MSG_WAITALL)) !=
-		(ssize_t)sizeof(hi) ||
-	    hi.magic != JOIN_MAGIC)
-		return false;
-	st = keeper_check(k, m, &hi, &a, &b);
-	if (st != JOIN_OK) {
-		send_fds(c, st, k->digest, -1, -1, a, b);
-		return false;
-	}
-	if (send_fds(c, 0, k->digest, h->userns, h->mntns, 0, 0) < 0)
+	n = TEMP_FAILURE_RETRY(recv(c, &hi, sizeof(hi), MSG_WAITALL));
+	if (n != (ssize_t)sizeof(hi) || hi.magic != JOIN_MAGIC)
+		return true;
+	v.status = keeper_check(k, m, &hi, &v.a, &v.b);
+	if (TEMP_FAILURE_RETRY(send(c, &v, sizeof(v), MSG_NOSIGNAL)) !=
+	    (ssize_t)sizeof(v))
+		return false; /* gone before the verdict: it did not join */
+	if (v.status != JOIN_OK)
 		return false;
 	if (hi.local_rank != LAUNCHER_UNKNOWN)
 		m->rank[m->nrank++] = hi.local_rank;
-	*pid = cr.pid;
 	return true;
 }
 
@@ -1160,6 +1184,25 @@ static int join_connect(struct keeper *k, long deadline, mpictr_err **err)
 	}
 }
 
+/* Read the keeper's verdict on this task's claim: 0 joined, 1 closed
+ * unanswered (an exiting keeper), -1 refused or error. */
+static int join_verdict(int sock, const struct launch_peers *pe,
+			mpictr_err **err)
+{
+	struct join_verdict v;
+	ssize_t n;
+
+	n = TEMP_FAILURE_RETRY(recv(sock, &v, sizeof(v), MSG_WAITALL));
+	if (n == 0 || (n < 0 && errno == ECONNRESET))
+		return 1;
+	if (n != (ssize_t)sizeof(v) || v.magic != JOIN_MAGIC)
+		return err_set(err, n < 0 ? errno : EPROTO,
+			       "receive the verdict of the node's keeper");
+	if (v.status != JOIN_OK)
+		return refused(&v, pe, err);
+	return 0;
+}
+
 /* Receive the namespace fds from the node's keeper. A keeper that is
  * exiting may close a connection it accepted into its backlog unanswered:
  * then connect again (the next keeper starts under the lock). */
@@ -1177,13 +1220,24 @@ static int join_fetch(struct keeper *k, const struct launch_peers *pe,
 
 		if (sock < 0)
 			return -1;
-		/* A keeper that is exiting may have closed it already. */
+		/* The claim goes first: the keeper reads it as soon as it
+		 * has sent the fds. A keeper that is exiting may have closed
+		 * the connection already. */
 		if (TEMP_FAILURE_RETRY(send(sock, &hi, sizeof(hi),
 					    MSG_NOSIGNAL)) == sizeof(hi))
-			rc = recv_fds(sock, pe, userns, mntns, digest, err);
+			rc = recv_fds(sock, userns, mntns, digest, err);
+		if (rc == 0)
+			rc = join_verdict(sock, pe, err);
 		close(sock);
-		if (rc <= 0)
-			return rc;
+		if (rc == 0)
+			return 0;
+		if (*userns >= 0)
+			close(*userns);
+		if (*mntns >= 0)
+			close(*mntns);
+		*userns = *mntns = -1;
+		if (rc < 0)
+			return -1;
 		if (mono_ms() > deadline)
 			return err_set(err, ETIMEDOUT,
 				       "the node's keeper at '%s' closed the "
