@@ -70,7 +70,7 @@ ns_of() { grep '^NS ' "$W/out.$1" | sort -u; }
 # rendezvous entries of its keepers (their names start with the
 # launcher's job id, printed as "KEY ..."), Open MPI session directories.
 leftovers() {
-	local p k
+	local p k=""
 	for p in $(pgrep -u "$MYUID" -f "$W/" | grep -vx "$$"); do
 		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = srun ] && continue
 		echo "process $p: $(tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline")"
@@ -213,7 +213,7 @@ ok "counting mode (MPICTR_JOB_KEY only): a task arriving later joins; -v says so
 # mpirun_ranks NAME TIMEOUT-PID: wait for mpirun's 2 ranks (its children:
 # they exec in place), list them in $W/pids.NAME, print mpirun's pid
 mpirun_ranks() {
-	local m r
+	local m="" r=""
 	for _ in $(seq 100); do
 		m=$(pgrep -u "$MYUID" -x mpirun -P "$2")
 		[ -n "$m" ] && r=$(pgrep -x sleep -P "$m") && [ "$(echo "$r" | wc -l)" = 2 ] && break
@@ -251,14 +251,18 @@ kill_mpirun() {
 ok "kill (TERM) of mpirun while the ranks run: the job ends" kill_mpirun
 check "... nothing left behind" clean
 kill_keeper() {
-	local p k
+	local p k=""
 	$T mpirun -np 2 "$MPICTR" "$W/mpi.sif" sh -c "$NSCMD; $OKEY; sleep 3; echo DONE" >"$W/out.kk" 2>&1 &
 	local m=$!
 	for _ in $(seq 100); do [ "$(grep -c '^NS ' "$W/out.kk")" = 2 ] && break; sleep 0.1; done
-	# The keeper: the session leader among the processes with the first
-	# rank's command line (the ranks have exec'd sh by now).
-	for p in $(pgrep -u "$MYUID" -f "$MPICTR $W/mpi.sif"); do
-		[ "$(ps -o sid= -p "$p" | tr -d ' ')" = "$p" ] && k=$p
+	# The keeper: the mpictr that leads a session of its own among the
+	# processes with the first rank's command line (the ranks have exec'd
+	# sh by now); never this test's own session.
+	local mysid
+	mysid=$(ps -o sid= -p $$ | tr -d ' ')
+	for p in $(pgrep -u "$MYUID" -x mpictr); do
+		grep -qF "$W/mpi.sif" "/proc/$p/cmdline" 2>/dev/null || continue
+		[ "$p" != "$mysid" ] && [ "$(ps -o sid= -p "$p" | tr -d ' ')" = "$p" ] && k=$p
 	done
 	[ -n "$k" ] || { echo "no keeper"; ps -ef | grep -F "$W" ; return 1; }
 	kill -KILL "$k"
