@@ -76,7 +76,6 @@
 #define JOIN_CLAIM_MS 2000     /* keeper: wait this long for a claim */
 #define JOIN_WAIT_S 120	       /* a task waits this long for its keeper */
 #define JOIN_IDLE_S 60	       /* keeper: no task left, none arriving */
-#define JOIN_MAX_TASKS 4096    /* local tasks of one job on one node */
 #define JOIN_ALT_DIRS 64       /* private names tried when squatted */
 
 /* The exchange on a connection: the keeper sends a join_msg with the
@@ -88,15 +87,6 @@
 struct join_hello {
 	uint32_t magic;
 	uint32_t local_rank, local_size; /* LAUNCHER_UNKNOWN: not given */
-};
-
-/* The keeper's verdict on a claim. */
-enum join_refusal {
-	JOIN_OK = 0,
-	JOIN_DUP_RANK = 1,   /* a = the local rank */
-	JOIN_SIZE_DIFF = 2,  /* a = the keeper's size, b = the claimed one */
-	JOIN_RANK_RANGE = 3, /* a = the rank, b = the size */
-	JOIN_TOO_MANY = 4,   /* a = the size */
 };
 
 struct join_msg {
@@ -809,32 +799,29 @@ struct members {
 	struct pollfd pfd[JOIN_MAX_TASKS + 2];
 };
 
-/* Check what a task claims against the job's first task and the tasks
- * before it: JOIN_OK, or the refusal with its values in *a, *b. */
-static int keeper_check(const struct keeper *k, const struct members *m,
-			const struct join_hello *hi, uint32_t *a, uint32_t *b)
+int join_check_claim(uint32_t size, const uint32_t *ranks, uint32_t nranks,
+		     uint32_t joined, uint32_t rank, uint32_t claimed_size,
+		     uint32_t *a, uint32_t *b)
 {
-	uint32_t size = k->expected;
-
-	if (hi->local_size != size) {
+	*a = *b = 0;
+	if (claimed_size != size) {
 		*a = size;
-		*b = hi->local_size;
+		*b = claimed_size;
 		return JOIN_SIZE_DIFF;
 	}
-	if (hi->local_rank != LAUNCHER_UNKNOWN && size != LAUNCHER_UNKNOWN &&
-	    hi->local_rank >= size) {
-		*a = hi->local_rank;
+	if (rank != LAUNCHER_UNKNOWN && size != LAUNCHER_UNKNOWN &&
+	    rank >= size) {
+		*a = rank;
 		*b = size;
 		return JOIN_RANK_RANGE;
 	}
-	for (uint32_t i = 0; hi->local_rank != LAUNCHER_UNKNOWN && i < m->nrank;
-	     i++)
-		if (m->rank[i] == hi->local_rank) {
-			*a = hi->local_rank;
+	for (uint32_t i = 0; rank != LAUNCHER_UNKNOWN && i < nranks; i++)
+		if (ranks[i] == rank) {
+			*a = rank;
 			return JOIN_DUP_RANK;
 		}
-	if ((size != LAUNCHER_UNKNOWN && m->joined >= size) ||
-	    m->joined >= JOIN_MAX_TASKS) {
+	if ((size != LAUNCHER_UNKNOWN && joined >= size) ||
+	    joined >= JOIN_MAX_TASKS) {
 		*a = size != LAUNCHER_UNKNOWN ? size : JOIN_MAX_TASKS;
 		return JOIN_TOO_MANY;
 	}
@@ -866,7 +853,8 @@ static bool keeper_serve(struct keeper *k, struct holder *h, struct members *m,
 	n = TEMP_FAILURE_RETRY(recv(c, &hi, sizeof(hi), MSG_WAITALL));
 	if (n != (ssize_t)sizeof(hi) || hi.magic != JOIN_MAGIC)
 		return true;
-	v.status = keeper_check(k, m, &hi, &v.a, &v.b);
+	v.status = join_check_claim(k->expected, m->rank, m->nrank, m->joined,
+				    hi.local_rank, hi.local_size, &v.a, &v.b);
 	if (TEMP_FAILURE_RETRY(send(c, &v, sizeof(v), MSG_NOSIGNAL)) !=
 	    (ssize_t)sizeof(v))
 		return false; /* gone before the verdict: it did not join */
