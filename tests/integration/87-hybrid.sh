@@ -292,4 +292,35 @@ if slurm_up; then
 else
 	need "single-node Slurm answers sinfo" "the Slurm cluster (sudo tests/slurm/cluster.sh start)"
 fi
+
+# ---- two nodes: the launcher inside an allocation -------------------------------------
+# per_node NAME: 4 hello lines, ranks 0,1 on node1 in one namespace set,
+# 2,3 on node2 in another
+per_node() {
+	local a b
+	[ "$(count "$1" '^hello rank [0-3]/4 .* allreduce 6 ok')" = 4 ] || return 1
+	a=$(sed -nE 's/^hello rank [01]\/4 on node1 .* (userns [^ ]+ mntns [^ ]+) .*/\1/p' "$W/out.$1" | sort -u)
+	b=$(sed -nE 's/^hello rank [23]\/4 on node2 .* (userns [^ ]+ mntns [^ ]+) .*/\1/p' "$W/out.$1" | sort -u)
+	[ "$(echo "$a" | wc -l)" = 1 ] && [ "$(echo "$b" | wc -l)" = 1 ] && [ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ]
+}
+if slurm_multi_up 2; then
+	# mpirun starts its orted on the other node through srun.
+	ok "salloc -N 2 mpirun -np 4 mpictr mpi.sif hello (orted through srun)" \
+		run nn env SLURM_CONF="$SLURM_CONF_MULTI" salloc -N 2 -n 4 mpirun -np 4 "$MPICTR" "$W/mpi.sif" $B/hello
+	check "... ranks 0,1 share one namespace set on node1, 2,3 another on node2" per_node nn
+	# The two nodes share one kernel, so UCX would take them for one
+	# machine (same boot_id) and try shared memory between them: give each
+	# node its own boot_id inside the container, as 86-slurm-daemon.sh does.
+	ok "salloc -N 2 mpiexec.hydra -bootstrap slurm -n 4 mpictr mpi.sif hello-mpich" \
+		run nnh env SLURM_CONF="$SLURM_CONF_MULTI" salloc -N 2 -n 4 bash -c "
+		srun -N 2 -n 2 sh -c 'cat /proc/sys/kernel/random/uuid >/tmp/mpictr-87-boot_id'
+		mpiexec.hydra -bootstrap slurm -n 4 '$MPICTR' -B /tmp/mpictr-87-boot_id:/proc/sys/kernel/random/boot_id '$W/mpi.sif' $B/hello-mpich
+		rc=\$?
+		srun -N 2 -n 2 rm -f /tmp/mpictr-87-boot_id
+		exit \$rc"
+	check "... ranks 0,1 share one namespace set on node1, 2,3 another on node2" per_node nnh
+	check "... nothing left behind" clean
+else
+	need "the two-node Slurm cluster" "tests/slurm/cluster.sh (multi-node part)"
+fi
 done_testing
