@@ -1,28 +1,48 @@
-/* join.c - Slurm join mode: `srun mpictr IMAGE CMD`, one mpictr per task.
+/* join.c - join mode: `srun mpictr IMAGE CMD`, `mpirun -np N mpictr IMAGE
+ * CMD`, `mpiexec -n N mpictr ...`: one mpictr per rank, started by the
+ * launcher, all local ranks of a job in one container.
+ *
+ * Who the local peers are comes from the mode decision (mode.c, with
+ * launcher.c): the launcher's job key, this task's local rank and the
+ * local size, or no size (counting mode).
  *
  * The first task of a node to arrive starts the *keeper* for the node and
- * step: a detached process that starts the namespace holder (holder.c)
+ * job: a detached process that starts the namespace holder (holder.c)
  * and serves its namespace fds over a Unix socket in a private directory.
- * Every task, the first included, connects, receives the fds (SCM_RIGHTS),
- * joins and execs in place, so slurmstepd stays the rank's parent and
- * PMI_FD, signals, exit codes and accounting are Slurm's as usual.
+ * Every task, the first included, connects, says which local rank of
+ * which local size it is, receives the fds (SCM_RIGHTS), joins and execs
+ * in place, so the launcher's daemon (slurmstepd, orted or mpirun,
+ * hydra_pmi_proxy) stays the rank's parent and PMI_FD, PMI_PORT, the PMIx
+ * variables, signals, exit codes and accounting are the launcher's.
+ *
+ * The keeper checks the claims: a local rank claimed twice, a size that
+ * differs from the first task's, a rank not below the size, more tasks
+ * than the size. Each is refused with an error that names the launcher
+ * and the variables read (the task exits 255 and the launcher ends the
+ * job): never a wrong grouping or a wait.
  *
  * Rendezvous: DIR = /tmp/mpictr-join-UID (0700, owner and mode checked on
  * every use; the tasks never follow a symlink there), or a private name
  * nobody else can predict when another user took that one (join_dir). The
- * key holds the job, step, node id and a hash of the host name, the image,
- * the uid and the inputs that decide the container: two steps, two jobs,
- * two simulated nodes or two tasks asking for different containers never
- * meet by mistake. Peers are checked with SO_PEERCRED both ways: another
- * user can never join, nor serve. A lock file
- * (flock) elects the task that starts the keeper; a stale socket of a
- * killed keeper is replaced under the same lock.
+ * key is a hash of the uid, the boot id, the host name, the launcher's
+ * job key and node, the image and the inputs that decide the container
+ * (after a readable prefix, the launcher's job id): two steps, two jobs,
+ * two mpiruns, two simulated nodes or two tasks asking for different
+ * containers never meet by mistake. Peers are checked with SO_PEERCRED both
+ * ways: another user can never join, nor serve. A lock file (flock) elects the
+ * task that starts the keeper; a stale socket of a killed keeper is replaced
+ * under the same lock.
  *
  * Lifetime: the keeper counts tasks in (accept) and out (pidfd of the
- * peer); it exits when the node's exact count (SLURM_STEP_TASKS_PER_NODE,
- * SLURM_NODEID) has come and gone, or when every task that came is gone
- * and none arrived for JOIN_IDLE_S (a task that never starts). Its holder
- * then unmounts the image and the namespaces disappear.
+ * peer); it exits when the node's exact count (the launcher's local size)
+ * has come and gone, or when every task that came is gone and none
+ * arrived for JOIN_IDLE_S (a task that never starts), or when the
+ * launcher's daemon that started the tasks is gone. A launcher that gives
+ * no local size runs in counting mode: the keeper lives while it has
+ * members, plus RUN_JOIN_LINGER_MS after the last one left for late arrivals
+ * (the ranks of an MPI job cannot finish MPI_Init without each other, so
+ * they overlap). Its holder then unmounts the image and the namespaces
+ * disappear.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -48,19 +68,37 @@
 #include "exec.h"
 #include "holder.h"
 #include "join.h"
+#include "launcher.h"
 #include "proc.h"
-#include "slurm.h"
 #include "syscalls.h"
 
-#define JOIN_MAGIC 0x6d706a32u /* "mpj2" */
+#define JOIN_MAGIC 0x6d706a33u /* "mpj3" */
+#define JOIN_CLAIM_MS 2000     /* keeper: wait this long for a claim */
 #define JOIN_WAIT_S 120	       /* a task waits this long for its keeper */
 #define JOIN_IDLE_S 60	       /* keeper: no task left, none arriving */
 #define JOIN_ALT_DIRS 64       /* private names tried when squatted */
 
+/* The exchange on a connection: the keeper sends a join_msg with the
+ * namespace fds and reads the task's claim (join_hello, which the task
+ * sends right after connecting); it answers with its verdict
+ * (join_verdict), and the task uses the fds only when it is JOIN_OK. A peer
+ * that never claims (an older mpictr, a probe) counts as a member of unknown
+ * rank, as before claims existed. */
+struct join_hello {
+	uint32_t magic;
+	uint32_t local_rank, local_size; /* LAUNCHER_UNKNOWN: not given */
+};
+
 struct join_msg {
 	uint32_t magic;
-	int32_t status;	 /* 0: two fds follow */
+	int32_t status;	 /* 0: two fds come with it */
 	uint64_t digest; /* join_plan_digest() of the keeper's plan */
+};
+
+struct join_verdict {
+	uint32_t magic;
+	int32_t status; /* a join_refusal */
+	uint32_t a, b;	/* its values */
 };
 
 static uint64_t fnv1a(uint64_t h, const char *s)
@@ -482,20 +520,57 @@ uint64_t join_plan_digest(const struct plan *p)
 	return h;
 }
 
-static char *join_key(const struct slurm_step *s, const char *image,
+static void read_boot_id(char *boot, size_t len)
+{
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t n = -1;
+
+	if (fd >= 0) {
+		n = read(fd, boot, len - 1);
+		close(fd);
+	}
+	boot[n > 0 ? n : 0] = '\0';
+}
+
+/* The rendezvous name of this task's job on this node: the launcher's
+ * first two key parts and the node id (for people and `ls`: JOB.STEP.NODE
+ * under Slurm), then a hash of everything that must be equal to share. */
+static char *join_key(const struct launch_peers *pe, const char *image,
 		      uint64_t inputs)
 {
-	char host[256] = "";
+	char host[256] = "", boot[64], uid[32], prefix[64];
+	const char *k = pe->key ? pe->key : "", *part = strchr(k, '|');
 	uint64_t h = 0xcbf29ce484222325ULL;
-	char uid[32];
+	size_t n = 0;
 
 	gethostname(host, sizeof(host) - 1);
+	read_boot_id(boot, sizeof(boot));
 	snprintf(uid, sizeof(uid), "%u", (unsigned)getuid());
-	h = fnv1a(h, host);
-	h = fnv1a(h, image);
-	h = fnv1a(h, uid);
+	h = fnv_str(h, uid);
+	h = fnv_str(h, boot);
+	h = fnv_str(h, host);
+	h = fnv_str(h, launcher_rule_name(pe->rule));
+	h = fnv_str(h, k);
+	h = fnv_u64(h, pe->node_id);
+	h = fnv_str(h, pe->node_name);
+	h = fnv_str(h, image);
 	h = fnv_u64(h, inputs);
-	return xasprintf("%s.%s.%u.%016llx", s->job_id, s->step_id, s->node_id,
+	for (int i = 0; part && i < 2; i++) {
+		size_t len = 0;
+
+		part++;
+		if (n)
+			prefix[n++] = '.';
+		for (; part[len] && part[len] != '|' && len < 12; len++)
+			prefix[n++] =
+			    isalnum((unsigned char)part[len]) ? part[len] : '_';
+		part = strchr(part, '|');
+	}
+	prefix[n] = '\0';
+	if (pe->node_id != LAUNCHER_UNKNOWN)
+		return xasprintf("%s%s%u.%016llx", prefix, n ? "." : "",
+				 pe->node_id, (unsigned long long)h);
+	return xasprintf("%s.%016llx", n ? prefix : "job",
 			 (unsigned long long)h);
 }
 
@@ -525,6 +600,53 @@ static int send_fds(int sock, int32_t status, uint64_t digest, int fd1, int fd2)
 									: 0;
 }
 
+/* The error for a refused claim: what was claimed, what the keeper has,
+ * and where the claim came from. */
+static int refused(const struct join_verdict *m, const struct launch_peers *pe,
+		   mpictr_err **err)
+{
+	cleanup_free char *rd = launcher_read_list(pe);
+
+	switch (m->status) {
+	case JOIN_DUP_RANK:
+		err_set(err, 0,
+			"local rank %u is claimed by two tasks of this job on "
+			"this node",
+			m->a);
+		break;
+	case JOIN_SIZE_DIFF:
+		err_set(err, 0,
+			"this task claims a local size of %s%u, the job's "
+			"first task on this node claimed %s%u",
+			m->b == LAUNCHER_UNKNOWN ? "(unknown) " : "",
+			m->b == LAUNCHER_UNKNOWN ? 0 : m->b,
+			m->a == LAUNCHER_UNKNOWN ? "(unknown) " : "",
+			m->a == LAUNCHER_UNKNOWN ? 0 : m->a);
+		break;
+	case JOIN_RANK_RANGE:
+		err_set(err, 0, "local rank %u is not below the local size %u",
+			m->a, m->b);
+		break;
+	case JOIN_TOO_MANY:
+		err_set(err, 0,
+			"more tasks of this job arrived on this node than its "
+			"local size %u",
+			m->a);
+		break;
+	default:
+		return err_set(err, 0,
+			       "the node's keeper could not set up the "
+			       "container (status %d)",
+			       (int)m->status);
+	}
+	err_wrap(err, "%s launcher (%s)", pe->name, rd);
+	return err_hint(
+	    err, "a launcher inside another that sets no variables of its "
+		 "own looks like the outer one: set MPICTR_JOB_KEY, "
+		 "MPICTR_LOCAL_RANK and MPICTR_LOCAL_SIZE for it, or run with "
+		 "MPICTR_JOIN=0 (docs/launchers.md)");
+}
+
 /* 0: *fd1, *fd2 and the keeper's *digest received; 1: closed
  * unanswered; -1: error. */
 static int recv_fds(int sock, int *fd1, int *fd2, uint64_t *digest,
@@ -549,9 +671,10 @@ static int recv_fds(int sock, int *fd1, int *fd2, uint64_t *digest,
 		return err_set(err, n < 0 ? errno : EPROTO,
 			       "receive the namespaces from the node's keeper");
 	if (m.status != 0)
-		return err_set(err, m.status,
+		return err_set(err, 0,
 			       "the node's keeper could not set up the "
-			       "container");
+			       "container (status %d)",
+			       (int)m.status);
 	c = CMSG_FIRSTHDR(&mh);
 	if (!c || c->cmsg_type != SCM_RIGHTS ||
 	    c->cmsg_len != CMSG_LEN(2 * sizeof(int)))
@@ -600,18 +723,33 @@ struct keeper {
 	const struct run_decision *d;
 	struct plan *plan_store;
 	int nworkers;
-	uint64_t digest; /* join_plan_digest(plan), sent to every task */
-	uint32_t expected;
+	uint64_t digest;   /* join_plan_digest(plan), sent to every task */
+	uint32_t expected; /* local size; LAUNCHER_UNKNOWN: counting mode */
 	char *sock_path, *lock_path;
 	int listen_fd;
 	sigset_t waitmask; /* the mask while the keeper waits */
 };
 
-/* A pidfd for the task's parent when it is slurmstepd, else -1. The
- * step's slurmstepd forks every task of the node and outlives them all:
- * once it is gone no task of the step can still arrive, so the keeper
- * need not wait JOIN_IDLE_S for tasks that were killed (scancel) or
- * failed before they reached mpictr. */
+/* The launcher daemons that fork every local task of a job and outlive
+ * them all (the parent of a task that was exec'd in place). */
+static bool launcher_daemon(const char *comm)
+{
+	static const char *const names[] = {
+	    "slurmstepd\n", "orted\n",	 "mpirun\n",	      "orterun\n",
+	    "prted\n",	    "prterun\n", "hydra_pmi_proxy\n", "flux-shell\n",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(comm, names[i]) == 0)
+			return true;
+	return false;
+}
+
+/* A pidfd for the task's parent when it is a launcher's daemon
+ * (slurmstepd, orted or mpirun, hydra_pmi_proxy, ...), else -1. Once it
+ * is gone no task of the job can still arrive on this node, so the
+ * keeper need not wait JOIN_IDLE_S for tasks that were killed (scancel)
+ * or failed before they reached mpictr. */
 static int stepd_pidfd(pid_t task)
 {
 	char path[64], *stat_txt, *rp, *comm;
@@ -633,7 +771,7 @@ static int stepd_pidfd(pid_t task)
 	/* Checked after the pidfd is open: it cannot be a recycled pid. */
 	snprintf(path, sizeof(path), "/proc/%d/comm", ppid);
 	comm = read_file(path, 64, NULL);
-	if (!comm || strcmp(comm, "slurmstepd\n") != 0) {
+	if (!comm || !launcher_daemon(comm)) {
 		free(comm);
 		close(fd);
 		return -1;
@@ -650,37 +788,115 @@ static void keeper_on_term(int sig)
 	keeper_stop = 1;
 }
 
-/* Serve until the node's tasks have come and gone. Each task that joined
- * is followed by a pidfd (it execs in place: the pid is the rank's). */
+/* The tasks that joined: a pidfd each while they live (they exec in
+ * place: the pid is the rank's), and the local ranks claimed so far. */
+struct members {
+	int pidfd[JOIN_MAX_TASKS];
+	uint32_t npid;
+	uint32_t rank[JOIN_MAX_TASKS];
+	uint32_t nrank;
+	uint32_t joined, gone;
+	struct pollfd pfd[JOIN_MAX_TASKS + 2];
+};
+
+int join_check_claim(uint32_t size, const uint32_t *ranks, uint32_t nranks,
+		     uint32_t joined, uint32_t rank, uint32_t claimed_size,
+		     uint32_t *a, uint32_t *b)
+{
+	*a = *b = 0;
+	if (claimed_size != size) {
+		*a = size;
+		*b = claimed_size;
+		return JOIN_SIZE_DIFF;
+	}
+	if (rank != LAUNCHER_UNKNOWN && size != LAUNCHER_UNKNOWN &&
+	    rank >= size) {
+		*a = rank;
+		*b = size;
+		return JOIN_RANK_RANGE;
+	}
+	for (uint32_t i = 0; rank != LAUNCHER_UNKNOWN && i < nranks; i++)
+		if (ranks[i] == rank) {
+			*a = rank;
+			return JOIN_DUP_RANK;
+		}
+	if ((size != LAUNCHER_UNKNOWN && joined >= size) ||
+	    joined >= JOIN_MAX_TASKS) {
+		*a = size != LAUNCHER_UNKNOWN ? size : JOIN_MAX_TASKS;
+		return JOIN_TOO_MANY;
+	}
+	return JOIN_OK;
+}
+
+/* One connecting task: hand it the fds, read its claim, check it, give
+ * the verdict. True when it joined. A peer that sends no claim within
+ * JOIN_CLAIM_MS (an older mpictr, a probe) joined with no rank to check:
+ * it holds the fds. */
+static bool keeper_serve(struct keeper *k, struct holder *h, struct members *m,
+			 int c, pid_t *pid)
+{
+	struct join_hello hi;
+	struct join_verdict v = {.magic = JOIN_MAGIC, .status = JOIN_OK};
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	struct timeval tv = {.tv_sec = JOIN_CLAIM_MS / 1000,
+			     .tv_usec = JOIN_CLAIM_MS % 1000 * 1000};
+	ssize_t n;
+
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
+	    cr.uid != getuid())
+		return false;
+	if (send_fds(c, 0, k->digest, h->userns, h->mntns) < 0)
+		return false;
+	*pid = cr.pid;
+	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	n = TEMP_FAILURE_RETRY(recv(c, &hi, sizeof(hi), MSG_WAITALL));
+	if (n != (ssize_t)sizeof(hi) || hi.magic != JOIN_MAGIC)
+		return true;
+	v.status = join_check_claim(k->expected, m->rank, m->nrank, m->joined,
+				    hi.local_rank, hi.local_size, &v.a, &v.b);
+	if (TEMP_FAILURE_RETRY(send(c, &v, sizeof(v), MSG_NOSIGNAL)) !=
+	    (ssize_t)sizeof(v))
+		return false; /* gone before the verdict: it did not join */
+	if (v.status != JOIN_OK)
+		return false;
+	if (hi.local_rank != LAUNCHER_UNKNOWN)
+		m->rank[m->nrank++] = hi.local_rank;
+	return true;
+}
+
+/* Serve until the node's tasks have come and gone (counting mode: until
+ * the members are gone and RUN_JOIN_LINGER_MS passed without a new one). */
 static void keeper_loop(struct keeper *k, struct holder *h)
 {
-	struct pollfd *pfd = xcalloc(k->expected + 3, sizeof(*pfd));
-	int *pidfd = xcalloc(k->expected + 1, sizeof(int));
-	uint32_t joined = 0, gone = 0, npid = 0;
-	long idle_until = mono_ms() + JOIN_IDLE_S * 1000L;
+	struct members *m = xcalloc(1, sizeof(*m));
+	struct pollfd *pfd = m->pfd;
+	bool counting = k->expected == LAUNCHER_UNKNOWN;
+	long until = mono_ms() + JOIN_IDLE_S * 1000L;
 	int stepd = -1;
 	bool stepd_gone = false;
 
 	for (;;) {
 		nfds_t np = 0, first_pid;
 		long left;
-		bool accepting = joined < k->expected && !stepd_gone;
+		bool accepting = !stepd_gone;
 
 		if (keeper_stop)
 			break; /* SIGTERM: unmount and clean up */
-		if (gone == joined && (joined >= k->expected || stepd_gone))
+		if (m->gone == m->joined &&
+		    ((!counting && m->joined >= k->expected) || stepd_gone))
 			break;
-		left = idle_until - mono_ms();
-		if (gone == joined && left <= 0)
+		left = until - mono_ms();
+		if (m->gone == m->joined && left <= 0)
 			break;
 		pfd[np++] = (struct pollfd){.fd = accepting ? k->listen_fd : -1,
 					    .events = POLLIN};
 		pfd[np++] = (struct pollfd){.fd = stepd, .events = POLLIN};
 		first_pid = np;
-		for (uint32_t i = 0; i < npid; i++)
-			pfd[np++] =
-			    (struct pollfd){.fd = pidfd[i], .events = POLLIN};
-		if (gone != joined || left > 1000)
+		for (uint32_t i = 0; i < m->npid; i++)
+			pfd[np++] = (struct pollfd){.fd = m->pidfd[i],
+						    .events = POLLIN};
+		if (m->gone != m->joined || left > 1000)
 			left = 1000;
 		/* SIGTERM is blocked but here: it cannot slip in between the
 		 * check of keeper_stop and the wait. */
@@ -692,25 +908,20 @@ static void keeper_loop(struct keeper *k, struct holder *h)
 			break;
 		if (pfd[0].revents & POLLIN) {
 			int c = accept4(k->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-			struct ucred cr;
-			socklen_t cl = sizeof(cr);
+			pid_t pid = 0;
 
-			if (c >= 0 &&
-			    getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) ==
-				0 &&
-			    cr.uid == getuid() &&
-			    send_fds(c, 0, k->digest, h->userns, h->mntns) ==
-				0) {
-				int pf = sys_pidfd_open(cr.pid, 0);
-				joined++;
+			if (c >= 0 && keeper_serve(k, h, m, c, &pid)) {
+				int pf = sys_pidfd_open(pid, 0);
+
+				m->joined++;
 				if (pf >= 0)
-					pidfd[npid++] = pf;
+					m->pidfd[m->npid++] = pf;
 				else
-					gone++; /* cannot follow it: count it
-						   as gone at once */
+					m->gone++; /* cannot follow it: count
+						      it as gone at once */
 				if (stepd < 0 && !stepd_gone)
-					stepd = stepd_pidfd(cr.pid);
-				idle_until = mono_ms() + JOIN_IDLE_S * 1000L;
+					stepd = stepd_pidfd(pid);
+				until = mono_ms() + JOIN_IDLE_S * 1000L;
 			}
 			if (c >= 0)
 				close(c);
@@ -723,13 +934,15 @@ static void keeper_loop(struct keeper *k, struct holder *h)
 		for (nfds_t i = first_pid; i < np; i++) {
 			if (!pfd[i].revents)
 				continue;
-			for (uint32_t q = 0; q < npid; q++)
-				if (pidfd[q] == pfd[i].fd) {
-					close(pidfd[q]);
-					pidfd[q] = pidfd[--npid];
-					gone++;
-					idle_until =
-					    mono_ms() + JOIN_IDLE_S * 1000L;
+			for (uint32_t q = 0; q < m->npid; q++)
+				if (m->pidfd[q] == pfd[i].fd) {
+					close(m->pidfd[q]);
+					m->pidfd[q] = m->pidfd[--m->npid];
+					m->gone++;
+					until =
+					    mono_ms() +
+					    (counting ? RUN_JOIN_LINGER_MS
+						      : JOIN_IDLE_S * 1000L);
 					break;
 				}
 		}
@@ -738,12 +951,11 @@ static void keeper_loop(struct keeper *k, struct holder *h)
 			break;
 		}
 	}
-	for (uint32_t i = 0; i < npid; i++)
-		close(pidfd[i]);
+	for (uint32_t i = 0; i < m->npid; i++)
+		close(m->pidfd[i]);
 	if (stepd >= 0)
 		close(stepd);
-	free(pidfd);
-	free(pfd);
+	free(m);
 }
 
 /* The keeper process: detached from the task that started it. */
@@ -960,23 +1172,60 @@ static int join_connect(struct keeper *k, long deadline, mpictr_err **err)
 	}
 }
 
+/* Read the keeper's verdict on this task's claim: 0 joined, 1 closed
+ * unanswered (an exiting keeper), -1 refused or error. */
+static int join_verdict(int sock, const struct launch_peers *pe,
+			mpictr_err **err)
+{
+	struct join_verdict v;
+	ssize_t n;
+
+	n = TEMP_FAILURE_RETRY(recv(sock, &v, sizeof(v), MSG_WAITALL));
+	if (n == 0 || (n < 0 && errno == ECONNRESET))
+		return 1;
+	if (n != (ssize_t)sizeof(v) || v.magic != JOIN_MAGIC)
+		return err_set(err, n < 0 ? errno : EPROTO,
+			       "receive the verdict of the node's keeper");
+	if (v.status != JOIN_OK)
+		return refused(&v, pe, err);
+	return 0;
+}
+
 /* Receive the namespace fds from the node's keeper. A keeper that is
  * exiting may close a connection it accepted into its backlog unanswered:
  * then connect again (the next keeper starts under the lock). */
-static int join_fetch(struct keeper *k, int *userns, int *mntns,
-		      uint64_t *digest, mpictr_err **err)
+static int join_fetch(struct keeper *k, const struct launch_peers *pe,
+		      int *userns, int *mntns, uint64_t *digest,
+		      mpictr_err **err)
 {
 	long deadline = mono_ms() + JOIN_WAIT_S * 1000L;
+	struct join_hello hi = {.magic = JOIN_MAGIC,
+				.local_rank = pe->local_rank,
+				.local_size = pe->local_size};
 
 	for (;;) {
-		int sock = join_connect(k, deadline, err), rc;
+		int sock = join_connect(k, deadline, err), rc = 1;
 
 		if (sock < 0)
 			return -1;
-		rc = recv_fds(sock, userns, mntns, digest, err);
+		/* The claim goes first: the keeper reads it as soon as it
+		 * has sent the fds. A keeper that is exiting may have closed
+		 * the connection already. */
+		if (TEMP_FAILURE_RETRY(send(sock, &hi, sizeof(hi),
+					    MSG_NOSIGNAL)) == sizeof(hi))
+			rc = recv_fds(sock, userns, mntns, digest, err);
+		if (rc == 0)
+			rc = join_verdict(sock, pe, err);
 		close(sock);
-		if (rc <= 0)
-			return rc;
+		if (rc == 0)
+			return 0;
+		if (*userns >= 0)
+			close(*userns);
+		if (*mntns >= 0)
+			close(*mntns);
+		*userns = *mntns = -1;
+		if (rc < 0)
+			return -1;
 		if (mono_ms() > deadline)
 			return err_set(err, ETIMEDOUT,
 				       "the node's keeper at '%s' closed the "
@@ -1039,7 +1288,7 @@ static int join_spawn(const struct plan *p, char **env, int userns, int mntns,
 int join_run(const struct mpictr_config *cfg, const struct run_decision *d,
 	     bool exec_in_place, int *status, mpictr_err **err)
 {
-	struct slurm_step step;
+	const struct launch_peers *pe = &d->peers;
 	struct plan plan;
 	struct keeper k = {
 	    .listen_fd = -1, .cfg = cfg, .d = d, .plan_store = &plan};
@@ -1049,14 +1298,20 @@ int join_run(const struct mpictr_config *cfg, const struct run_decision *d,
 	char **env = NULL;
 
 	memset(&plan, 0, sizeof(plan));
-	if (slurm_step_from_env(cfg->host_env, &step, err) < 0)
-		return err_wrap(err, "join the node's container");
-	if (step.local_tasks > 4096) {
-		err_set(err, 0,
-			"%u local tasks in SLURM_STEP_TASKS_PER_NODE: "
-			"at most 4096 are supported",
-			step.local_tasks);
-		goto out_step;
+	if (d->launcher_err) {
+		err_set(err, 0, "%s", mpictr_err_message(d->launcher_err));
+		err_wrap(err, "join the node's container");
+		return err_hint(err, "run with MPICTR_JOIN=0 for one container "
+				     "per task (docs/launchers.md)");
+	}
+	if (pe->local_size != LAUNCHER_UNKNOWN &&
+	    pe->local_size > JOIN_MAX_TASKS) {
+		cleanup_free char *rd = launcher_read_list(pe);
+
+		return err_set(err, 0,
+			       "%s launcher (%s): %u local tasks: at most %d "
+			       "are supported",
+			       pe->name, rd, pe->local_size, JOIN_MAX_TASKS);
 	}
 	/* The key names the image as plan_build will (its real path); an
 	 * image that cannot be resolved fails there, with its message. */
@@ -1066,11 +1321,13 @@ int join_run(const struct mpictr_config *cfg, const struct run_decision *d,
 			goto out;
 		image = xstrdup(plan.image.path);
 	}
-	if (join_dir(cfg->host_env, &dir, step.local_id == 0, err) < 0)
+	if (join_dir(cfg->host_env, &dir,
+		     pe->local_rank == 0 || pe->local_rank == LAUNCHER_UNKNOWN,
+		     err) < 0)
 		goto out;
-	key = join_key(&step, image, join_inputs_digest(cfg));
+	key = join_key(pe, image, join_inputs_digest(cfg));
 	k.nworkers = holder_fuse_workers(cfg);
-	k.expected = step.local_tasks;
+	k.expected = pe->local_size;
 	k.sock_path = xasprintf("%s/%s.sock", dir, key);
 	k.lock_path = xasprintf("%s/%s.lock", dir, key);
 	if (strlen(k.sock_path) >=
@@ -1079,24 +1336,27 @@ int join_run(const struct mpictr_config *cfg, const struct run_decision *d,
 			k.sock_path);
 		goto out;
 	}
-	if (join_fetch(&k, &userns, &mntns, &digest, err) < 0)
+	if (join_fetch(&k, pe, &userns, &mntns, &digest, err) < 0)
 		goto out;
 	if (build_plan(&k, err) < 0)
 		goto out;
 	if (join_plan_digest(&plan) != digest) {
 		err_set(err, 0,
 			"this task's container would differ from the one the "
-			"node's keeper at '%s' set up for the step (mounts, "
+			"node's keeper at '%s' set up for the job (mounts, "
 			"devices or identity): refusing to join it",
 			k.sock_path);
-		err_hint(err, "give every task of the step the same options, "
+		err_hint(err, "give every task of the job the same options, "
 			      "or run with MPICTR_JOIN=0");
 		goto out;
 	}
 	for (size_t i = 0; plan.notices && plan.notices[i]; i++)
 		log_notice("%s", plan.notices[i]);
-	plan.nlocal = (int)step.local_tasks;
-	env = plan_rank_env(&plan, (int)step.local_id);
+	plan.nlocal =
+	    pe->local_size != LAUNCHER_UNKNOWN ? (int)pe->local_size : 1;
+	env = plan_rank_env(&plan, pe->local_rank != LAUNCHER_UNKNOWN
+				       ? (int)pe->local_rank
+				       : 0);
 	if (exec_in_place) {
 		container_exec(&plan, env, userns, mntns, pmi_fd(cfg->host_env),
 			       err);
@@ -1114,7 +1374,5 @@ out:
 	free(k.sock_path);
 	free(k.lock_path);
 	plan_free(&plan); /* zeroed, partly built (on failure) or built */
-out_step:
-	slurm_step_free(&step);
 	return rc;
 }

@@ -378,8 +378,9 @@ static int run_or_dry_run(mpictr_config *cfg, int dry_run)
 		return 0;
 	}
 	fflush(NULL);
-	/* A join-mode task under slurmstepd must be the command itself (its
-	 * PMI_FD, signals, accounting): the CLI asks for exec in place. */
+	/* A join-mode rank under its launcher's daemon (slurmstepd, orted or
+	 * mpirun, hydra_pmi_proxy) must be the command itself (its PMI_FD,
+	 * signals, accounting): the CLI asks for exec in place. */
 	if (mpictr_run_flags(cfg, MPICTR_RUN_EXEC_IN_PLACE, &status, &err) < 0)
 		return fail(err);
 	return status;

@@ -4,16 +4,21 @@
  *   -n N, under srun --mpi=pmix (a step, PMIX_NAMESPACE, a server URI),
  *        MPICTR_NODE_DAEMON not 0                       -> node daemon
  *   -n N otherwise                                      -> launch
- *   no -n, in an srun step, not --no-share, MPICTR_JOIN
- *        not 0                                          -> join
- *   no -n otherwise                                     -> single
+ *   no -n, started by a launcher that starts one process
+ *        per rank (launcher.c: the site override, Open MPI,
+ *        Hydra, Flux, jsrun, PALS, a validated Slurm step,
+ *        ALPS), not --no-share, MPICTR_JOIN not 0         -> join
+ *   no -n otherwise (no launcher, or only a bare PMI or
+ *        PMIx server whose peers cannot be told)        -> single
  *
- * Launcher detection for hybrid launch (runtime/launcher.c) belongs here:
- * it refines "in an srun step" and "a launcher's PMI server" for other
- * launchers, and nothing else has to change.
+ * The launcher is detected once, here, in the rank's own process
+ * (launcher_detect(), docs/launchers.md); join mode takes its key, local
+ * rank and local size from the decision.
  */
+#include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
 #include "mode.h"
 #include "slurm.h"
 #include "util.h"
@@ -48,27 +53,82 @@ static bool daemon_wanted(const struct mpictr_config *cfg)
 	       env_get(env, "PMIX_NAMESPACE") && run_env_has_pmix_server(env);
 }
 
-static bool join_wanted(const struct mpictr_config *cfg)
+bool run_launcher_joins(enum launcher_rule rule)
+{
+	switch (rule) {
+	case LAUNCHER_EXPLICIT:
+	case LAUNCHER_OPENMPI:
+	case LAUNCHER_HYDRA:
+	case LAUNCHER_FLUX:
+	case LAUNCHER_JSM:
+	case LAUNCHER_PALS:
+	case LAUNCHER_SLURM:
+	case LAUNCHER_ALPS:
+		return true;
+	default:
+		/* A bare PMI or PMIx server, or nothing: one container per
+		 * process unless MPICTR_JOB_KEY names the job. */
+		return false;
+	}
+}
+
+static bool join_wanted(const struct mpictr_config *cfg,
+			const struct run_decision *d)
 {
 	return !cfg->no_share && !turned_off(cfg->host_env, "MPICTR_JOIN") &&
-	       slurm_in_step(cfg->host_env);
+	       run_launcher_joins(d->peers.rule);
+}
+
+void run_decide_proc(const struct mpictr_config *cfg,
+		     const struct launcher_proc *proc, struct run_decision *d)
+{
+	char *const *env = cfg->host_env;
+	mpictr_err *e = NULL;
+
+	memset(d, 0, sizeof(*d));
+	if (launcher_detect(env, proc ? proc : &launcher_proc_host, &d->peers,
+			    &e) < 0)
+		d->launcher_err = e;
+	if (cfg->nranks > 0)
+		d->mode = daemon_wanted(cfg) ? RUN_NODE_DAEMON : RUN_LAUNCH;
+	else
+		d->mode = join_wanted(cfg, d) ? RUN_JOIN : RUN_SINGLE;
+	/* A detection error matters only where its answer would be used. */
+	if (d->launcher_err && d->mode != RUN_JOIN) {
+		mpictr_err_free(d->launcher_err);
+		d->launcher_err = NULL;
+	}
+	d->outer_pmi = run_env_has_pmix_server(env) || env_get(env, "PMI_FD");
+	/* Shared unless asked otherwise, or unless this is one rank of a
+	 * launcher that will not join the node's namespaces
+	 * (MPICTR_JOIN=0). */
+	d->shared_ns = !cfg->no_share && !(cfg->nranks == 0 &&
+					   run_launcher_joins(d->peers.rule) &&
+					   turned_off(env, "MPICTR_JOIN"));
 }
 
 void run_decide(const struct mpictr_config *cfg, struct run_decision *d)
 {
-	char *const *env = cfg->host_env;
+	run_decide_proc(cfg, NULL, d);
+}
 
-	memset(d, 0, sizeof(*d));
-	if (cfg->nranks > 0)
-		d->mode = daemon_wanted(cfg) ? RUN_NODE_DAEMON : RUN_LAUNCH;
-	else
-		d->mode = join_wanted(cfg) ? RUN_JOIN : RUN_SINGLE;
-	d->outer_pmi = run_env_has_pmix_server(env) || env_get(env, "PMI_FD");
-	/* Shared unless asked otherwise, or unless this is one srun task
-	 * that will not join the node's namespaces (MPICTR_JOIN=0). */
-	d->shared_ns = !cfg->no_share &&
-		       !(cfg->nranks == 0 && env_get(env, "SLURM_STEP_ID") &&
-			 turned_off(env, "MPICTR_JOIN"));
+void run_decision_free(struct run_decision *d)
+{
+	launch_peers_free(&d->peers);
+	mpictr_err_free(d->launcher_err);
+	d->launcher_err = NULL;
+}
+
+char *run_describe(const struct run_decision *d)
+{
+	cleanup_free char *l = launcher_describe(&d->peers);
+
+	if (d->mode == RUN_JOIN && d->peers.local_size == LAUNCHER_UNKNOWN)
+		return xasprintf("mode join; %s; the node's container lives "
+				 "while it has members, plus %d ms after the "
+				 "last one left (a linger for late arrivals)",
+				 l, RUN_JOIN_LINGER_MS);
+	return xasprintf("mode %s; %s", run_mode_name(d->mode), l);
 }
 
 bool run_mode_serves_pmi(enum run_mode mode)

@@ -561,17 +561,22 @@ static int host_binds(const struct mpictr_config *cfg, struct plan *p,
 	    add_bind(p, p->run_dir, p->run_dir, 0, false, BIND_TRUSTED,
 		     "PMIx server directory", err) < 0)
 		return -1;
-	/* Slurm's PMIx server directory (join mode): same path inside, or
-	 * every rank prints a dstore error and falls back. */
+	/* The launcher's PMIx server directory (srun --mpi=pmix, or mpirun's
+	 * under its session directory /tmp/ompi.*): same path inside, or
+	 * every rank prints a dstore error and falls back. Needed also where
+	 * /tmp is private (--contain). */
 	pmix_tmp = env_get(cfg->host_env, "PMIX_SERVER_TMPDIR");
 	if (pmix_tmp && pmix_tmp[0] == '/' && !run_mode_serves_pmi(p->mode)) {
 		cleanup_free char *d = clean_path(pmix_tmp);
-		cleanup_free char *what = xasprintf(
-		    "Slurm PMIx server directory '%s' (PMIX_SERVER_TMPDIR)", d);
+		cleanup_free char *what =
+		    xasprintf("launcher's PMIx server directory '%s' "
+			      "(PMIX_SERVER_TMPDIR)",
+			      d);
 		if (add_auto_bind(cfg, p, d, true,
-				  "Slurm PMIx server directory", what,
+				  "launcher's PMIx server directory", what,
 				  "PMIX_SERVER_TMPDIR comes from the "
-				  "environment; srun --mpi=pmix sets it",
+				  "environment; srun --mpi=pmix and mpirun "
+				  "set it",
 				  err) < 0)
 			return -1;
 	}
@@ -774,6 +779,7 @@ int plan_build(const struct mpictr_config *cfg, const struct run_decision *d,
 	if (!cfg->argv && !cfg->runscript)
 		return err_set(err, 0, "no command given");
 	p->mode = d->mode;
+	p->launch = run_describe(d);
 	if (cfg->fakeroot && run_mode_serves_pmi(d->mode))
 		return err_set(err, 0,
 			       "--fakeroot cannot be used with -n: PMIx "
@@ -828,6 +834,7 @@ int plan_build(const struct mpictr_config *cfg, const struct run_decision *d,
 
 void plan_free(struct plan *p)
 {
+	free(p->launch);
 	image_info_free(&p->image);
 	for (size_t i = 0; i < p->nops; i++) {
 		free(p->ops[i].source);
@@ -922,6 +929,9 @@ char *plan_to_json(const struct plan *p)
 
 	sb_puts(&sb, "{\n  \"command\": ");
 	json_strv(&sb, p->argv);
+	sb_printf(&sb, ",\n  \"mode\": \"%s\",\n  \"launch\": ",
+		  run_mode_name(p->mode));
+	sb_json_str(&sb, p->launch);
 	sb_puts(&sb, ",\n  \"image\": {\"path\": ");
 	sb_json_str(&sb, p->image.path);
 	sb_printf(&sb, ", \"kind\": \"%s\", \"offset\": %llu}",

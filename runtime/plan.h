@@ -48,6 +48,7 @@ struct plan_device {
 
 struct plan {
 	enum run_mode mode; /* decided before planning (mode.c) */
+	char *launch;	    /* run_describe() of that decision */
 	struct image_info image;
 	struct mount_op *ops;
 	size_t nops;

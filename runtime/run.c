@@ -24,6 +24,8 @@ MPICTR_PUBLIC int mpictr_run_flags(mpictr_config *cfg, unsigned flags,
 				   int *status, mpictr_err **err)
 {
 	struct run_decision d;
+	cleanup_free char *line = NULL;
+	int rc;
 
 	if (!cfg || !status)
 		return err_set(err, EINVAL, "mpictr_run: missing argument");
@@ -33,19 +35,25 @@ MPICTR_PUBLIC int mpictr_run_flags(mpictr_config *cfg, unsigned flags,
 	if (refuse_privileged(err) < 0)
 		return -1;
 	run_decide(cfg, &d);
-	log_debug("run mode: %s", run_mode_name(d.mode));
+	line = run_describe(&d);
+	log_info("%s", line);
 	switch (d.mode) {
 	case RUN_JOIN:
-		return join_run(cfg, &d, flags & MPICTR_RUN_EXEC_IN_PLACE,
-				status, err);
+		rc = join_run(cfg, &d, flags & MPICTR_RUN_EXEC_IN_PLACE, status,
+			      err);
+		break;
 	case RUN_SINGLE:
 	case RUN_LAUNCH:
 	case RUN_NODE_DAEMON:
-		return launch_run(cfg, &d, status, err);
+		rc = launch_run(cfg, &d, status, err);
+		break;
 	default:
-		return err_set(err, EINVAL, "mpictr_run: unknown mode %d",
-			       (int)d.mode);
+		rc = err_set(err, EINVAL, "mpictr_run: unknown mode %d",
+			     (int)d.mode);
+		break;
 	}
+	run_decision_free(&d);
+	return rc;
 }
 
 MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status, mpictr_err **err)
@@ -65,9 +73,11 @@ MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
 	run_decide(cfg, &d);
 	if (plan_build(cfg, &d, NULL, &p, err) < 0) {
 		plan_free(&p);
+		run_decision_free(&d);
 		return -1;
 	}
 	*json = plan_to_json(&p);
 	plan_free(&p);
+	run_decision_free(&d);
 	return 0;
 }

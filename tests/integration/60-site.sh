@@ -103,7 +103,7 @@ st "\$HOME containing the denied path: refused" 255 env HOME="$T_TMP" "$MPICTR" 
 check "... as containing it" grep -qx "mpictr: home directory '$T_TMP' refused: '$T_TMP' contains '$T_TMP/deny', $RULE (hint: --contain binds neither /tmp, \$HOME nor the working directory)" "$L"
 st "\$HOME inside the denied path: refused" 255 env HOME="$T_TMP/deny/sub" "$MPICTR" --dry-run "$DIR_IMG" true
 st "PMIX_SERVER_TMPDIR inside the denied path: refused" 255 env PMIX_SERVER_TMPDIR="$T_TMP/deny/sub" "$MPICTR" --dry-run "$DIR_IMG" true
-check "... naming the variable" grep -q "Slurm PMIx server directory '$T_TMP/deny/sub' (PMIX_SERVER_TMPDIR) refused" "$L"
+check "... naming the variable" grep -q "PMIx server directory '$T_TMP/deny/sub' (PMIX_SERVER_TMPDIR) refused" "$L"
 printf 'allow_bind = /nonexistent\n' >"$T_TMP/allow.conf"
 st "allow_bind is not applied to \$HOME and the working directory (as documented)" 0 \
 	env MPICTR_TEST_SITE_CONF="$T_TMP/allow.conf" "$MPICTR" --dry-run "$DIR_IMG" true

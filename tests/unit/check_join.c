@@ -6,6 +6,7 @@
 #include <sys/mount.h>
 
 #include "join.h"
+#include "launcher.h"
 #include "plan.h"
 #include "util.h"
 
@@ -70,6 +71,46 @@ START_TEST(test_plan_digest)
 }
 END_TEST
 
+START_TEST(test_claims)
+{
+	const uint32_t U = LAUNCHER_UNKNOWN, ranks[] = {0, 2};
+	uint32_t a, b;
+
+	/* exact mode, size 4, ranks 0 and 2 in */
+	ck_assert_int_eq(join_check_claim(4, ranks, 2, 2, 1, 4, &a, &b),
+			 JOIN_OK);
+	ck_assert_int_eq(join_check_claim(4, ranks, 2, 2, 2, 4, &a, &b),
+			 JOIN_DUP_RANK);
+	ck_assert_uint_eq(a, 2);
+	ck_assert_int_eq(join_check_claim(4, ranks, 2, 2, 1, 3, &a, &b),
+			 JOIN_SIZE_DIFF);
+	ck_assert(a == 4 && b == 3);
+	ck_assert_int_eq(join_check_claim(4, ranks, 2, 2, 1, U, &a, &b),
+			 JOIN_SIZE_DIFF);
+	ck_assert_int_eq(join_check_claim(4, ranks, 2, 2, 4, 4, &a, &b),
+			 JOIN_RANK_RANGE);
+	ck_assert(a == 4 && b == 4);
+	/* a size known but no rank (MPICTR_LOCAL_SIZE only): counted */
+	ck_assert_int_eq(join_check_claim(2, NULL, 0, 1, U, 2, &a, &b),
+			 JOIN_OK);
+	ck_assert_int_eq(join_check_claim(2, NULL, 0, 2, U, 2, &a, &b),
+			 JOIN_TOO_MANY);
+	ck_assert_uint_eq(a, 2);
+	/* counting mode: duplicates only, and the cap */
+	ck_assert_int_eq(join_check_claim(U, ranks, 2, 2, 5, U, &a, &b),
+			 JOIN_OK);
+	ck_assert_int_eq(join_check_claim(U, ranks, 2, 2, 0, U, &a, &b),
+			 JOIN_DUP_RANK);
+	ck_assert_int_eq(join_check_claim(U, ranks, 2, 2, 0, 2, &a, &b),
+			 JOIN_SIZE_DIFF);
+	ck_assert_int_eq(join_check_claim(U, NULL, 0, 3, U, U, &a, &b),
+			 JOIN_OK);
+	ck_assert_int_eq(
+	    join_check_claim(U, NULL, 0, JOIN_MAX_TASKS, U, U, &a, &b),
+	    JOIN_TOO_MANY);
+}
+END_TEST
+
 Suite *suite_join(void);
 Suite *suite_join(void)
 {
@@ -78,6 +119,7 @@ Suite *suite_join(void)
 
 	tcase_add_test(tc, test_siphash_vectors);
 	tcase_add_test(tc, test_plan_digest);
+	tcase_add_test(tc, test_claims);
 	suite_add_tcase(s, tc);
 	return s;
 }
