@@ -64,10 +64,14 @@ bool run_launcher_joins(enum launcher_rule rule)
 	case LAUNCHER_PALS:
 	case LAUNCHER_SLURM:
 	case LAUNCHER_ALPS:
+	/* A bare PMIx server (its namespace and URI name the job) or a bare
+	 * PMI launcher (its process is the ranks' parent): no local size,
+	 * so the keeper counts its members (docs/launchers.md). */
+	case LAUNCHER_PMIX:
+	case LAUNCHER_PMI:
 		return true;
 	default:
-		/* A bare PMI or PMIx server, or nothing: one container per
-		 * process unless MPICTR_JOB_KEY names the job. */
+		/* No launcher at all: one process, one container. */
 		return false;
 	}
 }

@@ -162,6 +162,9 @@ check "... nothing left behind" clean
 two_jobs() {
 	# Two concurrent mpiruns of one user: same image, and another image
 	# (squashfs): three jobs, three containers, ranks of each together.
+	# Open MPI 4.1's own race: concurrent mpiruns that both create the
+	# top session directory can fail with "File exists"; it exists first.
+	mkdir -p "$TMPDIR/ompi.$(hostname).$MYUID"
 	$T mpirun -np 2 "$MPICTR" "$W/mpi.sif" sh -c "$NSCMD; $OKEY; sleep 2" >"$W/out.j1" 2>&1 &
 	$T mpirun -np 2 "$MPICTR" "$W/mpi.sif" sh -c "$NSCMD; $OKEY; sleep 2" >"$W/out.j2" 2>&1 &
 	$T mpirun -np 2 "$MPICTR" "$W/mpi.sqfs" sh -c "$NSCMD; $OKEY; sleep 2" >"$W/out.j3" 2>&1 &
@@ -208,6 +211,20 @@ counting() {
 		grep -q 'counting mode.*plus 2000 ms after the last one left' "$W/out.c2"
 }
 ok "counting mode (MPICTR_JOB_KEY only): a task arriving later joins; -v says so" counting
+# A bare PMIx/PMI-1 launcher (tests/helpers/pmi_launch: a PMIx server and
+# PMI_FD per rank, no launcher variables of its own): counting mode, one
+# container for the ranks it starts.
+bare_pmi() {
+	local L=$ROOT/build/tests/pmi_launch
+	[ -x "$L" ] || { echo "build/tests/pmi_launch missing"; return 1; }
+	env -u OMPI_MCA_schizo PMI_LAUNCH_TMPDIR="$W" $T "$L" -n 3 "$MPICTR" -v "$W/mpi.sif" $B/hello >"$W/out.bare" 2>&1
+	local rc=$?
+	cat "$W/out.bare"
+	[ "$rc" = 0 ] && [ "$(grep -c '^hello rank' "$W/out.bare")" = 3 ] &&
+		[ "$(grep '^hello rank' "$W/out.bare" | grep -o 'userns [^ ]* mntns [^ ]*' | sort -u | wc -l)" = 1 ] &&
+		grep -q 'mode join; launcher: PMIx (no launcher variables).*counting mode\|mode join; launcher: .*PMIx.*counting' "$W/out.bare"
+}
+ok "a bare PMIx launcher (pmi_launch -n 3): one container, counting mode, MPI hello" bare_pmi
 
 # ---- kill cases ------------------------------------------------------------------
 # mpirun_ranks NAME TIMEOUT-PID: wait for mpirun's 2 ranks (its children:

@@ -73,9 +73,12 @@ START_TEST(test_modes)
 	ck_assert_int_eq(d.mode, RUN_LAUNCH);
 	/* A step's variables that fail the Slurm checks (another launcher
 	 * inside a step that sets nothing of its own): not a source of
-	 * peers, no join. */
+	 * peers; the bare PMI rule groups the ranks by their parent, in
+	 * counting mode. */
 	decide((char *[]){STEP, "PMI_RANK=3", NULL}, 0, false, &d);
-	ck_assert_int_eq(d.mode, RUN_SINGLE);
+	ck_assert_int_eq(d.mode, RUN_JOIN);
+	ck_assert_int_eq(d.peers.rule, LAUNCHER_PMI);
+	ck_assert_uint_eq(d.peers.local_size, LAUNCHER_UNKNOWN);
 	run_decision_free(&d);
 }
 END_TEST
@@ -136,12 +139,19 @@ START_TEST(test_launchers)
 	       4, false, &d);
 	ck_assert_int_eq(d.mode, RUN_LAUNCH);
 	ck_assert_ptr_null(d.launcher_err);
-	/* bare PMI, bare PMIx, nothing: one container per process */
+	/* bare PMI, bare PMIx: join in counting mode; nothing: single */
 	decide((char *[]){"PMI_FD=5", "PMI_RANK=0", NULL}, 0, false, &d);
-	ck_assert_int_eq(d.mode, RUN_SINGLE);
+	ck_assert_int_eq(d.mode, RUN_JOIN);
+	ck_assert_int_eq(d.peers.rule, LAUNCHER_PMI);
+	ck_assert_uint_eq(d.peers.local_size, LAUNCHER_UNKNOWN);
 	decide((char *[]){"PMIX_NAMESPACE=n", "PMIX_RANK=0", NULL}, 0, false,
 	       &d);
-	ck_assert_int_eq(d.mode, RUN_SINGLE);
+	ck_assert_int_eq(d.mode, RUN_JOIN);
+	ck_assert_int_eq(d.peers.rule, LAUNCHER_PMIX);
+	ck_assert_uint_eq(d.peers.local_size, LAUNCHER_UNKNOWN);
+	decide((char *[]){"PMIX_NAMESPACE=n", "PMIX_RANK=0", NULL}, 0, true,
+	       &d);
+	ck_assert_int_eq(d.mode, RUN_SINGLE); /* --no-share */
 	decide((char *[]){NULL}, 0, false, &d);
 	ck_assert_int_eq(d.mode, RUN_SINGLE);
 	ck_assert_int_eq(d.peers.rule, LAUNCHER_NONE);
