@@ -26,15 +26,7 @@ mkdir -p "$ROOT/build/bench"
 "$ROOT/tests/images/build.sh" "$IMG" tiny >/dev/null ||
 	{ echo "30-startup: building the tiny image failed"; exit 1; }
 
-W=$(mktemp -d "${TMPDIR:-/tmp}/mpictr-bench.XXXXXX")
-trap 'rm -rf "$W"' EXIT
-AS=()
-RUNUSER=$(id -un)
-if [ "$(id -u)" = 0 ] && id mpictr-test >/dev/null 2>&1; then
-	AS=(runuser -u mpictr-test --)
-	RUNUSER=mpictr-test
-	chown mpictr-test "$W"
-fi
+. "$(dirname "$0")/lib.sh"
 
 V=$W/variants
 {

@@ -34,21 +34,7 @@ done
 	{ echo "87-hybrid: building the mpi image failed"; exit 1; }
 BIN=$IMG/mpi/opt/mpictr/bin
 
-W=$(mktemp -d "${TMPDIR:-/tmp}/mpictr-bench.XXXXXX")
-trap 'rm -rf "$W"' EXIT
-AS=()
-RUNUSER=$(id -un)
-if [ "$(id -u)" = 0 ]; then
-	if id mpictr-test >/dev/null 2>&1; then
-		AS=(runuser -u mpictr-test --)
-		RUNUSER=mpictr-test
-		chown mpictr-test "$W"
-	else
-		export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-	fi
-fi
-LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
-START=$(date -u '+%Y-%m-%d %H:%M UTC')
+. "$(dirname "$0")/lib.sh"
 
 {
 	echo "native mpirun -n 8 --oversubscribe $BIN/hello"
