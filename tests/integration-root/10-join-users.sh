@@ -84,6 +84,16 @@ vents() {
 # A stale directory of V from an earlier run (only these tests use V).
 pgrep -u "$VUID" -f /tmp/mpictr-join >/dev/null || rm -rf "$VDIR"
 
+# a_own_ns STEP: A's task with V's job variables and step STEP runs in its
+# own namespaces, not those of V's running task ($W/v.out); then V's task
+# is ended.
+a_own_ns() {
+	ok "A's task with V's job and step variables gets its own namespaces" as "$A" "$1" 1 sh -c "$NSCMD"
+	keep
+	check "... not V's" bash -c "grep '^NS ' '$LAST' && grep '^NS ' '$W/v.out' && [ \"\$(grep '^NS ' '$LAST')\" != \"\$(grep '^NS ' '$W/v.out')\" ]"
+	kill "$(sed -n 's/^PID //p' "$W/v.out")"
+	wait "$VTASK" 2>/dev/null
+}
 # ---- V's keeper serves V only -------------------------------------------------------
 # Step 1 expects 2 tasks; one comes and sleeps: the keeper serves on.
 as "$V" 1 2 sh -c "$NSCMD; echo PID \$\$; exec sleep 60" >"$W/v.out" 2>&1 &
@@ -107,11 +117,7 @@ ok "... while V gets them from the same socket (the check can tell)" connect "$V
 keep
 check "... 2 fds" grep -q '^got 16 bytes 2 fds' "$LAST"
 chmod 0700 "$VDIR"
-ok "A's task with V's job and step variables gets its own namespaces" as "$A" 1 1 sh -c "$NSCMD"
-keep
-check "... not V's" bash -c "grep '^NS ' '$LAST' && grep '^NS ' '$W/v.out' && [ \"\$(grep '^NS ' '$LAST')\" != \"\$(grep '^NS ' '$W/v.out')\" ]"
-kill "$(sed -n 's/^PID //p' "$W/v.out")"
-wait "$VTASK" 2>/dev/null
+a_own_ns 1
 ok "V's task killed: V's keeper and socket are gone" gone
 
 # ---- squatted or unsafe rendezvous directories ----------------------------------------
@@ -176,11 +182,7 @@ ok "V's keeper listens in the private directory" test -S "$SOCK"
 ok_status "A cannot connect to V's keeper there" 2 connect "$A" "$SOCK"
 keep
 check "... refused by the directory's permissions (EACCES)" grep -q '^connect 13 ' "$LAST"
-ok "A's task with V's job and step variables gets its own namespaces" as "$A" 6 1 sh -c "$NSCMD"
-keep
-check "... not V's" bash -c "grep '^NS ' '$LAST' && grep '^NS ' '$W/v.out' && [ \"\$(grep '^NS ' '$LAST')\" != \"\$(grep '^NS ' '$W/v.out')\" ]"
-kill "$(sed -n 's/^PID //p' "$W/v.out")"
-wait "$VTASK" 2>/dev/null
+a_own_ns 6
 ok "... V's task killed: keeper and socket gone" gone
 ok "A squatting V's private name too (once seen): V's next step takes the next name" \
 	bash -c "rm -rf '$ALT' && runuser -u '$A' -- mkdir -m 0700 '$ALT'"
