@@ -178,9 +178,17 @@ static void holder_main(const struct plan *p, int nworkers,
 	proc_child_setup(mask, parent);
 	close_all_fds_except((int[]){ctl_rfd, sync_wfd}, 2);
 	/* The holder keeps the namespace alive; it must not be the target of
-	 * the terminal's signals meant for the job. */
+	 * the signals meant for the job: the terminal's, and those sent to the
+	 * whole process group (`timeout`, `kill -- -PGID`), which the
+	 * supervisor forwards to the ranks. It ends when the control pipe
+	 * closes, or with the supervisor (PDEATHSIG). Its FUSE workers inherit
+	 * this. */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGUSR1, SIG_IGN);
+	signal(SIGUSR2, SIG_IGN);
 	/* Blocked before the workers exist, so that no death is missed. */
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);

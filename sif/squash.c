@@ -742,8 +742,12 @@ static void squash_close_fds(int a, int b)
 static _Noreturn void squash_worker(struct fuse_session *se,
 				    struct squash_ctx *c, pid_t parent)
 {
-	static const int ignored[] = {SIGINT,  SIGQUIT, SIGHUP, SIGPIPE,
-				      SIGTSTP, SIGTTIN, SIGTTOU};
+	/* SIGTERM, SIGUSR1/2 too: sent to a whole process group (`timeout`,
+	 * `kill -- -PGID`) they are meant for the job, whose supervisor
+	 * forwards them to the ranks; the mount must outlive the ranks. */
+	static const int ignored[] = {SIGINT,  SIGQUIT, SIGHUP,	 SIGPIPE,
+				      SIGTSTP, SIGTTIN, SIGTTOU, SIGTERM,
+				      SIGUSR1, SIGUSR2};
 	struct fuse_buf fbuf = {.mem = NULL};
 	struct sigaction sa;
 	sigset_t none;
@@ -754,8 +758,8 @@ static _Noreturn void squash_worker(struct fuse_session *se,
 		_exit(1);
 	prctl(PR_SET_NAME, "mpictr-sqfs");
 
-	/* The caller's handlers make no sense here; terminal signals are for
-	 * the payload, and the caller's death already reaches us. */
+	/* The caller's handlers make no sense here; terminal and group
+	 * signals are for the payload, and the caller's death reaches us. */
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_DFL;
 	for (int s = 1; s < NSIG; s++)
