@@ -66,11 +66,13 @@ LDFLAGS_ALL := -Wl,-z,relro,-z,now $(SAN_LDFLAGS) $(LDFLAGS)
 # The plugins: their own sources, plus a copy of the pure helpers with
 # logging routed to the host (error.c built with MPICTR_PLUGIN_BUILD).
 PLUGIN_NAMES := pmix squash
-PLUGIN_SRCS_pmix := pmi/pmix_server.c pmi/pmix_gate.c pmi/upstream.c pmi/pmix_plugin.c
+PLUGIN_SRCS_pmix := pmi/pmix_server.c pmi/pmix_dyn.c pmi/pmix_gate.c pmi/upstream.c \
+	pmi/pmix_plugin.c
 PLUGIN_SRCS_squash := sif/squash.c sif/squash_plugin.c
 PLUGIN_ONLY_SRCS := $(foreach p,$(PLUGIN_NAMES),$(PLUGIN_SRCS_$(p)))
 PLUGIN_BASE_OBJS := $(B)/obj-plugin/runtime/error.o $(B)/obj/runtime/util.o
-PLUGIN_EXTRA_pmix := $(B)/obj/pmi/job.o $(B)/obj/runtime/proc.o
+PLUGIN_EXTRA_pmix := $(B)/obj/pmi/job.o $(B)/obj/pmi/pubstore.o $(B)/obj/pmi/spawnreq.o \
+	$(B)/obj/runtime/proc.o
 # The superblock check and compressor names (image.c, which reads SIF
 # partitions through sif.c): the ones the library uses.
 PLUGIN_EXTRA_squash := $(B)/obj/sif/image.o $(B)/obj/sif/sif.o

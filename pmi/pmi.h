@@ -28,6 +28,7 @@ struct pmi_job {
 	uint32_t *local_ranks; /* nlocal global ranks, ascending */
 	uid_t uid;	       /* as the ranks will see themselves */
 	gid_t gid;
+	uint32_t universe; /* MPI_UNIVERSE_SIZE; 0: size */
 };
 
 /* Build the job of a single-node launch of n ranks on this host (namespace
@@ -148,6 +149,67 @@ void pmi_server_rank_exited(struct pmi_server *s, uint32_t rank);
 /* Deregister, finalize, stop the thread, close every socket and remove the
  * private tmpdir. NULL ok. */
 void pmi_server_stop(struct pmi_server *s);
+
+/* ---- dynamic processes (PMIx_Spawn: MPI_Comm_spawn[_multiple]) ----
+ * The server turns a client's spawn into a struct pmi_spawn and hands it
+ * to the launcher's spawn handler (from a server thread); the launcher
+ * registers the new namespace, starts the processes with
+ * pmi_server_spawn_env's environment, and answers the client with
+ * pmi_server_spawn_done, exactly once, from its own thread. See
+ * docs/pmi.md, "Dynamic processes". */
+struct pmi_spawn_app {
+	char **argv; /* argv[0]: the command */
+	char **env;  /* NAME=VALUE the app adds; no PMIx or PMI-1 variables */
+	char *cwd;   /* NULL: the launch's start directory */
+	uint32_t nprocs;
+};
+
+struct pmi_spawn {
+	char *parent_nspace; /* the process that called PMIx_Spawn */
+	uint32_t parent_rank;
+	struct pmi_spawn_app *apps;
+	size_t napps;
+	uint32_t nprocs; /* over all apps; ranks 0.. app by app */
+	char *nspace;	 /* set by pmi_server_spawn_register */
+	void *reply;	 /* the server's: where the answer goes */
+};
+
+/* Append one app (pure): argv[0] becomes cmd when cmd is given; env
+ * entries without '=' and PMIX_* (except PMIX_MCA_*) or PMI-1 variables
+ * are dropped. -1 with *err for no command, maxprocs < 1, or a job over
+ * PMI_JOB_MAX_RANKS processes. */
+int pmi_spawn_add_app(struct pmi_spawn *sp, const char *cmd, char *const *argv,
+		      char *const *env, const char *cwd, int maxprocs,
+		      mpictr_err **err);
+/* May sp start now, with `in_use` processes of the launch alive and room
+ * for `universe`? (pure) -1 with *err naming the numbers and the option. */
+int pmi_spawn_check(const struct pmi_spawn *sp, uint32_t in_use,
+		    uint32_t universe, mpictr_err **err);
+/* The app that process `rank` of sp belongs to, and its rank within it. */
+size_t pmi_spawn_app_of(const struct pmi_spawn *sp, uint32_t rank,
+			uint32_t *app_rank);
+/* Free sp and everything it holds (not the reply: see spawn_done). */
+void pmi_spawn_free(struct pmi_spawn *sp);
+
+/* Called from a server thread with a request the handler now owns. */
+typedef void (*pmi_spawn_fn)(struct pmi_spawn *sp, void *data);
+/* Accept spawns (without a handler PMIx_Spawn answers NOT_SUPPORTED).
+ * Call before any rank starts. */
+void pmi_server_set_spawn_handler(struct pmi_server *s, pmi_spawn_fn fn,
+				  void *data);
+/* Name the namespace of sp (sp->nspace) and register it and its processes
+ * with the server (blocking): job map and info as the first job's, plus the
+ * parent's id and PMIX_SPAWNED. */
+int pmi_server_spawn_register(struct pmi_server *s, struct pmi_spawn *sp,
+			      mpictr_err **err);
+/* The environment of process `rank` of sp, merged into *env (as
+ * pmi_server_rank_env, without PMI-1, plus the app's variables). */
+int pmi_server_spawn_env(struct pmi_server *s, const struct pmi_spawn *sp,
+			 uint32_t rank, char ***env, mpictr_err **err);
+/* Answer the client (err NULL: success, the processes run) and free sp. A
+ * failed spawn's namespace is deregistered. */
+void pmi_server_spawn_done(struct pmi_server *s, struct pmi_spawn *sp,
+			   const mpictr_err *err);
 
 /* The PMIx library version string (static storage), or NULL. */
 const char *pmi_library_version(void);

@@ -41,6 +41,9 @@ struct conn {
 	uint32_t rank;
 	size_t inlen;
 	bool in_barrier;
+	/* inside a multi-line "mcmd=spawn" ... "endcmd" segment */
+	bool in_spawn;
+	uint32_t spawn_lines, spawn_sofar, spawn_total;
 	char in[PMI1_MAXLINE];
 };
 
@@ -51,6 +54,7 @@ struct pmi1_service {
 	struct pmi_hooks hooks;
 	char *kvsname;
 	uint32_t size;
+	uint32_t universe;
 	uint32_t nlocal;
 	struct conn *conns;
 	atomic_uint in_barrier;
@@ -349,12 +353,62 @@ static void handle_get(struct pmi1_service *s, struct conn *c,
 		conn_send(s, c, "cmd=get_result rc=0 value=%s", e->value);
 }
 
+/* MPICH's PMI_Spawn_multiple sends one "mcmd=spawn" segment per app, a
+ * "key=value" a line, each ending with "endcmd", and waits for one
+ * spawn_result after the last. MPICH 4.0.2 (ch4) cannot spawn even under
+ * its own Hydra, so the answer is a clean refusal (docs/pmi.md). */
+/* "name=N\n" -> N, or 0 when line is another key or no number. */
+static uint32_t spawn_count(const char *line, size_t n, const char *name)
+{
+	size_t k = strlen(name);
+	char num[16];
+	long v;
+
+	if (n <= k + 1 || strncmp(line, name, k) != 0 || line[k] != '=')
+		return 0;
+	snprintf(num, sizeof(num), "%.*s", (int)(n - k - 1), line + k + 1);
+	num[strcspn(num, "\n")] = '\0';
+	return parse_long(num, 0, INT32_MAX, &v) == 0 ? (uint32_t)v : 0;
+}
+
+static void spawn_line(struct pmi1_service *s, struct conn *c, const char *line,
+		       size_t n)
+{
+	if (n >= 6 && strncmp(line, "endcmd", 6) == 0 &&
+	    (n == 6 || line[6] == '\n')) {
+		c->in_spawn = false;
+		if (c->spawn_sofar >= c->spawn_total) {
+			log_notice("pmi1: rank %u asked to spawn processes: "
+				   "not supported for MPICH",
+				   c->rank);
+			conn_send(s, c,
+				  "cmd=spawn_result rc=-1 "
+				  "msg=spawn_not_supported");
+		}
+		return;
+	}
+	if (++c->spawn_lines > 4096) {
+		conn_drop(s, c, "spawn command longer than 4096 lines");
+		return;
+	}
+	if (str_has_prefix(line, "spawnssofar="))
+		c->spawn_sofar = spawn_count(line, n, "spawnssofar");
+	else if (str_has_prefix(line, "totspawns="))
+		c->spawn_total = spawn_count(line, n, "totspawns");
+}
+
 static void handle_line(struct pmi1_service *s, struct conn *c,
 			const char *line, size_t n)
 {
 	struct pmi1_msg m;
-	int rc = pmi1_parse(line, n, &m);
+	int rc;
 	const char *cmd;
+
+	if (c->in_spawn) {
+		spawn_line(s, c, line, n);
+		return;
+	}
+	rc = pmi1_parse(line, n, &m);
 
 	if (rc != PMI1_OK) {
 		char why[128];
@@ -366,7 +420,12 @@ static void handle_line(struct pmi1_service *s, struct conn *c,
 	}
 	cmd = m.cmd;
 	if (m.multi) {
-		conn_drop(s, c, "multi-line commands (spawn) not supported");
+		if (strcmp(cmd, "spawn") != 0) {
+			conn_drop(s, c, "unsupported multi-line command");
+			return;
+		}
+		c->in_spawn = true;
+		c->spawn_lines = c->spawn_sofar = c->spawn_total = 0;
 	} else if (strcmp(cmd, "init") == 0) {
 		const char *v = pmi1_get(&m, "pmi_version");
 
@@ -390,7 +449,7 @@ static void handle_line(struct pmi1_service *s, struct conn *c,
 	} else if (strcmp(cmd, "get_my_kvsname") == 0) {
 		conn_send(s, c, "cmd=my_kvsname rc=0 kvsname=%s", s->kvsname);
 	} else if (strcmp(cmd, "get_universe_size") == 0) {
-		conn_send(s, c, "cmd=universe_size rc=0 size=%u", s->size);
+		conn_send(s, c, "cmd=universe_size rc=0 size=%u", s->universe);
 	} else if (strcmp(cmd, "put") == 0) {
 		handle_put(s, c, &m);
 	} else if (strcmp(cmd, "get") == 0) {
@@ -503,6 +562,7 @@ int pmi1_service_start(const struct pmi_job *job, const struct pmi_hooks *hooks,
 	s->hooks = *hooks;
 	s->kvsname = xstrdup(job->nspace);
 	s->size = job->size;
+	s->universe = job->universe ? job->universe : job->size;
 	s->nlocal = job->nlocal;
 	s->conns = xcalloc(job->nlocal, sizeof(*s->conns));
 	for (uint32_t i = 0; i < s->nlocal; i++) {

@@ -25,8 +25,16 @@ struct pmi_hooks {
 			      void (*done)(void *arg, int status, char *all,
 					   size_t len),
 			      void *arg);
+	/* A client's PMIx_Spawn (the hook takes sp), from the PMIx thread;
+	 * -1 when the launcher takes no spawns. */
+	int (*spawn)(void *ctx, struct pmi_spawn *sp);
 	void *ctx;
 };
+
+/* PMIX_* (except PMIX_MCA_*) and the PMI-1 variables: a rank or a
+ * spawned process must not inherit them from elsewhere. kv: NAME=VALUE or
+ * NAME. (spawnreq.c, pure) */
+bool pmi_var_reserved(const char *kv);
 
 /* ---- PMIx adapter (pmix_server.c) ---- */
 /* PMIx_server_init + register nspace and local clients. tmpdir exists and is
@@ -37,6 +45,16 @@ int pmi_pmix_start(const struct pmi_job *job, const char *tmpdir,
 int pmi_pmix_rank_env(uint32_t rank, char ***env, mpictr_err **err);
 /* Deregister and finalize; safe when start failed half-way. */
 void pmi_pmix_stop(void);
+/* Register the spawned job (its namespace: job->nspace, copied to
+ * sp->nspace) and its processes (pmix_dyn.c). */
+int pmi_pmix_spawn_register(const struct pmi_job *job, struct pmi_spawn *sp,
+			    mpictr_err **err);
+/* PMIx_server_setup_fork output for (nspace, rank), merged into *env. */
+int pmi_pmix_spawn_env(const char *nspace, uint32_t rank, char ***env,
+		       mpictr_err **err);
+/* Answer the spawning client; a failed spawn's namespace is deregistered.
+ * Does not free sp. */
+void pmi_pmix_spawn_done(struct pmi_spawn *sp, bool ok);
 
 /* ---- PMI-1 service (pmi1_server.c) ---- */
 /* The table of the "pmix" plugin (runtime/plugin.h): pmi/pmix_server.c and
@@ -47,6 +65,11 @@ struct pmix_plugin {
 			  const struct pmi_hooks *hooks, mpictr_err **err);
 	int (*pmix_rank_env)(uint32_t rank, char ***env, mpictr_err **err);
 	void (*pmix_stop)(void);
+	int (*pmix_spawn_register)(const struct pmi_job *job,
+				   struct pmi_spawn *sp, mpictr_err **err);
+	int (*pmix_spawn_env)(const char *nspace, uint32_t rank, char ***env,
+			      mpictr_err **err);
+	void (*pmix_spawn_done)(struct pmi_spawn *sp, bool ok);
 	const char *(*library_version)(void);
 	int (*upstream_start)(struct pmi_upstream **out, mpictr_err **err);
 	uint32_t (*upstream_rank)(const struct pmi_upstream *u);

@@ -19,6 +19,7 @@
 #include <pmix_server.h>
 
 #include "pmi_internal.h"
+#include "pmix_dyn.h"
 #include "pmix_gate.h"
 #include "util.h"
 
@@ -30,6 +31,7 @@ static struct {
 	pmix_nspace_t nspace;
 	struct pmi_hooks hooks;
 	struct pmix_gate *gate; /* only the job's user reaches libpmix */
+	char *tmpdir;
 } g;
 
 /* ---- waiting for asynchronous completions ---- */
@@ -115,9 +117,15 @@ static pmix_status_t on_abort(const pmix_proc_t *proc, void *server_object,
 	char text[256];
 
 	/* Whatever subset procs names, mpictr ends the whole job. */
-	snprintf(text, sizeof(text), "rank %u called abort%s%.200s",
-		 proc ? proc->rank : 0, msg && *msg ? ": " : "",
-		 msg ? msg : "");
+	if (!proc || ours(proc))
+		snprintf(text, sizeof(text), "rank %u called abort%s%.200s",
+			 proc ? proc->rank : 0, msg && *msg ? ": " : "",
+			 msg ? msg : "");
+	else
+		snprintf(text, sizeof(text),
+			 "spawned process %.64s:%u called abort%s%.160s",
+			 proc->nspace, proc->rank, msg && *msg ? ": " : "",
+			 msg ? msg : "");
 	g.hooks.abort(g.hooks.ctx, status, text);
 	return PMIX_OPERATION_SUCCEEDED; /* releases the caller */
 }
@@ -192,6 +200,12 @@ static pmix_server_module_t module = {
     .abort = on_abort,
     .fence_nb = on_fence_nb,
     .direct_modex = on_direct_modex,
+    .publish = pmix_dyn_publish,
+    .lookup = pmix_dyn_lookup,
+    .unpublish = pmix_dyn_unpublish,
+    .spawn = pmix_dyn_spawn,
+    .connect = pmix_dyn_connect,
+    .disconnect = pmix_dyn_disconnect,
 };
 
 /* ---- environment hygiene ---- */
@@ -286,22 +300,28 @@ static int add_regex(void *list, const char *key, const char *input, bool ppn,
 	return r;
 }
 
-static int add_proc_data(void *list, const struct pmi_job *job, uint32_t r,
+static int add_proc_data(void *list, const struct pmi_job *job,
+			 const struct pmi_spawn *sp, uint32_t r,
 			 mpictr_err **err)
 {
 	void *pl = PMIx_Info_list_start();
 	pmix_data_array_t darray;
-	pmix_rank_t rank = r, zero = 0;
+	pmix_rank_t rank = r, ldr = 0, app_rank = r;
 	uint32_t appnum = 0, nodeid = job->rank_node[r];
 	long li = pmi_job_local_index(job, r);
 	int ret = -1;
 	pmix_status_t rc;
 
+	if (sp) {
+		/* MPI_Comm_spawn_multiple: ranks app by app (MPI_APPNUM) */
+		appnum = (uint32_t)pmi_spawn_app_of(sp, r, &app_rank);
+		ldr = r - app_rank;
+	}
 	if (list_add(pl, PMIX_RANK, &rank, PMIX_PROC_RANK, err) < 0 ||
 	    list_add(pl, PMIX_APPNUM, &appnum, PMIX_UINT32, err) < 0 ||
-	    list_add(pl, PMIX_APPLDR, &zero, PMIX_PROC_RANK, err) < 0 ||
+	    list_add(pl, PMIX_APPLDR, &ldr, PMIX_PROC_RANK, err) < 0 ||
 	    list_add(pl, PMIX_GLOBAL_RANK, &rank, PMIX_PROC_RANK, err) < 0 ||
-	    list_add(pl, PMIX_APP_RANK, &rank, PMIX_PROC_RANK, err) < 0 ||
+	    list_add(pl, PMIX_APP_RANK, &app_rank, PMIX_PROC_RANK, err) < 0 ||
 	    list_add(pl, PMIX_HOSTNAME, job->hostnames[nodeid], PMIX_STRING,
 		     err) < 0 ||
 	    list_add(pl, PMIX_NODEID, &nodeid, PMIX_UINT32, err) < 0)
@@ -327,8 +347,21 @@ out:
 	return ret;
 }
 
-static int build_job_info(const struct pmi_job *job, const char *tmpdir,
-			  void *list, mpictr_err **err)
+/* The parent of a spawned job: PMIX_PARENT_ID tells Open MPI's
+ * MPI_Comm_get_parent whom to connect to. */
+static int add_parent(void *list, const struct pmi_spawn *sp, mpictr_err **err)
+{
+	pmix_proc_t parent;
+	bool yes = true;
+
+	PMIX_LOAD_PROCID(&parent, sp->parent_nspace, sp->parent_rank);
+	if (list_add(list, PMIX_PARENT_ID, &parent, PMIX_PROC, err) < 0)
+		return -1;
+	return list_add(list, PMIX_SPAWNED, &yes, PMIX_BOOL, err);
+}
+
+static int build_job_info(const struct pmi_job *job, const struct pmi_spawn *sp,
+			  const char *tmpdir, void *list, mpictr_err **err)
 {
 	cleanup_free char *nodes = pmi_job_node_list(job);
 	cleanup_free char *procs = pmi_job_proc_list(job);
@@ -337,16 +370,18 @@ static int build_job_info(const struct pmi_job *job, const char *tmpdir,
 	bool no = false, yes = true;
 	pmix_rank_t ldr = job->nlocal ? job->local_ranks[0] : 0;
 	uint32_t nnodes = job->nnodes, nlocal = job->nlocal;
+	uint32_t univ = job->universe ? job->universe : job->size;
 
-	if (list_add(list, PMIX_SPAWNED, &no, PMIX_BOOL, err) < 0 ||
+	if ((sp ? add_parent(list, sp, err)
+		: list_add(list, PMIX_SPAWNED, &no, PMIX_BOOL, err)) < 0 ||
 	    list_add(list, PMIX_TMPDIR, tmpdir, PMIX_STRING, err) < 0 ||
 	    list_add(list, PMIX_NSDIR, nsdir, PMIX_STRING, err) < 0 ||
 	    list_add(list, PMIX_TDIR_RMCLEAN, &yes, PMIX_BOOL, err) < 0 ||
 	    list_add(list, PMIX_JOBID, job->nspace, PMIX_STRING, err) < 0 ||
 	    list_add(list, PMIX_NODEID, &job->nodeid, PMIX_UINT32, err) < 0 ||
-	    list_add(list, PMIX_UNIV_SIZE, &job->size, PMIX_UINT32, err) < 0 ||
+	    list_add(list, PMIX_UNIV_SIZE, &univ, PMIX_UINT32, err) < 0 ||
 	    list_add(list, PMIX_JOB_SIZE, &job->size, PMIX_UINT32, err) < 0 ||
-	    list_add(list, PMIX_MAX_PROCS, &job->size, PMIX_UINT32, err) < 0 ||
+	    list_add(list, PMIX_MAX_PROCS, &univ, PMIX_UINT32, err) < 0 ||
 	    list_add(list, PMIX_NUM_NODES, &nnodes, PMIX_UINT32, err) < 0 ||
 	    list_add(list, PMIX_LOCAL_SIZE, &nlocal, PMIX_UINT32, err) < 0 ||
 	    list_add(list, PMIX_NODE_SIZE, &nlocal, PMIX_UINT32, err) < 0 ||
@@ -356,7 +391,7 @@ static int build_job_info(const struct pmi_job *job, const char *tmpdir,
 	    add_regex(list, PMIX_PROC_MAP, procs, true, err) < 0)
 		return -1;
 	for (uint32_t r = 0; r < job->size; r++)
-		if (add_proc_data(list, job, r, err) < 0)
+		if (add_proc_data(list, job, sp, r, err) < 0)
 			return -1;
 	/* Open MPI creates its session directories below PMIX_NSDIR; making
 	 * it here keeps everything inside the private tmpdir. */
@@ -365,16 +400,18 @@ static int build_job_info(const struct pmi_job *job, const char *tmpdir,
 	return 0;
 }
 
-static int register_job(const struct pmi_job *job, const char *tmpdir,
-			mpictr_err **err)
+int pmix_register_job(const struct pmi_job *job, const struct pmi_spawn *sp,
+		      mpictr_err **err)
 {
 	void *list = PMIx_Info_list_start();
 	pmix_data_array_t darray;
+	pmix_nspace_t ns;
 	pmix_status_t rc;
 	int ret = -1;
 
 	memset(&darray, 0, sizeof(darray));
-	if (build_job_info(job, tmpdir, list, err) < 0)
+	PMIX_LOAD_NSPACE(ns, job->nspace);
+	if (build_job_info(job, sp, g.tmpdir, list, err) < 0)
 		goto out;
 	rc = PMIx_Info_list_convert(list, &darray);
 	if (rc != PMIX_SUCCESS) {
@@ -383,17 +420,18 @@ static int register_job(const struct pmi_job *job, const char *tmpdir,
 	}
 	/* Blocking form: NULL cbfunc. nlocalprocs must be exact, since
 	 * libpmix completes local collectives when that many have joined. */
-	rc = PMIx_server_register_nspace(g.nspace, (int)job->nlocal,
-					 darray.array, darray.size, NULL, NULL);
+	rc = PMIx_server_register_nspace(ns, (int)job->nlocal, darray.array,
+					 darray.size, NULL, NULL);
 	if (!pmix_ok(rc)) {
 		pmix_fail(err, rc, "register namespace");
 		goto out;
 	}
-	g.registered = true;
+	if (!sp)
+		g.registered = true;
 	for (uint32_t i = 0; i < job->nlocal; i++) {
 		pmix_proc_t proc;
 
-		PMIX_LOAD_PROCID(&proc, g.nspace, job->local_ranks[i]);
+		PMIX_LOAD_PROCID(&proc, ns, job->local_ranks[i]);
 		/* The client sends the ids it sees in its own user namespace;
 		 * they must match these exactly. */
 		rc = PMIx_server_register_client(&proc, job->uid, job->gid,
@@ -401,6 +439,8 @@ static int register_job(const struct pmi_job *job, const char *tmpdir,
 		if (!pmix_ok(rc)) {
 			pmix_fail(err, rc, "register client");
 			err_wrap(err, "rank %u", job->local_ranks[i]);
+			if (sp)
+				pmix_deregister_nspace(job->nspace);
 			goto out;
 		}
 	}
@@ -430,6 +470,8 @@ int pmi_pmix_start(const struct pmi_job *job, const char *tmpdir,
 	saved_env = scrub_environment();
 	g.hooks = *hooks;
 	PMIX_LOAD_NSPACE(g.nspace, job->nspace);
+	free(g.tmpdir);
+	g.tmpdir = xstrdup(tmpdir);
 
 	PMIX_INFO_LOAD(&info[0], PMIX_SERVER_TMPDIR, tmpdir, PMIX_STRING);
 	PMIX_INFO_LOAD(&info[1], PMIX_SYSTEM_TMPDIR, tmpdir, PMIX_STRING);
@@ -449,7 +491,8 @@ int pmi_pmix_start(const struct pmi_job *job, const char *tmpdir,
 		pmi_pmix_stop();
 		return -1;
 	}
-	if (register_job(job, tmpdir, err) < 0) {
+	pmix_dyn_start(&g.hooks, job);
+	if (pmix_register_job(job, NULL, err) < 0) {
 		pmi_pmix_stop();
 		return -1;
 	}
@@ -458,13 +501,19 @@ int pmi_pmix_start(const struct pmi_job *job, const char *tmpdir,
 
 int pmi_pmix_rank_env(uint32_t rank, char ***env, mpictr_err **err)
 {
+	if (!g.registered)
+		return err_set(err, 0, "pmix: server not started");
+	return pmix_setup_fork(g.nspace, rank, env, err);
+}
+
+int pmix_setup_fork(const char *nspace, uint32_t rank, char ***env,
+		    mpictr_err **err)
+{
 	pmix_proc_t proc;
 	char **penv = NULL;
 	pmix_status_t rc;
 
-	if (!g.registered)
-		return err_set(err, 0, "pmix: server not started");
-	PMIX_LOAD_PROCID(&proc, g.nspace, rank);
+	PMIX_LOAD_PROCID(&proc, nspace, rank);
 	rc = PMIx_server_setup_fork(&proc, &penv);
 	if (rc != PMIX_SUCCESS) {
 		strv_free(penv);
@@ -483,6 +532,16 @@ int pmi_pmix_rank_env(uint32_t rank, char ***env, mpictr_err **err)
 	return 0;
 }
 
+void pmix_deregister_nspace(const char *nspace)
+{
+	struct waiter w = WAITER_INIT;
+	pmix_nspace_t ns;
+
+	PMIX_LOAD_NSPACE(ns, nspace);
+	PMIx_server_deregister_nspace(ns, waiter_op_cb, &w);
+	waiter_wait(&w);
+}
+
 void pmi_pmix_stop(void)
 {
 	pmix_status_t rc;
@@ -491,11 +550,11 @@ void pmi_pmix_stop(void)
 	 * tears down. */
 	pmix_gate_stop(g.gate);
 	g.gate = NULL;
+	/* Pending lookups answered, spawned namespaces deregistered. */
+	if (g.initialized)
+		pmix_dyn_stop();
 	if (g.registered) {
-		struct waiter w = WAITER_INIT;
-
-		PMIx_server_deregister_nspace(g.nspace, waiter_op_cb, &w);
-		waiter_wait(&w);
+		pmix_deregister_nspace(g.nspace);
 		g.registered = false;
 	}
 	if (g.initialized) {
@@ -506,6 +565,8 @@ void pmi_pmix_stop(void)
 		g.initialized = false;
 	}
 	memset(&g.hooks, 0, sizeof(g.hooks));
+	free(g.tmpdir);
+	g.tmpdir = NULL;
 }
 
 const char *pmi_library_version(void)

@@ -37,6 +37,30 @@ void pmi_pmix_stop(void)
 		t->pmix_stop();
 }
 
+int pmi_pmix_spawn_register(const struct pmi_job *job, struct pmi_spawn *sp,
+			    mpictr_err **err)
+{
+	const struct pmix_plugin *t = pmix_table(err);
+
+	return t ? t->pmix_spawn_register(job, sp, err) : -1;
+}
+
+int pmi_pmix_spawn_env(const char *nspace, uint32_t rank, char ***env,
+		       mpictr_err **err)
+{
+	const struct pmix_plugin *t = pmix_table(err);
+
+	return t ? t->pmix_spawn_env(nspace, rank, env, err) : -1;
+}
+
+void pmi_pmix_spawn_done(struct pmi_spawn *sp, bool ok)
+{
+	const struct pmix_plugin *t = pmix_table(NULL);
+
+	if (t)
+		t->pmix_spawn_done(sp, ok);
+}
+
 const char *pmi_library_version(void)
 {
 	const struct pmix_plugin *t = pmix_table(NULL);

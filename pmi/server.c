@@ -30,8 +30,13 @@ struct pmi_server {
 	bool pmix_started;
 	struct pmi1_service *pmi1;
 	struct pmi_upstream *up; /* node daemon mode; not owned */
+	uid_t uid;		 /* of the ranks, for spawned processes */
+	gid_t gid;
+	uint32_t universe;
 
 	pthread_mutex_t lock; /* guards what follows */
+	pmi_spawn_fn spawn_fn;
+	void *spawn_data;
 	struct rank_state *st;
 	uint32_t nconnected;
 	long left_unconnected; /* a rank that exited before connecting */
@@ -64,6 +69,8 @@ static void end_job(struct pmi_server *s, int code, const char *msg)
 		pmi_upstream_abort(s->up, code, msg);
 	}
 }
+
+static int hook_spawn(void *ctx, struct pmi_spawn *sp);
 
 static void hook_abort(void *ctx, int code, const char *msg)
 {
@@ -328,8 +335,12 @@ int pmi_server_start_upstream(const struct pmi_job *job,
 	s->left_unconnected = -1;
 	s->on_abort = on_abort;
 	s->data = data;
+	s->uid = job->uid;
+	s->gid = job->gid;
+	s->universe = job->universe ? job->universe : job->size;
 	s->hooks.rank_event = hook_rank_event;
 	s->hooks.abort = hook_abort;
+	s->hooks.spawn = hook_spawn;
 	/* On one node every fence is local: libpmix completes it and the
 	 * PMI-1 barrier needs nobody else. */
 	s->hooks.upstream_fence =
@@ -367,24 +378,26 @@ const char *pmi_server_tmpdir(const struct pmi_server *s)
  * it at another PMI server. PMIX_MCA_* are user tunables and stay. */
 static void scrub_rank_env(char ***env)
 {
-	static const char *const pmi1_vars[] = {
-	    "PMI_FD",	"PMI_PORT", "PMI_ID",
-	    "PMI_RANK", "PMI_SIZE", "PMI_SPAWNED",
-	};
 	char **names = NULL;
 
 	for (char **e = *env; e && *e; e++) {
 		const char *eq = strchr(*e, '=');
 
-		if (eq && str_has_prefix(*e, "PMIX_") &&
-		    !str_has_prefix(*e, "PMIX_MCA_"))
+		if (eq && pmi_var_reserved(*e))
 			strv_push_own(&names, xstrndup(*e, (size_t)(eq - *e)));
 	}
 	for (char **n = names; n && *n; n++)
 		env_unset(env, *n);
 	strv_free(names);
-	for (size_t i = 0; i < ARRAY_SIZE(pmi1_vars); i++)
-		env_unset(env, pmi1_vars[i]);
+}
+
+/* Open MPI 4.1 only trusts PMIx when a "schizo" component declares a
+ * direct launch (Slurm, Flux, JSM); "ompi" alone means "undetermined",
+ * which ess/pmi accepts. */
+static void set_schizo(char ***env)
+{
+	if (!env_get(*env, "OMPI_MCA_schizo"))
+		env_set(env, "OMPI_MCA_schizo", "ompi");
 }
 
 int pmi_server_rank_env(struct pmi_server *s, uint32_t rank, char ***env,
@@ -409,13 +422,84 @@ int pmi_server_rank_env(struct pmi_server *s, uint32_t rank, char ***env,
 	env_set(env, "PMI_RANK", num);
 	snprintf(num, sizeof(num), "%u", s->size);
 	env_set(env, "PMI_SIZE", num);
-	/* Open MPI 4.1 only trusts PMIx when a "schizo" component declares a
-	 * direct launch (Slurm, Flux, JSM); "ompi" alone means "undetermined",
-	 * which ess/pmi accepts. */
-	if (!env_get(*env, "OMPI_MCA_schizo"))
-		env_set(env, "OMPI_MCA_schizo", "ompi");
+	set_schizo(env);
 	*child_fd = fd;
 	return 0;
+}
+
+/* ---- dynamic processes ---- */
+
+static int hook_spawn(void *ctx, struct pmi_spawn *sp)
+{
+	struct pmi_server *s = ctx;
+	pmi_spawn_fn fn;
+	void *data;
+
+	/* Called under the lock: once pmi_server_set_spawn_handler returns,
+	 * the old handler runs no more. It only queues. */
+	pthread_mutex_lock(&s->lock);
+	fn = s->ended ? NULL : s->spawn_fn;
+	data = s->spawn_data;
+	if (fn)
+		fn(sp, data);
+	pthread_mutex_unlock(&s->lock);
+	return fn ? 0 : -1;
+}
+
+void pmi_server_set_spawn_handler(struct pmi_server *s, pmi_spawn_fn fn,
+				  void *data)
+{
+	pthread_mutex_lock(&s->lock);
+	s->spawn_fn = fn;
+	s->spawn_data = data;
+	pthread_mutex_unlock(&s->lock);
+}
+
+int pmi_server_spawn_register(struct pmi_server *s, struct pmi_spawn *sp,
+			      mpictr_err **err)
+{
+	struct pmi_job job;
+	int rc;
+
+	if (pmi_job_single_node(sp->nprocs, s->uid, s->gid, &job, err) < 0)
+		return -1;
+	job.universe = s->universe;
+	rc = pmi_pmix_spawn_register(&job, sp, err);
+	pmi_job_free(&job);
+	return rc < 0 ? err_wrap(err, "spawn") : 0;
+}
+
+int pmi_server_spawn_env(struct pmi_server *s, const struct pmi_spawn *sp,
+			 uint32_t rank, char ***env, mpictr_err **err)
+{
+	uint32_t app_rank;
+	size_t app = pmi_spawn_app_of(sp, rank, &app_rank);
+
+	(void)s;
+	if (app >= sp->napps || !sp->nspace)
+		return err_set(err, 0, "spawn: no process %u", rank);
+	scrub_rank_env(env);
+	for (char **e = sp->apps[app].env; e && *e; e++) {
+		char *eq = strchr(*e, '=');
+		cleanup_free char *name = xstrndup(*e, (size_t)(eq - *e));
+
+		env_set(env, name, eq + 1);
+	}
+	if (pmi_pmix_spawn_env(sp->nspace, rank, env, err) < 0)
+		return -1;
+	set_schizo(env);
+	return 0;
+}
+
+void pmi_server_spawn_done(struct pmi_server *s, struct pmi_spawn *sp,
+			   const mpictr_err *err)
+{
+	(void)s;
+	if (err)
+		log_error("spawn by %s:%u failed: %s", sp->parent_nspace,
+			  sp->parent_rank, mpictr_err_message(err));
+	pmi_pmix_spawn_done(sp, err == NULL);
+	pmi_spawn_free(sp);
 }
 
 void pmi_server_rank_forked(struct pmi_server *s, uint32_t rank)

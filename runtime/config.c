@@ -198,6 +198,18 @@ MPICTR_PUBLIC int mpictr_config_set_nranks(mpictr_config *cfg, int n,
 	return 0;
 }
 
+MPICTR_PUBLIC int mpictr_config_set_universe_size(mpictr_config *cfg, int n,
+						  mpictr_err **err)
+{
+	if (check_arg(cfg, "config", err) < 0)
+		return -1;
+	if (n < 0 || n > 65536)
+		return err_set(
+		    err, 0, "invalid universe size %d (expected 1..65536)", n);
+	cfg->universe_size = n;
+	return 0;
+}
+
 MPICTR_PUBLIC int mpictr_config_set_devices(mpictr_config *cfg,
 					    const char *spec, mpictr_err **err)
 {

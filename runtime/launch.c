@@ -38,6 +38,7 @@
 #include "plan.h"
 #include "pmi.h"
 #include "proc.h"
+#include "spawn.h"
 
 #define TERM_GRACE_MS 3000
 
@@ -59,6 +60,7 @@ struct job {
 	bool *midline; /* --tag-output: last byte of rank r was not \n */
 	struct pmi_server *pmi;
 	struct pmi_upstream *upstream; /* node daemon mode, else NULL */
+	struct spawner *spawn;	       /* MPI_Comm_spawn (launch mode) */
 	uint32_t rank_base;	       /* global rank of local rank 0 */
 	int abort_pipe[2];
 	int sfd; /* signalfd */
@@ -337,6 +339,7 @@ static void signal_ranks(struct job *j, int sig)
 	for (int r = 0; r < j->nranks; r++)
 		if (j->ranks[r] > 0 && j->status[r] < 0)
 			kill(j->ranks[r], sig);
+	spawner_signal(j->spawn, sig);
 }
 
 /* ^C and ^\ from the terminal reach the whole foreground process group,
@@ -350,44 +353,97 @@ static bool from_tty(const struct signalfd_siginfo *si)
 /* Copy one chunk of a rank's output, prefixing each line with [rank]. */
 static void pump_output(struct job *j, int r)
 {
-	char buf[4096];
-	ssize_t n = TEMP_FAILURE_RETRY(read(j->out_fd[r], buf, sizeof(buf)));
-	struct strbuf sb = STRBUF_INIT;
+	char tag[16];
 
-	if (n <= 0) {
-		close(j->out_fd[r]);
-		j->out_fd[r] = -1;
-		return;
-	}
-	for (ssize_t i = 0; i < n; i++) {
-		if (!j->midline[r])
-			sb_printf(&sb, "[%d] ", r);
-		sb_putc(&sb, buf[i]);
-		j->midline[r] = buf[i] != '\n';
-	}
-	if (write_full(STDOUT_FILENO, sb.buf, sb.len) < 0) {
-		/* stdout closed: keep draining */
-	}
-	sb_free(&sb);
+	snprintf(tag, sizeof(tag), "[%d] ", r);
+	output_pump(&j->out_fd[r], &j->midline[r], tag);
 }
 
-/* Wait for every rank; forward signals; on the first failure (or an
- * abort) terminate the others, then kill them after a grace period. */
+/* What the supervisor loop keeps. */
+struct watch {
+	int live;	/* ranks running */
+	int fail_code;	/* exit code of the first rank or spawned process
+			   that failed, or -1 */
+	int abort_code; /* from MPI_Abort & co, or -1 */
+	long kill_at;	/* SIGKILL what is left at this time, or -1 */
+	bool ending;	/* SIGTERM sent: no new spawns */
+};
+
+/* The first failure (or an abort) ends the job: SIGTERM now, SIGKILL
+ * after the grace period. */
+static void end_job(struct job *j, struct watch *w)
+{
+	if (w->ending)
+		return;
+	w->ending = true;
+	signal_ranks(j, SIGTERM);
+	w->kill_at = mono_ms() + TERM_GRACE_MS;
+}
+
+/* Reap every child that exited: ranks, spawned processes, holders.
+ * Anything else (a child of ours the job does not know) is only
+ * logged. */
+static void reap(struct job *j, struct watch *w)
+{
+	int st;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		bool known = spawner_reaped(j->spawn, pid, st);
+
+		if (known && exit_code_of(st) != 0 && w->fail_code < 0) {
+			w->fail_code = exit_code_of(st);
+			end_job(j, w);
+		}
+		for (int r = 0; !known && r < j->nranks; r++) {
+			if (j->ranks[r] != pid)
+				continue;
+			known = true;
+			j->status[r] = st;
+			w->live--;
+			if (j->with_pmi)
+				pmi_server_rank_exited(j->pmi, j->rank_base +
+								   (uint32_t)r);
+			if (exit_code_of(st) != 0 && w->fail_code < 0) {
+				w->fail_code = exit_code_of(st);
+				if (w->live > 0 || spawner_live(j->spawn))
+					end_job(j, w);
+			}
+		}
+		for (size_t h = 0; !known && h < j->nholders; h++) {
+			if (j->holders[h].pid != pid)
+				continue;
+			known = true;
+			j->holders[h].pid = 0;
+			if (w->live > 0 || spawner_live(j->spawn)) {
+				log_error("the namespace holder exited early "
+					  "(status 0x%x); ending the job",
+					  st);
+				signal_ranks(j, SIGKILL);
+			}
+		}
+		if (!known)
+			log_debug("reaped process %d (status 0x%x), not one "
+				  "of the job's",
+				  (int)pid, st);
+	}
+}
+
+/* Wait for every rank and spawned process; forward signals; on the first
+ * failure (or an abort) terminate the others, then kill them after a
+ * grace period. */
 static int supervise(struct job *j, int *status)
 {
-	int first_fail = -1, abort_code = -1, live = 0;
-	long kill_at = -1;
+	struct watch w = {0, -1, -1, -1, false};
 
 	for (int r = 0; r < j->nranks; r++)
 		if (j->ranks[r] > 0 && j->status[r] < 0)
-			live++;
-	while (live > 0 || kill_at >= 0) {
+			w.live++;
+	while (w.live > 0 || spawner_live(j->spawn) > 0) {
 		struct pollfd pfd[2 + 4096];
-		nfds_t np = 0;
+		nfds_t np = 0, nranks_fds, nsp;
 		int timeout = -1;
 
-		if (live == 0)
-			break;
 		pfd[np++] = (struct pollfd){.fd = j->sfd, .events = POLLIN};
 		pfd[np++] =
 		    (struct pollfd){.fd = j->abort_pipe[0], .events = POLLIN};
@@ -395,98 +451,71 @@ static int supervise(struct job *j, int *status)
 			if (j->out_fd[r] >= 0)
 				pfd[np++] = (struct pollfd){.fd = j->out_fd[r],
 							    .events = POLLIN};
-		if (kill_at >= 0) {
-			long left = kill_at - mono_ms();
+		nranks_fds = np;
+		nsp = spawner_pollfds(j->spawn, pfd + np, ARRAY_SIZE(pfd) - np);
+		np += nsp;
+		if (w.kill_at >= 0) {
+			long left = w.kill_at - mono_ms();
 			timeout = left > 0 ? (int)left : 0;
 		}
 		if (poll(pfd, np, timeout) < 0 && errno != EINTR)
 			break;
-		if (kill_at >= 0 && mono_ms() >= kill_at) {
+		if (w.kill_at >= 0 && mono_ms() >= w.kill_at) {
 			signal_ranks(j, SIGKILL);
-			kill_at = -1;
+			w.kill_at = -1;
 		}
 		if (pfd[1].revents & POLLIN) {
 			unsigned char c;
+			/* The first reason wins: a process that failed
+			 * before the abort (a killed child the others
+			 * then abort over) gives the job's status. */
 			if (read(j->abort_pipe[0], &c, 1) == 1 &&
-			    abort_code < 0) {
-				abort_code = c;
+			    w.abort_code < 0 && w.fail_code < 0) {
+				w.abort_code = c;
 				log_notice("job aborted by a rank with code %d",
-					   abort_code);
-				signal_ranks(j, SIGTERM);
-				kill_at = mono_ms() + TERM_GRACE_MS;
+					   w.abort_code);
+				end_job(j, &w);
 			}
 		}
-		for (nfds_t i = 2; i < np; i++)
+		for (nfds_t i = 2; i < nranks_fds; i++)
 			if (pfd[i].revents)
 				for (int r = 0; r < j->nranks; r++)
 					if (j->out_fd[r] == pfd[i].fd) {
 						pump_output(j, r);
 						break;
 					}
+		spawner_poll(j->spawn, pfd + nranks_fds, nsp, (uint32_t)w.live,
+			     w.ending);
 		if (pfd[0].revents & POLLIN) {
 			struct signalfd_siginfo si;
 			if (read(j->sfd, &si, sizeof(si)) == sizeof(si) &&
 			    si.ssi_signo != SIGCHLD && !from_tty(&si))
 				signal_ranks(j, (int)si.ssi_signo);
 		}
-		for (;;) {
-			int st;
-			pid_t pid = waitpid(-1, &st, WNOHANG);
-			if (pid <= 0)
-				break;
-			for (int r = 0; r < j->nranks; r++) {
-				if (j->ranks[r] != pid)
-					continue;
-				j->status[r] = st;
-				live--;
-				if (j->with_pmi)
-					pmi_server_rank_exited(
-					    j->pmi, j->rank_base + (uint32_t)r);
-				if (exit_code_of(st) != 0 && first_fail < 0) {
-					first_fail = r;
-					if (live > 0) {
-						signal_ranks(j, SIGTERM);
-						kill_at =
-						    mono_ms() + TERM_GRACE_MS;
-					}
-				}
-			}
-			for (size_t h = 0; h < j->nholders; h++)
-				if (j->holders[h].pid == pid) {
-					j->holders[h].pid = 0;
-					if (live > 0) {
-						log_error(
-						    "the namespace holder "
-						    "exited early "
-						    "(status 0x%x); "
-						    "ending the job",
-						    st);
-						signal_ranks(j, SIGKILL);
-					}
-				}
-		}
+		reap(j, &w);
 	}
 	for (int r = 0; r < j->nranks; r++)
 		while (j->out_fd[r] >= 0)
 			pump_output(j, r);
-	if (abort_code >= 0)
-		*status = abort_code;
-	else if (first_fail >= 0)
-		*status = exit_code_of(j->status[first_fail]);
+	if (w.abort_code >= 0)
+		*status = w.abort_code;
 	else
-		*status = 0;
+		*status = w.fail_code >= 0 ? w.fail_code : 0;
 	return 0;
 }
 
 static void teardown(struct job *j)
 {
-	/* Ranks first (a failed start may leave some), then the holders,
-	 * then the PMI server, then the janitor's directory. */
+	/* Ranks first (a failed start may leave some), then the spawned
+	 * processes, then the holders, then the PMI server, then the
+	 * janitor's directory. */
 	for (int r = 0; r < j->nranks; r++)
 		if (j->ranks && j->ranks[r] > 0 && j->status[r] < 0) {
 			kill(j->ranks[r], SIGKILL);
 			TEMP_FAILURE_RETRY(waitpid(j->ranks[r], NULL, 0));
 		}
+	spawner_stop(j->spawn);
+	j->spawn = NULL;
 	for (size_t h = 0; h < j->nholders; h++) {
 		if (j->holders[h].ctl >= 0)
 			close(j->holders[h].ctl);
@@ -521,6 +550,43 @@ static void teardown(struct job *j)
 	free(j->midline);
 	free(j->run_dir);
 	plan_free(&j->plan);
+}
+
+/* The PMI servers and, in launch mode, the service that starts what the
+ * ranks spawn (node daemon mode refuses PMIx_Spawn: NOT_SUPPORTED). */
+static int start_pmi(struct job *j, mpictr_err **err)
+{
+	const mpictr_config *cfg = j->cfg;
+	struct spawn_ctx sc;
+	struct pmi_job pj;
+	int prc;
+
+	if (j->upstream
+		? daemon_job(cfg, j->upstream, j->nranks, j->plan.uid_in,
+			     j->plan.gid_in, &pj, &j->rank_base, err) < 0
+		: pmi_job_single_node((uint32_t)j->nranks, j->plan.uid_in,
+				      j->plan.gid_in, &pj, err) < 0)
+		return -1;
+	pj.universe = cfg->universe_size > 0 ? (uint32_t)cfg->universe_size
+		      : j->upstream	     ? 0
+				    : spawn_default_universe(j->nranks);
+	prc = pmi_server_start_upstream(&pj, j->run_dir, j->upstream,
+					on_pmi_abort, j, &j->pmi, err);
+	sc = (struct spawn_ctx){
+	    .plan = &j->plan,
+	    .old_mask = &j->old_mask,
+	    .supervisor = j->supervisor,
+	    .userns = j->holders[0].userns,
+	    .mntns = j->holders[0].mntns,
+	    .tag_output = cfg->tag_output,
+	    .first_local = j->nranks,
+	    .pmi = j->pmi,
+	    .universe = pj.universe,
+	};
+	pmi_job_free(&pj);
+	if (prc < 0 || j->upstream)
+		return prc;
+	return spawner_start(&sc, &j->spawn, err);
 }
 
 /* The per-rank and per-holder arrays of j. */
@@ -596,22 +662,8 @@ int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
 		if (holder_start(&j.plan, holder_fuse_workers(cfg), &j.old_mask,
 				 &j.holders[h], err) < 0)
 			goto out;
-	if (j.with_pmi) {
-		struct pmi_job pj;
-		int prc;
-
-		if (j.upstream
-			? daemon_job(cfg, j.upstream, j.nranks, j.plan.uid_in,
-				     j.plan.gid_in, &pj, &j.rank_base, err) < 0
-			: pmi_job_single_node((uint32_t)j.nranks, j.plan.uid_in,
-					      j.plan.gid_in, &pj, err) < 0)
-			goto out;
-		prc = pmi_server_start_upstream(&pj, j.run_dir, j.upstream,
-						on_pmi_abort, &j, &j.pmi, err);
-		pmi_job_free(&pj);
-		if (prc < 0)
-			goto out;
-	}
+	if (j.with_pmi && start_pmi(&j, err) < 0)
+		goto out;
 	for (int r = 0; r < j.nranks; r++)
 		if (start_rank(&j, r, err) < 0)
 			goto out; /* 126/127 travel in the error's exit code */

@@ -76,6 +76,8 @@ static void print_help(void)
 	       "options:\n"
 	       "  -n, --nranks N          launch N ranks on this node, one "
 	       "namespace set\n"
+	       "      --universe-size N   MPI_UNIVERSE_SIZE: ranks plus "
+	       "spawned processes\n"
 	       "  -B, --bind SRC[:DST[:ro|rw]]  bind a host path "
 	       "(repeatable, comma lists)\n"
 	       "  -e, --env NAME=VALUE    set a variable in the container\n"
@@ -132,6 +134,7 @@ enum {
 	OPT_PROFILE,
 	OPT_CONFIG,
 	OPT_LIST_PROFILES,
+	OPT_UNIVERSE_SIZE,
 };
 
 /* Option identifiers are permanent: scripts depend on them. */
@@ -153,6 +156,7 @@ static const struct option run_options[] = {
     {"profile", required_argument, NULL, OPT_PROFILE},
     {"config", required_argument, NULL, OPT_CONFIG},
     {"list-profiles", no_argument, NULL, OPT_LIST_PROFILES},
+    {"universe-size", required_argument, NULL, OPT_UNIVERSE_SIZE},
     {"verbose", no_argument, NULL, 'v'},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
@@ -183,21 +187,40 @@ struct run_opts {
 /* Option results: go on, or stop and exit with *code. */
 enum { OPT_GO_ON = 0, OPT_STOP = 1 };
 
+/* A count in 1..max for option `what`; else a usage error. */
+static int parse_count(const char *arg, long max, const char *what, long *n,
+		       int *code)
+{
+	char *end;
+
+	errno = 0;
+	*n = strtol(arg, &end, 10);
+	if (errno || *end || end == arg || *n < 1 || *n > max) {
+		*code = usage_error("invalid %s '%s' (expected 1..%ld)", what,
+				    arg, max);
+		return OPT_STOP;
+	}
+	return OPT_GO_ON;
+}
+
 static int set_nranks(mpictr_config *cfg, const char *arg, int *code,
 		      mpictr_err **err)
 {
-	char *end;
 	long n;
 
-	errno = 0;
-	n = strtol(arg, &end, 10);
-	if (errno || *end || end == arg || n < 1 || n > 4096) {
-		*code = usage_error("invalid rank count '%s' for -n (expected "
-				    "1..4096)",
-				    arg);
+	if (parse_count(arg, 4096, "rank count for -n", &n, code))
 		return OPT_STOP;
-	}
 	return mpictr_config_set_nranks(cfg, (int)n, err);
+}
+
+static int set_universe_size(mpictr_config *cfg, const char *arg, int *code,
+			     mpictr_err **err)
+{
+	long n;
+
+	if (parse_count(arg, 65536, "--universe-size", &n, code))
+		return OPT_STOP;
+	return mpictr_config_set_universe_size(cfg, (int)n, err);
 }
 
 static int set_env(mpictr_config *cfg, const char *arg, int *code,
@@ -273,6 +296,8 @@ static int run_option(mpictr_config *cfg, int c, char **argv,
 		return mpictr_config_set_devices(cfg, optarg, err);
 	case OPT_BIND_TO:
 		return mpictr_config_set_bind_to(cfg, optarg, err);
+	case OPT_UNIVERSE_SIZE:
+		return set_universe_size(cfg, optarg, code, err);
 	case OPT_DRY_RUN:
 		o->dry_run = 1;
 		return OPT_GO_ON;

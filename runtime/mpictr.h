@@ -177,6 +177,12 @@ MPICTR_PUBLIC int mpictr_config_set_flag(mpictr_config *cfg,
  * once, with no PMI server. */
 MPICTR_PUBLIC int mpictr_config_set_nranks(mpictr_config *cfg, int n,
 					   mpictr_err **err);
+/* MPI_UNIVERSE_SIZE of a launch (--universe-size): how many processes the
+ * ranks and the processes they spawn (MPI_Comm_spawn) may be at once.
+ * 0 (default): the CPU cores this process may use, or the number of ranks
+ * if larger, as Open MPI's mpirun on one node. 1..65536. */
+MPICTR_PUBLIC int mpictr_config_set_universe_size(mpictr_config *cfg, int n,
+						  mpictr_err **err);
 /* `none`, `all` or a comma list of kinds/paths (--devices). */
 MPICTR_PUBLIC int mpictr_config_set_devices(mpictr_config *cfg,
 					    const char *spec, mpictr_err **err);

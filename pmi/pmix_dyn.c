@@ -1,0 +1,419 @@
+/* pmix_dyn.c - the PMIx host upcalls behind MPI's dynamic processes:
+ * spawn (handed to the launcher), connect/disconnect, and the name service
+ * of publish/lookup/unpublish (pubstore.c). Every upcall runs on libpmix's
+ * progress thread and returns at once; a lookup that must wait for a
+ * publish is answered by that publish. See docs/pmi.md, "Dynamic
+ * processes". */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmix_dyn.h"
+#include "pubstore.h"
+#include "util.h"
+
+/* A lookup waiting for its keys to be published (PMIX_WAIT). */
+struct lookup_wait {
+	struct lookup_wait *next;
+	pmix_proc_t proc;
+	char **keys;
+	size_t want; /* keys that must be found */
+	pmix_lookup_cbfunc_t cbfunc;
+	void *cbdata;
+	/* set once answerable, under the lock */
+	pmix_pdata_t *pd;
+	size_t npd;
+};
+
+/* Where a spawn's answer goes (struct pmi_spawn.reply). */
+struct spawn_reply {
+	pmix_spawn_cbfunc_t cbfunc;
+	void *cbdata;
+};
+
+static struct {
+	pthread_mutex_t lock; /* guards what follows */
+	struct pubstore *store;
+	struct lookup_wait *waits;
+	char **spawned; /* registered namespaces of spawns */
+	struct pmi_hooks hooks;
+	bool multi_node;
+} d = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void value_free(void *v)
+{
+	pmix_value_t *pv = v;
+
+	PMIX_VALUE_RELEASE(pv);
+}
+
+void pmix_dyn_start(const struct pmi_hooks *hooks, const struct pmi_job *job)
+{
+	pthread_mutex_lock(&d.lock);
+	d.hooks = *hooks;
+	d.multi_node = job->nnodes > 1;
+	if (!d.store)
+		d.store = pubstore_new(value_free);
+	pthread_mutex_unlock(&d.lock);
+}
+
+/* ---- publish / lookup / unpublish ---- */
+
+/* Keys of the info array that direct the operation instead of being
+ * published. */
+static bool is_directive(const pmix_info_t *i)
+{
+	return PMIX_CHECK_KEY(i, PMIX_RANGE) ||
+	       PMIX_CHECK_KEY(i, PMIX_PERSISTENCE) ||
+	       PMIX_CHECK_KEY(i, PMIX_TIMEOUT) ||
+	       PMIX_CHECK_KEY(i, PMIX_USERID) ||
+	       PMIX_CHECK_KEY(i, PMIX_GRPID) || PMIX_CHECK_KEY(i, PMIX_WAIT);
+}
+
+/* PMIX_RANGE of info: 1 and *out, or 0 when not given. The launch is one
+ * session on one node, so only the namespace and the process itself
+ * narrow what others see. */
+static int range_of(const pmix_info_t info[], size_t ninfo, enum pub_range *out)
+{
+	for (size_t i = 0; i < ninfo; i++) {
+		if (!PMIX_CHECK_KEY(&info[i], PMIX_RANGE))
+			continue;
+		switch (info[i].value.data.range) {
+		case PMIX_RANGE_NAMESPACE:
+			*out = PUB_RANGE_NSPACE;
+			break;
+		case PMIX_RANGE_PROC_LOCAL:
+			*out = PUB_RANGE_PROC;
+			break;
+		default:
+			*out = PUB_RANGE_ALL;
+		}
+		return 1;
+	}
+	*out = PUB_RANGE_ALL;
+	return 0;
+}
+
+/* Under the lock: fill w->pd with the keys w->proc may see when at least
+ * w->want of them are there. Returns true when answerable. */
+static bool lookup_fill(struct lookup_wait *w)
+{
+	const struct pub_entry *found[64];
+	size_t n = 0, nkeys = strv_len(w->keys);
+
+	for (size_t k = 0; k < nkeys && n < ARRAY_SIZE(found); k++) {
+		const struct pub_entry *e = pubstore_find(
+		    d.store, w->proc.nspace, w->proc.rank, w->keys[k]);
+
+		if (e)
+			found[n++] = e;
+	}
+	if (n == 0 || n < w->want)
+		return false;
+	PMIX_PDATA_CREATE(w->pd, n);
+	w->npd = n;
+	for (size_t i = 0; i < n; i++) {
+		PMIX_LOAD_PROCID(&w->pd[i].proc, found[i]->nspace,
+				 found[i]->rank);
+		PMIX_LOAD_KEY(w->pd[i].key, found[i]->key);
+		PMIx_Value_xfer(&w->pd[i].value, found[i]->value);
+	}
+	return true;
+}
+
+static void lookup_answer(struct lookup_wait *w, pmix_status_t status)
+{
+	w->cbfunc(w->pd ? PMIX_SUCCESS : status, w->pd, w->npd, w->cbdata);
+	if (w->pd)
+		PMIX_PDATA_FREE(w->pd, w->npd);
+	strv_free(w->keys);
+	free(w);
+}
+
+/* Under the lock: unlink the waits a publish has made answerable. */
+static struct lookup_wait *take_answerable(void)
+{
+	struct lookup_wait *ready = NULL, **pp = &d.waits;
+
+	while (*pp) {
+		struct lookup_wait *w = *pp;
+
+		if (lookup_fill(w)) {
+			*pp = w->next;
+			w->next = ready;
+			ready = w;
+		} else {
+			pp = &w->next;
+		}
+	}
+	return ready;
+}
+
+static void answer_all(struct lookup_wait *ready, pmix_status_t status)
+{
+	while (ready) {
+		struct lookup_wait *next = ready->next;
+
+		lookup_answer(ready, status);
+		ready = next;
+	}
+}
+
+pmix_status_t pmix_dyn_publish(const pmix_proc_t *proc,
+			       const pmix_info_t info[], size_t ninfo,
+			       pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+	pmix_status_t rc = PMIX_SUCCESS;
+	struct lookup_wait *ready;
+	enum pub_range range;
+
+	range_of(info, ninfo, &range);
+	pthread_mutex_lock(&d.lock);
+	for (size_t i = 0; d.store && i < ninfo && rc == PMIX_SUCCESS; i++) {
+		pmix_value_t *v;
+
+		if (is_directive(&info[i]))
+			continue;
+		PMIX_VALUE_CREATE(v, 1);
+		PMIx_Value_xfer(v, &info[i].value);
+		if (pubstore_publish(d.store, proc->nspace, proc->rank, range,
+				     info[i].key, v) < 0) {
+			log_debug("pmix: publish '%s' by %s:%u: %s",
+				  info[i].key, proc->nspace, proc->rank,
+				  strerror(errno));
+			rc = errno == EEXIST   ? PMIX_ERR_DUPLICATE_KEY
+			     : errno == ENOSPC ? PMIX_ERR_OUT_OF_RESOURCE
+					       : PMIX_ERR_BAD_PARAM;
+			PMIX_VALUE_RELEASE(v);
+		}
+	}
+	ready = take_answerable();
+	pthread_mutex_unlock(&d.lock);
+	answer_all(ready, PMIX_SUCCESS);
+	cbfunc(rc, cbdata);
+	return PMIX_SUCCESS;
+}
+
+/* PMIX_WAIT: 0 no wait, else the number of keys to wait for. */
+static size_t wait_count(const pmix_info_t info[], size_t ninfo, size_t nkeys)
+{
+	for (size_t i = 0; i < ninfo; i++) {
+		const pmix_value_t *v = &info[i].value;
+		long n;
+
+		if (!PMIX_CHECK_KEY(&info[i], PMIX_WAIT))
+			continue;
+		if (v->type == PMIX_INT)
+			n = v->data.integer;
+		else if (v->type == PMIX_UINT32)
+			n = (long)v->data.uint32;
+		else if (v->type == PMIX_SIZE)
+			n = (long)v->data.size;
+		else
+			n = PMIX_INFO_TRUE(&info[i]) ? 0 : -1;
+		if (n < 0)
+			return 0;
+		/* 0 means "all of them" */
+		return n == 0 || (size_t)n > nkeys ? nkeys : (size_t)n;
+	}
+	return 0;
+}
+
+pmix_status_t pmix_dyn_lookup(const pmix_proc_t *proc, char **keys,
+			      const pmix_info_t info[], size_t ninfo,
+			      pmix_lookup_cbfunc_t cbfunc, void *cbdata)
+{
+	struct lookup_wait *w = xcalloc(1, sizeof(*w));
+	size_t nkeys = strv_len(keys), wait = wait_count(info, ninfo, nkeys);
+
+	if (nkeys == 0) {
+		free(w);
+		return PMIX_ERR_BAD_PARAM;
+	}
+	PMIX_LOAD_PROCID(&w->proc, proc->nspace, proc->rank);
+	w->keys = strv_dup(keys);
+	w->want = wait ? wait : 1;
+	w->cbfunc = cbfunc;
+	w->cbdata = cbdata;
+	pthread_mutex_lock(&d.lock);
+	if (d.store && !lookup_fill(w) && wait) {
+		/* answered by the publish that completes it, or at the end */
+		w->next = d.waits;
+		d.waits = w;
+		w = NULL;
+	}
+	pthread_mutex_unlock(&d.lock);
+	if (w)
+		lookup_answer(w, PMIX_ERR_NOT_FOUND);
+	return PMIX_SUCCESS;
+}
+
+pmix_status_t pmix_dyn_unpublish(const pmix_proc_t *proc, char **keys,
+				 const pmix_info_t info[], size_t ninfo,
+				 pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+	enum pub_range range;
+	int given = range_of(info, ninfo, &range);
+	size_t n = 0;
+
+	pthread_mutex_lock(&d.lock);
+	if (d.store)
+		n = pubstore_unpublish(d.store, proc->nspace, proc->rank, keys,
+				       range, !given);
+	pthread_mutex_unlock(&d.lock);
+	cbfunc(n == 0 && keys && keys[0] ? PMIX_ERR_NOT_FOUND : PMIX_SUCCESS,
+	       cbdata);
+	return PMIX_SUCCESS;
+}
+
+/* ---- connect / disconnect ---- */
+
+/* libpmix calls these once every local participant has called
+ * PMIx_Connect/PMIx_Disconnect. On one node every participant is local, so
+ * the operation is complete; the data of the other namespaces is in this
+ * server already. Across nodes it would need a collective between the
+ * nodes' servers, which mpictr does not have. */
+static pmix_status_t connect_local(pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+	if (d.multi_node)
+		return PMIX_ERR_NOT_SUPPORTED;
+	cbfunc(PMIX_SUCCESS, cbdata);
+	return PMIX_SUCCESS;
+}
+
+pmix_status_t pmix_dyn_connect(const pmix_proc_t procs[], size_t nprocs,
+			       const pmix_info_t info[], size_t ninfo,
+			       pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+	log_debug("pmix: connect of %zu proc entries", nprocs);
+	return connect_local(cbfunc, cbdata);
+}
+
+pmix_status_t pmix_dyn_disconnect(const pmix_proc_t procs[], size_t nprocs,
+				  const pmix_info_t info[], size_t ninfo,
+				  pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+	log_debug("pmix: disconnect of %zu proc entries", nprocs);
+	return connect_local(cbfunc, cbdata);
+}
+
+/* ---- spawn ---- */
+
+/* The app's working directory: PMIX_WDIR among its info wins over cwd. */
+static const char *app_cwd(const pmix_app_t *a)
+{
+	for (size_t i = 0; i < a->ninfo; i++)
+		if (PMIX_CHECK_KEY(&a->info[i], PMIX_WDIR) &&
+		    a->info[i].value.type == PMIX_STRING)
+			return a->info[i].value.data.string;
+	return a->cwd;
+}
+
+pmix_status_t pmix_dyn_spawn(const pmix_proc_t *proc,
+			     const pmix_info_t job_info[], size_t ninfo,
+			     const pmix_app_t apps[], size_t napps,
+			     pmix_spawn_cbfunc_t cbfunc, void *cbdata)
+{
+	struct pmi_spawn *sp;
+	struct spawn_reply *reply;
+	mpictr_err *err = NULL;
+
+	if (!d.hooks.spawn)
+		return PMIX_ERR_NOT_SUPPORTED;
+	sp = xcalloc(1, sizeof(*sp));
+	sp->parent_nspace = xstrdup(proc->nspace);
+	sp->parent_rank = proc->rank;
+	for (size_t i = 0; i < napps; i++)
+		if (pmi_spawn_add_app(sp, apps[i].cmd, apps[i].argv,
+				      apps[i].env, app_cwd(&apps[i]),
+				      apps[i].maxprocs, &err) < 0) {
+			log_error("pmix: %s:%u: %s", proc->nspace, proc->rank,
+				  mpictr_err_message(err));
+			mpictr_err_free(err);
+			pmi_spawn_free(sp);
+			return PMIX_ERR_BAD_PARAM;
+		}
+	reply = xmalloc(sizeof(*reply));
+	reply->cbfunc = cbfunc;
+	reply->cbdata = cbdata;
+	sp->reply = reply;
+	if (d.hooks.spawn(d.hooks.ctx, sp) < 0) {
+		free(reply);
+		pmi_spawn_free(sp);
+		return PMIX_ERR_NOT_SUPPORTED;
+	}
+	return PMIX_SUCCESS;
+}
+
+int pmi_pmix_spawn_register(const struct pmi_job *job, struct pmi_spawn *sp,
+			    mpictr_err **err)
+{
+	if (pmix_register_job(job, sp, err) < 0)
+		return -1;
+	free(sp->nspace);
+	sp->nspace = xstrdup(job->nspace);
+	pthread_mutex_lock(&d.lock);
+	strv_push(&d.spawned, job->nspace);
+	pthread_mutex_unlock(&d.lock);
+	return 0;
+}
+
+int pmi_pmix_spawn_env(const char *nspace, uint32_t rank, char ***env,
+		       mpictr_err **err)
+{
+	return pmix_setup_fork(nspace, rank, env, err);
+}
+
+static void forget_spawned(const char *nspace)
+{
+	size_t i, n;
+
+	pthread_mutex_lock(&d.lock);
+	n = strv_len(d.spawned);
+	for (i = 0; i < n && strcmp(d.spawned[i], nspace) != 0; i++)
+		;
+	if (i < n) {
+		free(d.spawned[i]);
+		memmove(&d.spawned[i], &d.spawned[i + 1],
+			(n - i) * sizeof(char *));
+	}
+	pthread_mutex_unlock(&d.lock);
+}
+
+void pmi_pmix_spawn_done(struct pmi_spawn *sp, bool ok)
+{
+	struct spawn_reply *reply = sp->reply;
+	pmix_nspace_t ns;
+
+	PMIX_LOAD_NSPACE(ns, ok && sp->nspace ? sp->nspace : "");
+	if (!ok && sp->nspace) {
+		forget_spawned(sp->nspace);
+		pmix_deregister_nspace(sp->nspace);
+	}
+	if (reply)
+		reply->cbfunc(ok ? PMIX_SUCCESS : PMIX_ERR_OUT_OF_RESOURCE, ns,
+			      reply->cbdata);
+	free(reply);
+	sp->reply = NULL;
+}
+
+void pmix_dyn_stop(void)
+{
+	struct lookup_wait *waits;
+	char **spawned;
+
+	pthread_mutex_lock(&d.lock);
+	waits = d.waits;
+	d.waits = NULL;
+	spawned = d.spawned;
+	d.spawned = NULL;
+	pubstore_free(d.store);
+	d.store = NULL;
+	memset(&d.hooks, 0, sizeof(d.hooks));
+	pthread_mutex_unlock(&d.lock);
+	answer_all(waits, PMIX_ERR_NOT_FOUND);
+	for (char **n = spawned; n && *n; n++)
+		pmix_deregister_nspace(*n);
+	strv_free(spawned);
+}

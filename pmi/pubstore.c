@@ -1,0 +1,135 @@
+/* pubstore.c - the publish/lookup name service (see pubstore.h). A plain
+ * array: Open MPI publishes a handful of keys per connect/accept. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pubstore.h"
+#include "util.h"
+
+struct pubstore {
+	struct pub_entry *e;
+	size_t n, cap;
+	void (*free_value)(void *);
+};
+
+struct pubstore *pubstore_new(void (*free_value)(void *))
+{
+	struct pubstore *st = xcalloc(1, sizeof(*st));
+
+	st->free_value = free_value;
+	return st;
+}
+
+static void entry_clear(struct pubstore *st, struct pub_entry *e)
+{
+	free(e->key);
+	free(e->nspace);
+	if (st->free_value && e->value)
+		st->free_value(e->value);
+	memset(e, 0, sizeof(*e));
+}
+
+void pubstore_free(struct pubstore *st)
+{
+	if (!st)
+		return;
+	for (size_t i = 0; i < st->n; i++)
+		entry_clear(st, &st->e[i]);
+	free(st->e);
+	free(st);
+}
+
+/* May (nspace, rank) see e? */
+static bool visible(const struct pub_entry *e, const char *nspace,
+		    uint32_t rank)
+{
+	switch (e->range) {
+	case PUB_RANGE_ALL:
+		return true;
+	case PUB_RANGE_NSPACE:
+		return strcmp(e->nspace, nspace) == 0;
+	case PUB_RANGE_PROC:
+		return strcmp(e->nspace, nspace) == 0 && e->rank == rank;
+	default:
+		return false;
+	}
+}
+
+int pubstore_publish(struct pubstore *st, const char *nspace, uint32_t rank,
+		     enum pub_range range, const char *key, void *value)
+{
+	struct pub_entry *e;
+
+	if (!key || !*key || strlen(key) > PUBSTORE_KEY_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (size_t i = 0; i < st->n; i++)
+		if (st->e[i].range == range && strcmp(st->e[i].key, key) == 0 &&
+		    visible(&st->e[i], nspace, rank)) {
+			errno = EEXIST;
+			return -1;
+		}
+	if (st->n >= PUBSTORE_MAX_ENTRIES) {
+		errno = ENOSPC;
+		return -1;
+	}
+	if (st->n == st->cap) {
+		st->cap = st->cap ? st->cap * 2 : 16;
+		st->e = xrealloc(st->e, st->cap * sizeof(*st->e));
+	}
+	e = &st->e[st->n++];
+	e->key = xstrdup(key);
+	e->nspace = xstrdup(nspace);
+	e->rank = rank;
+	e->range = range;
+	e->value = value;
+	return 0;
+}
+
+const struct pub_entry *pubstore_find(const struct pubstore *st,
+				      const char *nspace, uint32_t rank,
+				      const char *key)
+{
+	/* The narrowest range first: a key the caller published for itself
+	 * hides a wider one of the same name. */
+	const struct pub_entry *best = NULL;
+
+	for (size_t i = 0; i < st->n; i++) {
+		const struct pub_entry *e = &st->e[i];
+
+		if (strcmp(e->key, key) == 0 && visible(e, nspace, rank) &&
+		    (!best || e->range > best->range))
+			best = e;
+	}
+	return best;
+}
+
+size_t pubstore_unpublish(struct pubstore *st, const char *nspace,
+			  uint32_t rank, char *const *keys,
+			  enum pub_range range, int range_any)
+{
+	size_t removed = 0, i = 0;
+
+	while (i < st->n) {
+		struct pub_entry *e = &st->e[i];
+
+		if (strcmp(e->nspace, nspace) == 0 && e->rank == rank &&
+		    (range_any || e->range == range) &&
+		    (!keys || strv_contains(keys, e->key))) {
+			entry_clear(st, e);
+			st->e[i] = st->e[--st->n];
+			removed++;
+			continue;
+		}
+		i++;
+	}
+	return removed;
+}
+
+size_t pubstore_count(const struct pubstore *st)
+{
+	return st ? st->n : 0;
+}

@@ -1,0 +1,55 @@
+/* pubstore.h - the name service behind PMIx publish/lookup/unpublish
+ * (MPI_Publish_name, MPI_Lookup_name, the port exchange of
+ * MPI_Comm_connect/accept): key -> value, scoped to one launch, with the
+ * publisher and a range. Pure: no PMIx, no locking (the caller holds one);
+ * values are opaque and freed through the store's free function.
+ */
+#ifndef MPICTR_PUBSTORE_H
+#define MPICTR_PUBSTORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* At most this many entries in one store (a client cannot grow the
+ * launcher without bound), keys at most PUBSTORE_KEY_MAX bytes. */
+#define PUBSTORE_MAX_ENTRIES 65536
+#define PUBSTORE_KEY_MAX 511
+
+enum pub_range {
+	PUB_RANGE_ALL,	  /* every process of the launch (session, global) */
+	PUB_RANGE_NSPACE, /* processes of the publisher's namespace */
+	PUB_RANGE_PROC,	  /* the publisher alone */
+};
+
+struct pub_entry {
+	char *key;
+	char *nspace; /* the publisher */
+	uint32_t rank;
+	enum pub_range range;
+	void *value;
+};
+
+struct pubstore;
+
+struct pubstore *pubstore_new(void (*free_value)(void *));
+/* Frees every value. NULL ok. */
+void pubstore_free(struct pubstore *st);
+/* Store key -> value (the store takes value on success). -1 with errno:
+ * EEXIST when an entry of that key and range is already visible to the
+ * publisher, ENOSPC when the store is full, EINVAL for an empty or
+ * over-long key. */
+int pubstore_publish(struct pubstore *st, const char *nspace, uint32_t rank,
+		     enum pub_range range, const char *key, void *value);
+/* The entry of key that (nspace, rank) may see, or NULL. */
+const struct pub_entry *pubstore_find(const struct pubstore *st,
+				      const char *nspace, uint32_t rank,
+				      const char *key);
+/* Remove what (nspace, rank) published under keys (NULL-terminated; NULL
+ * means all of its keys) in range, or in any range when range_any. Returns
+ * the number removed. */
+size_t pubstore_unpublish(struct pubstore *st, const char *nspace,
+			  uint32_t rank, char *const *keys,
+			  enum pub_range range, int range_any);
+size_t pubstore_count(const struct pubstore *st);
+
+#endif
