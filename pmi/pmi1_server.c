@@ -378,9 +378,9 @@ static void spawn_line(struct pmi1_service *s, struct conn *c, const char *line,
 	    (n == 6 || line[6] == '\n')) {
 		c->in_spawn = false;
 		if (c->spawn_sofar >= c->spawn_total) {
-			log_notice("pmi1: rank %u asked to spawn processes: "
-				   "not supported for MPICH",
-				   c->rank);
+			log_warn("pmi1: rank %u asked to spawn processes: "
+				 "not supported for MPICH",
+				 c->rank);
 			conn_send(s, c,
 				  "cmd=spawn_result rc=-1 "
 				  "msg=spawn_not_supported");

@@ -12,7 +12,7 @@
 
 /* At most this many entries in one store (a client cannot grow the
  * launcher without bound), keys at most PUBSTORE_KEY_MAX bytes. */
-#define PUBSTORE_MAX_ENTRIES 65536
+#define PUBSTORE_MAX_ENTRIES 4096
 #define PUBSTORE_KEY_MAX 511
 
 enum pub_range {

@@ -155,18 +155,7 @@ static void rank_main(struct job *j, int rank, int sync_wfd, int pmi_fd,
 	if (j->cfg->bind_to && strcmp(j->cfg->bind_to, "core") == 0 &&
 	    bind_rank_to_core(rank) < 0)
 		log_warn("rank %d: bind to a core: %s", rank, strerror(errno));
-	if (rank > 0 && j->cfg->nranks > 0) {
-		int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (nul >= 0) {
-			dup2(nul, STDIN_FILENO);
-			close(nul);
-		}
-	}
-	if (out_wfd >= 0) {
-		dup2(out_wfd, STDOUT_FILENO);
-		dup2(out_wfd, STDERR_FILENO);
-		close(out_wfd);
-	}
+	proc_child_stdio(rank > 0 && j->cfg->nranks > 0, out_wfd);
 	container_exec(&j->plan, env, j->holders[h].userns, j->holders[h].mntns,
 		       pmi_fd, &err);
 	if (j->cfg->nranks > 0)

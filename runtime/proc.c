@@ -45,6 +45,23 @@ void proc_child_setup(const sigset_t *mask, pid_t parent)
 		_exit(MPICTR_EXIT_FAILURE);
 }
 
+void proc_child_stdio(bool null_stdin, int out_fd)
+{
+	if (null_stdin) {
+		int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+		if (nul >= 0) {
+			dup2(nul, STDIN_FILENO);
+			close(nul);
+		}
+	}
+	if (out_fd >= 0) {
+		dup2(out_fd, STDOUT_FILENO);
+		dup2(out_fd, STDERR_FILENO);
+		close(out_fd);
+	}
+}
+
 pid_t proc_fork_relay(int *rfd, int *wfd, const char *what, mpictr_err **err)
 {
 	int p[2];

@@ -23,6 +23,10 @@ long mono_ms(void);
  * signal mask set to *mask, SIGKILL when the parent dies; _exits at once
  * when the parent (pid `parent`) is already gone. */
 void proc_child_setup(const sigset_t *mask, pid_t parent);
+/* In a child before exec: stdin from /dev/null when null_stdin, stdout
+ * and stderr to out_fd (closed after) when out_fd >= 0. Async-signal-safe
+ * (open, dup2, close). */
+void proc_child_stdio(bool null_stdin, int out_fd);
 
 /* Fork with a relay: a CLOEXEC pipe whose write end only the child keeps.
  * Returns the pid in the parent, which gets the read end in *rfd (for

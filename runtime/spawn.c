@@ -149,22 +149,12 @@ static void child_main(const struct spawner *s, const struct plan *p,
 		       char **env, int sync_wfd, int out_wfd)
 {
 	mpictr_err *err = NULL;
-	int nul;
 
 	/* Forked while the PMI threads run: the child touches no lock they
 	 * may hold (no logging, no libpmix); its allocations are glibc's,
 	 * whose fork resets the allocator's locks. Same path as a rank. */
 	proc_child_setup(s->ctx.old_mask, s->ctx.supervisor);
-	nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (nul >= 0) {
-		dup2(nul, STDIN_FILENO);
-		close(nul);
-	}
-	if (out_wfd >= 0) {
-		dup2(out_wfd, STDOUT_FILENO);
-		dup2(out_wfd, STDERR_FILENO);
-		close(out_wfd);
-	}
+	proc_child_stdio(true, out_wfd);
 	container_exec(p, env, s->ctx.userns, s->ctx.mntns, -1, &err);
 	relay_send(sync_wfd, err);
 	_exit(mpictr_err_exit_code(err));

@@ -132,3 +132,14 @@ marked_procs() {
 # look at this test's alone (not for tests that pass it to srun: nodes
 # have private /tmp directories).
 private_tmpdir() { export TMPDIR=$T_TMP/tmpdir; mkdir -p "$TMPDIR"; }
+
+# The CPU cores this shell may run on (hardware threads of one core count
+# once): Open MPI's mpirun's slots on one node, mpictr's default
+# MPI_UNIVERSE_SIZE when -n is not larger.
+t_cores() {
+	local c d
+	for c in $(python3 -c 'import os; print(*os.sched_getaffinity(0))'); do
+		d=/sys/devices/system/cpu/cpu$c/topology
+		echo "$(cat "$d/physical_package_id" 2>/dev/null || echo "c$c"):$(cat "$d/core_id" 2>/dev/null)"
+	done | sort -u | wc -l
+}

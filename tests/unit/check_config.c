@@ -118,6 +118,11 @@ START_TEST(test_setters)
 	ck_assert_int_eq(mpictr_config_set_nranks(cfg, 5000, &err), -1);
 	mpictr_err_free(err);
 	err = NULL;
+	ck_assert_int_eq(mpictr_config_set_universe_size(cfg, 65537, &err), -1);
+	ck_assert(strstr(mpictr_err_message(err), "universe size 65537"));
+	mpictr_err_free(err);
+	err = NULL;
+	ck_assert_int_eq(mpictr_config_set_universe_size(cfg, 8, &err), 0);
 	ck_assert_int_eq(mpictr_config_set_bind_to(cfg, "socket", &err), -1);
 	ck_assert(strstr(mpictr_err_message(err), "'socket'"));
 	mpictr_err_free(err);

@@ -546,6 +546,36 @@ START_TEST(test_server_abort)
 }
 END_TEST
 
+/* MPICH's PMI_Spawn_multiple: one "mcmd=spawn ... endcmd" segment per
+ * app, one answer after the last: a refusal, and the rank stays served. */
+START_TEST(test_server_spawn_refused)
+{
+	static const char segment[] =
+	    "mcmd=spawn\nnprocs=1\nexecname=/bin/x\ntotspawns=2\n"
+	    "spawnssofar=%d\nargcnt=1\narg1=a b=c\npreput_num=0\n"
+	    "info_num=0\nendcmd\n";
+	struct fixture f;
+	char line[256], seg[256];
+
+	fixture_start(&f, 1);
+	say(f.fd[0], "cmd=init pmi_version=1 pmi_subversion=1\n");
+	read_line(f.fd[0], line, sizeof(line), 2000);
+	snprintf(seg, sizeof(seg), segment, 1);
+	say(f.fd[0], seg);
+	snprintf(seg, sizeof(seg), segment, 2);
+	say(f.fd[0], seg);
+	read_line(f.fd[0], line, sizeof(line), 2000);
+	ck_assert_str_eq(line,
+			 "cmd=spawn_result rc=-1 msg=spawn_not_supported");
+	say(f.fd[0], "cmd=get_universe_size\n");
+	read_line(f.fd[0], line, sizeof(line), 2000);
+	ck_assert_str_eq(line, "cmd=universe_size rc=0 size=1");
+	say(f.fd[0], "cmd=finalize\n");
+	read_line(f.fd[0], line, sizeof(line), 2000);
+	fixture_stop(&f, 1);
+}
+END_TEST
+
 START_TEST(test_server_malformed_drops_rank)
 {
 	struct fixture f;
@@ -662,6 +692,7 @@ Suite *suite_pmi(void)
 	tcase_add_test(tc, test_server_conversation);
 	tcase_add_test(tc, test_server_rank_env);
 	tcase_add_test(tc, test_server_abort);
+	tcase_add_test(tc, test_server_spawn_refused);
 	tcase_add_test(tc, test_server_malformed_drops_rank);
 	tcase_add_test(tc, test_server_exit_policy);
 	tcase_add_test(tc, test_server_exit_in_barrier);
