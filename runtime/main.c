@@ -3,6 +3,7 @@
  * library and maps them to the documented exit codes (R1, R3, R7).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -187,20 +188,14 @@ struct run_opts {
 /* Option results: go on, or stop and exit with *code. */
 enum { OPT_GO_ON = 0, OPT_STOP = 1 };
 
-/* A count in 1..max for option `what`; else a usage error. */
-static int parse_count(const char *arg, long max, const char *what, long *n,
-		       int *code)
+/* A whole number in 1..max? */
+static bool parse_count(const char *arg, long max, long *n)
 {
 	char *end;
 
 	errno = 0;
 	*n = strtol(arg, &end, 10);
-	if (errno || *end || end == arg || *n < 1 || *n > max) {
-		*code = usage_error("invalid %s '%s' (expected 1..%ld)", what,
-				    arg, max);
-		return OPT_STOP;
-	}
-	return OPT_GO_ON;
+	return !errno && !*end && end != arg && *n >= 1 && *n <= max;
 }
 
 static int set_nranks(mpictr_config *cfg, const char *arg, int *code,
@@ -208,8 +203,12 @@ static int set_nranks(mpictr_config *cfg, const char *arg, int *code,
 {
 	long n;
 
-	if (parse_count(arg, 4096, "rank count for -n", &n, code))
+	if (!parse_count(arg, 4096, &n)) {
+		*code = usage_error("invalid rank count '%s' for -n (expected "
+				    "1..4096)",
+				    arg);
 		return OPT_STOP;
+	}
 	return mpictr_config_set_nranks(cfg, (int)n, err);
 }
 
@@ -218,8 +217,12 @@ static int set_universe_size(mpictr_config *cfg, const char *arg, int *code,
 {
 	long n;
 
-	if (parse_count(arg, 65536, "--universe-size", &n, code))
+	if (!parse_count(arg, 65536, &n)) {
+		*code = usage_error("invalid --universe-size '%s' (expected "
+				    "1..65536)",
+				    arg);
 		return OPT_STOP;
+	}
 	return mpictr_config_set_universe_size(cfg, (int)n, err);
 }
 
