@@ -71,6 +71,18 @@ static bool is_directive(const pmix_info_t *i)
 	       PMIX_CHECK_KEY(i, PMIX_GRPID) || PMIX_CHECK_KEY(i, PMIX_WAIT);
 }
 
+/* PMIX_PERSISTENCE of info is PMIX_PERSIST_FIRST_READ. Other
+ * persistences keep the key until unpublished or the job ends. */
+static bool read_once(const pmix_info_t info[], size_t ninfo)
+{
+	for (size_t i = 0; i < ninfo; i++)
+		if (PMIX_CHECK_KEY(&info[i], PMIX_PERSISTENCE))
+			return info[i].value.type == PMIX_PERSIST &&
+			       info[i].value.data.persist ==
+				   PMIX_PERSIST_FIRST_READ;
+	return false;
+}
+
 /* PMIX_RANGE of info: 1 and *out, or 0 when not given. The launch is one
  * session on one node, so only the namespace and the process itself
  * narrow what others see. */
@@ -119,6 +131,7 @@ static bool lookup_fill(struct lookup_wait *w)
 		PMIX_LOAD_KEY(w->pd[i].key, found[i]->key);
 		PMIx_Value_xfer(&w->pd[i].value, found[i]->value);
 	}
+	pubstore_read(d.store, found, n); /* read-once entries go */
 	return true;
 }
 
@@ -167,6 +180,7 @@ pmix_status_t pmix_dyn_publish(const pmix_proc_t *proc,
 	pmix_status_t rc = PMIX_SUCCESS;
 	struct lookup_wait *ready;
 	enum pub_range range;
+	bool once = read_once(info, ninfo);
 
 	range_of(info, ninfo, &range);
 	pthread_mutex_lock(&d.lock);
@@ -175,10 +189,12 @@ pmix_status_t pmix_dyn_publish(const pmix_proc_t *proc,
 
 		if (is_directive(&info[i]))
 			continue;
+		log_debug("pmix: publish '%s' by %s:%u%s", info[i].key,
+			  proc->nspace, proc->rank, once ? " (read once)" : "");
 		PMIX_VALUE_CREATE(v, 1);
 		PMIx_Value_xfer(v, &info[i].value);
 		if (pubstore_publish(d.store, proc->nspace, proc->rank, range,
-				     info[i].key, v) < 0) {
+				     info[i].key, v, once) < 0) {
 			log_debug("pmix: publish '%s' by %s:%u: %s",
 				  info[i].key, proc->nspace, proc->rank,
 				  strerror(errno));
@@ -231,6 +247,9 @@ pmix_status_t pmix_dyn_lookup(const pmix_proc_t *proc, char **keys,
 		free(w);
 		return PMIX_ERR_BAD_PARAM;
 	}
+	log_debug("pmix: lookup of '%s'%s by %s:%u%s", keys[0],
+		  nkeys > 1 ? " ..." : "", proc->nspace, proc->rank,
+		  wait ? " (waits)" : "");
 	PMIX_LOAD_PROCID(&w->proc, proc->nspace, proc->rank);
 	w->keys = strv_dup(keys);
 	w->want = wait ? wait : 1;

@@ -58,7 +58,8 @@ static bool visible(const struct pub_entry *e, const char *nspace,
 }
 
 int pubstore_publish(struct pubstore *st, const char *nspace, uint32_t rank,
-		     enum pub_range range, const char *key, void *value)
+		     enum pub_range range, const char *key, void *value,
+		     bool once)
 {
 	struct pub_entry *e;
 
@@ -81,10 +82,12 @@ int pubstore_publish(struct pubstore *st, const char *nspace, uint32_t rank,
 		st->e = xrealloc(st->e, st->cap * sizeof(*st->e));
 	}
 	e = &st->e[st->n++];
+	memset(e, 0, sizeof(*e)); /* the slot may hold a moved entry's copy */
 	e->key = xstrdup(key);
 	e->nspace = xstrdup(nspace);
 	e->rank = rank;
 	e->range = range;
+	e->once = once;
 	e->value = value;
 	return 0;
 }
@@ -127,6 +130,28 @@ size_t pubstore_unpublish(struct pubstore *st, const char *nspace,
 		i++;
 	}
 	return removed;
+}
+
+void pubstore_read(struct pubstore *st, const struct pub_entry *const *found,
+		   size_t n)
+{
+	size_t i = 0;
+
+	/* Mark first: removing moves the last entry into the hole. */
+	for (size_t k = 0; k < n; k++) {
+		size_t at = (size_t)(found[k] - st->e);
+
+		if (at < st->n && st->e[at].once)
+			st->e[at].read = true;
+	}
+	while (i < st->n) {
+		if (st->e[i].read) {
+			entry_clear(st, &st->e[i]);
+			st->e[i] = st->e[--st->n];
+			continue;
+		}
+		i++;
+	}
 }
 
 size_t pubstore_count(const struct pubstore *st)

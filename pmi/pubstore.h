@@ -7,6 +7,7 @@
 #ifndef MPICTR_PUBSTORE_H
 #define MPICTR_PUBSTORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -26,6 +27,8 @@ struct pub_entry {
 	char *nspace; /* the publisher */
 	uint32_t rank;
 	enum pub_range range;
+	bool once; /* removed by the first lookup that reads it */
+	bool read; /* (pubstore_read's mark) */
 	void *value;
 };
 
@@ -34,12 +37,14 @@ struct pubstore;
 struct pubstore *pubstore_new(void (*free_value)(void *));
 /* Frees every value. NULL ok. */
 void pubstore_free(struct pubstore *st);
-/* Store key -> value (the store takes value on success). -1 with errno:
- * EEXIST when an entry of that key and range is already visible to the
- * publisher, ENOSPC when the store is full, EINVAL for an empty or
- * over-long key. */
+/* Store key -> value (the store takes value on success); once: the first
+ * lookup that reads it removes it (PMIX_PERSIST_FIRST_READ, which Open
+ * MPI's port exchange asks for). -1 with errno: EEXIST when an entry of
+ * that key and range is already visible to the publisher, ENOSPC when the
+ * store is full, EINVAL for an empty or over-long key. */
 int pubstore_publish(struct pubstore *st, const char *nspace, uint32_t rank,
-		     enum pub_range range, const char *key, void *value);
+		     enum pub_range range, const char *key, void *value,
+		     bool once);
 /* The entry of key that (nspace, rank) may see, or NULL. */
 const struct pub_entry *pubstore_find(const struct pubstore *st,
 				      const char *nspace, uint32_t rank,
@@ -51,5 +56,9 @@ size_t pubstore_unpublish(struct pubstore *st, const char *nspace,
 			  uint32_t rank, char *const *keys,
 			  enum pub_range range, int range_any);
 size_t pubstore_count(const struct pubstore *st);
+/* After a lookup has copied the n entries found (pubstore_find): remove
+ * those that are read-once. */
+void pubstore_read(struct pubstore *st, const struct pub_entry *const *found,
+		   size_t n);
 
 #endif

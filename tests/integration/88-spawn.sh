@@ -66,10 +66,10 @@ ok "a spawned child calls MPI_Abort(9): the job ends with 9, nothing left" \
 ok "a spawned child is killed (SIGKILL): the job ends with 137 as under mpirun, nothing left" \
 	status_clean 137 $T "$MPICTR" --universe-size 3 -n 2 "$I" $S kill
 
-ok "publish/lookup + connect/accept between two spawned groups" \
-	run ports $T "$MPICTR" --universe-size 5 -n 1 "$I" $S ports
-check "ports: the server and client groups allreduce over their merged intercommunicator" \
-	bash -c "$(declare -f merged_ok one_userns); T_TMP='$T_TMP' merged_ok ports server 2 4 && T_TMP='$T_TMP' merged_ok ports client 2 4 && grep -q '^parent ports done: 2 servers 2 clients' '$T_TMP/ports.out' && T_TMP='$T_TMP' one_userns ports"
+ok "publish/lookup + connect/accept between spawned groups, two accepts on one port" \
+	run ports $T "$MPICTR" --universe-size 7 -n 1 "$I" $S ports
+check "ports: the server group and each client group allreduce over their merged intercommunicator" \
+	bash -c "$(declare -f merged_ok one_userns); T_TMP='$T_TMP' merged_ok ports server 4 4 && T_TMP='$T_TMP' merged_ok ports client 4 4 && grep -q '^parent ports done: 2 servers 4 clients' '$T_TMP/ports.out' && T_TMP='$T_TMP' one_userns ports"
 
 # The default universe: the cores mpictr may run on, or N when larger.
 cores=$(t_cores)

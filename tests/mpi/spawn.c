@@ -12,9 +12,10 @@
  *                      happened. Open MPI 4.1.4 hangs after a failed
  *                      spawn from more than one rank, under mpirun too:
  *                      fail spawns from one rank only
- *   spawn ports        spawn 2 "server" (open a port, publish it, accept),
- *                      then 2 "client" (look the name up, connect); both
- *                      groups allreduce over their intercommunicator
+ *   spawn ports        spawn 2 "server" (open a port, publish it, accept
+ *                      twice on it), then twice 2 "client" (look the name
+ *                      up, connect); each pair of groups allreduces over
+ *                      its intercommunicator
  *
  * Every process prints its user namespace (/proc/self/ns/user).
  */
@@ -159,7 +160,7 @@ static int run_peer(MPI_Comm parent, int server)
 	char port[MPI_MAX_PORT_NAME] = "";
 	const char *role = server ? "server" : "client";
 	MPI_Comm inter;
-	int rank, rc;
+	int rank, rc = 0;
 
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	if (rank == 0 && server) {
@@ -169,14 +170,20 @@ static int run_peer(MPI_Comm parent, int server)
 		MPI_Lookup_name(SERVICE, MPI_INFO_NULL, port);
 		printf("client found the port\n");
 	}
-	if (server) {
+	if (server)
 		MPI_Barrier(parent); /* published: the parent starts clients */
-		MPI_Comm_accept(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter);
-	} else {
-		MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter);
+	/* the server accepts two client groups, one after the other, on
+	 * the same port */
+	for (int i = 0; i < (server ? 2 : 1); i++) {
+		if (server)
+			MPI_Comm_accept(port, MPI_INFO_NULL, 0, MPI_COMM_WORLD,
+					&inter);
+		else
+			MPI_Comm_connect(port, MPI_INFO_NULL, 0,
+					 MPI_COMM_WORLD, &inter);
+		rc |= merged_allreduce(role, inter, !server);
+		MPI_Comm_free(&inter);
 	}
-	rc = merged_allreduce(role, inter, !server);
-	MPI_Comm_free(&inter);
 	if (rank == 0 && server) {
 		MPI_Unpublish_name(SERVICE, MPI_INFO_NULL, port);
 		MPI_Close_port(port);
@@ -189,16 +196,18 @@ static int run_peer(MPI_Comm parent, int server)
 static int run_ports(void)
 {
 	MPI_Comm servers, clients;
-	int s, c;
+	int s, c = 0;
 
 	spawn_n("server", 2, &servers);
 	MPI_Barrier(servers);
-	spawn_n("client", 2, &clients);
+	for (int i = 0; i < 2; i++) {
+		spawn_n("client", 2, &clients);
+		c += tell_parent(clients);
+		MPI_Comm_disconnect(&clients);
+	}
 	s = tell_parent(servers);
-	c = tell_parent(clients);
 	printf("parent ports done: %d servers %d clients\n", s, c);
 	MPI_Comm_disconnect(&servers);
-	MPI_Comm_disconnect(&clients);
 	return 0;
 }
 

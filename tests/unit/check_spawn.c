@@ -33,7 +33,7 @@ START_TEST(test_publish_lookup_all)
 	const struct pub_entry *e;
 
 	ck_assert_int_eq(pubstore_publish(st, "ns.a", 0, PUB_RANGE_ALL,
-					  "port", strdup("p0")),
+					  "port", strdup("p0"), false),
 			 0);
 	e = pubstore_find(st, "ns.b", 3, "port");
 	ck_assert_ptr_nonnull(e);
@@ -50,8 +50,8 @@ START_TEST(test_ranges)
 {
 	struct pubstore *st = store();
 
-	pubstore_publish(st, "ns.a", 1, PUB_RANGE_NSPACE, "k", strdup("n"));
-	pubstore_publish(st, "ns.a", 1, PUB_RANGE_PROC, "mine", strdup("p"));
+	pubstore_publish(st, "ns.a", 1, PUB_RANGE_NSPACE, "k", strdup("n"), false);
+	pubstore_publish(st, "ns.a", 1, PUB_RANGE_PROC, "mine", strdup("p"), false);
 	/* the namespace sees it, another namespace does not */
 	ck_assert_ptr_nonnull(pubstore_find(st, "ns.a", 0, "k"));
 	ck_assert_ptr_null(pubstore_find(st, "ns.b", 1, "k"));
@@ -59,7 +59,7 @@ START_TEST(test_ranges)
 	ck_assert_ptr_nonnull(pubstore_find(st, "ns.a", 1, "mine"));
 	ck_assert_ptr_null(pubstore_find(st, "ns.a", 0, "mine"));
 	/* the narrowest visible range wins */
-	pubstore_publish(st, "ns.b", 0, PUB_RANGE_ALL, "k", strdup("all"));
+	pubstore_publish(st, "ns.b", 0, PUB_RANGE_ALL, "k", strdup("all"), false);
 	ck_assert_str_eq(pubstore_find(st, "ns.a", 0, "k")->value, "n");
 	ck_assert_str_eq(pubstore_find(st, "ns.c", 0, "k")->value, "all");
 	pubstore_free(st);
@@ -73,25 +73,25 @@ START_TEST(test_duplicates_and_bounds)
 	char longkey[PUBSTORE_KEY_MAX + 2];
 	void *v = strdup("x");
 
-	pubstore_publish(st, "ns.a", 0, PUB_RANGE_ALL, "svc", strdup("1"));
+	pubstore_publish(st, "ns.a", 0, PUB_RANGE_ALL, "svc", strdup("1"), false);
 	errno = 0;
 	ck_assert_int_eq(
-	    pubstore_publish(st, "ns.b", 0, PUB_RANGE_ALL, "svc", v), -1);
+	    pubstore_publish(st, "ns.b", 0, PUB_RANGE_ALL, "svc", v, false), -1);
 	ck_assert_int_eq(errno, EEXIST);
 	/* another namespace's key of namespace range is no duplicate */
-	pubstore_publish(st, "ns.a", 0, PUB_RANGE_NSPACE, "n", strdup("a"));
+	pubstore_publish(st, "ns.a", 0, PUB_RANGE_NSPACE, "n", strdup("a"), false);
 	ck_assert_int_eq(pubstore_publish(st, "ns.b", 0, PUB_RANGE_NSPACE,
-					  "n", strdup("b")),
+					  "n", strdup("b"), false),
 			 0);
 	ck_assert_int_eq(pubstore_publish(st, "ns.a", 1, PUB_RANGE_NSPACE,
-					  "n", v),
+					  "n", v, false),
 			 -1);
 	memset(longkey, 'k', sizeof(longkey) - 1);
 	longkey[sizeof(longkey) - 1] = '\0';
 	ck_assert_int_eq(
-	    pubstore_publish(st, "ns.a", 0, PUB_RANGE_ALL, longkey, v), -1);
+	    pubstore_publish(st, "ns.a", 0, PUB_RANGE_ALL, longkey, v, false), -1);
 	ck_assert_int_eq(errno, EINVAL);
-	ck_assert_int_eq(pubstore_publish(st, "ns.a", 0, PUB_RANGE_ALL, "", v),
+	ck_assert_int_eq(pubstore_publish(st, "ns.a", 0, PUB_RANGE_ALL, "", v, false),
 			 -1);
 	ck_assert_uint_eq(pubstore_count(st), 3);
 	free(v); /* refused: still ours */
@@ -108,10 +108,10 @@ START_TEST(test_full_store)
 	for (int i = 0; i < PUBSTORE_MAX_ENTRIES; i++) {
 		snprintf(key, sizeof(key), "k%d", i);
 		ck_assert_int_eq(
-		    pubstore_publish(st, "ns", 0, PUB_RANGE_ALL, key, NULL), 0);
+		    pubstore_publish(st, "ns", 0, PUB_RANGE_ALL, key, NULL, false), 0);
 	}
 	ck_assert_int_eq(
-	    pubstore_publish(st, "ns", 0, PUB_RANGE_ALL, "more", NULL), -1);
+	    pubstore_publish(st, "ns", 0, PUB_RANGE_ALL, "more", NULL, false), -1);
 	ck_assert_int_eq(errno, ENOSPC);
 	pubstore_free(st);
 }
@@ -122,9 +122,9 @@ START_TEST(test_unpublish)
 	struct pubstore *st = store();
 	char *keys[] = {"a", NULL};
 
-	pubstore_publish(st, "ns.a", 0, PUB_RANGE_ALL, "a", strdup("1"));
-	pubstore_publish(st, "ns.a", 0, PUB_RANGE_ALL, "b", strdup("2"));
-	pubstore_publish(st, "ns.a", 1, PUB_RANGE_ALL, "c", strdup("3"));
+	pubstore_publish(st, "ns.a", 0, PUB_RANGE_ALL, "a", strdup("1"), false);
+	pubstore_publish(st, "ns.a", 0, PUB_RANGE_ALL, "b", strdup("2"), false);
+	pubstore_publish(st, "ns.a", 1, PUB_RANGE_ALL, "c", strdup("3"), false);
 	/* only the publisher removes its keys */
 	ck_assert_uint_eq(
 	    pubstore_unpublish(st, "ns.a", 1, keys, PUB_RANGE_ALL, 1), 0);
@@ -140,6 +140,43 @@ START_TEST(test_unpublish)
 	ck_assert_uint_eq(pubstore_count(st), 1);
 	pubstore_free(st);
 	ck_assert_int_eq(freed, 3);
+}
+END_TEST
+
+/* Open MPI's port exchange publishes read-once keys: a second accept on
+ * the same port publishes the same key again. */
+START_TEST(test_read_once)
+{
+	struct pubstore *st = store();
+	const struct pub_entry *found[3];
+
+	pubstore_publish(st, "ns.a", 0, PUB_RANGE_ALL, "p:accept", strdup("1"),
+			 true);
+	pubstore_publish(st, "ns.a", 0, PUB_RANGE_ALL, "keep", strdup("2"),
+			 false);
+	pubstore_publish(st, "ns.b", 0, PUB_RANGE_ALL, "p:connect",
+			 strdup("3"), true);
+	found[0] = pubstore_find(st, "ns.c", 0, "p:accept");
+	found[1] = pubstore_find(st, "ns.c", 0, "keep");
+	found[2] = pubstore_find(st, "ns.c", 0, "p:connect");
+	pubstore_read(st, found, 3);
+	ck_assert_uint_eq(pubstore_count(st), 1);
+	ck_assert_ptr_null(pubstore_find(st, "ns.c", 0, "p:accept"));
+	ck_assert_ptr_null(pubstore_find(st, "ns.c", 0, "p:connect"));
+	ck_assert_str_eq(pubstore_find(st, "ns.c", 0, "keep")->value, "2");
+	ck_assert_int_eq(freed, 2);
+	/* published again: no duplicate any more; and a new entry in a slot
+	 * a read one was moved out of is not taken for read */
+	ck_assert_int_eq(pubstore_publish(st, "ns.a", 0, PUB_RANGE_ALL,
+					  "p:accept", strdup("4"), true),
+			 0);
+	ck_assert_int_eq(pubstore_publish(st, "ns.a", 0, PUB_RANGE_ALL,
+					  "p:connect", strdup("5"), true),
+			 0);
+	found[0] = pubstore_find(st, "ns.c", 0, "keep");
+	pubstore_read(st, found, 1);
+	ck_assert_uint_eq(pubstore_count(st), 3);
+	pubstore_free(st);
 }
 END_TEST
 
@@ -262,6 +299,7 @@ Suite *suite_spawn(void)
 	tcase_add_test(tc, test_duplicates_and_bounds);
 	tcase_add_test(tc, test_full_store);
 	tcase_add_test(tc, test_unpublish);
+	tcase_add_test(tc, test_read_once);
 	tcase_add_test(tc, test_spawn_apps);
 	tcase_add_test(tc, test_spawn_bad_apps);
 	tcase_add_test(tc, test_spawn_universe);
