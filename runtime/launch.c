@@ -12,7 +12,9 @@
  *     workers are its children), assembles the root, then waits until the
  *     supervisor closes its control pipe. It outlives every rank, so the
  *     mount does too;
- *   ranks: join the holder's namespaces, drop capabilities, exec.
+ *   ranks: join the holder's namespaces, drop capabilities, exec;
+ *   spawned processes (MPI_Comm_spawn, spawn.c): the same, later, each
+ *     when a rank asks through the PMIx server.
  * Every child has PR_SET_PDEATHSIG(SIGKILL) except the janitor, so killing
  * the supervisor ends the job and the namespace with it.
  */
