@@ -206,6 +206,11 @@ int pmi_server_spawn_register(struct pmi_server *s, struct pmi_spawn *sp,
  * pmi_server_rank_env, without PMI-1, plus the app's variables). */
 int pmi_server_spawn_env(struct pmi_server *s, const struct pmi_spawn *sp,
 			 uint32_t rank, char ***env, mpictr_err **err);
+/* Did process (nspace, rank) of a spawn connect to the PMIx server and
+ * not finalize? Asked when it exited: true means the processes it talked
+ * to may wait for it forever. */
+bool pmi_server_spawned_unfinalized(struct pmi_server *s, const char *nspace,
+				    uint32_t rank);
 /* Answer the client (err NULL: success, the processes run) and free sp. A
  * failed spawn's namespace is deregistered. */
 void pmi_server_spawn_done(struct pmi_server *s, struct pmi_spawn *sp,

@@ -28,6 +28,9 @@ struct pmi_hooks {
 	/* A client's PMIx_Spawn (the hook takes sp), from the PMIx thread;
 	 * -1 when the launcher takes no spawns. */
 	int (*spawn)(void *ctx, struct pmi_spawn *sp);
+	/* rank_event for a process of another namespace (a spawned one). */
+	void (*proc_event)(void *ctx, const char *nspace, uint32_t rank,
+			   enum pmi_rank_ev ev);
 	void *ctx;
 };
 

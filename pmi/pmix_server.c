@@ -93,6 +93,9 @@ static pmix_status_t on_client_connected(const pmix_proc_t *proc,
 	/* A notification: 4.2 passes no cbfunc. */
 	if (ours(proc))
 		g.hooks.rank_event(g.hooks.ctx, proc->rank, RANK_EV_CONNECTED);
+	else if (proc && g.hooks.proc_event)
+		g.hooks.proc_event(g.hooks.ctx, proc->nspace, proc->rank,
+				   RANK_EV_CONNECTED);
 	if (cbfunc)
 		cbfunc(PMIX_SUCCESS, cbdata);
 	return PMIX_SUCCESS;
@@ -106,6 +109,9 @@ static pmix_status_t on_client_finalized(const pmix_proc_t *proc,
 	 * learns of it before the rank can exit. */
 	if (ours(proc))
 		g.hooks.rank_event(g.hooks.ctx, proc->rank, RANK_EV_FINALIZED);
+	else if (proc && g.hooks.proc_event)
+		g.hooks.proc_event(g.hooks.ctx, proc->nspace, proc->rank,
+				   RANK_EV_FINALIZED);
 	return PMIX_OPERATION_SUCCEEDED;
 }
 

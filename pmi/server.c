@@ -37,6 +37,7 @@ struct pmi_server {
 	pthread_mutex_t lock; /* guards what follows */
 	pmi_spawn_fn spawn_fn;
 	void *spawn_data;
+	char **unfinalized; /* "nspace:rank" of spawned processes connected */
 	struct rank_state *st;
 	uint32_t nconnected;
 	long left_unconnected; /* a rank that exited before connecting */
@@ -71,6 +72,8 @@ static void end_job(struct pmi_server *s, int code, const char *msg)
 }
 
 static int hook_spawn(void *ctx, struct pmi_spawn *sp);
+static void hook_proc_event(void *ctx, const char *nspace, uint32_t rank,
+			    enum pmi_rank_ev ev);
 
 static void hook_abort(void *ctx, int code, const char *msg)
 {
@@ -341,6 +344,7 @@ int pmi_server_start_upstream(const struct pmi_job *job,
 	s->hooks.rank_event = hook_rank_event;
 	s->hooks.abort = hook_abort;
 	s->hooks.spawn = hook_spawn;
+	s->hooks.proc_event = hook_proc_event;
 	/* On one node every fence is local: libpmix completes it and the
 	 * PMI-1 barrier needs nobody else. */
 	s->hooks.upstream_fence =
@@ -446,6 +450,48 @@ static int hook_spawn(void *ctx, struct pmi_spawn *sp)
 	return fn ? 0 : -1;
 }
 
+/* Remove "nspace:rank" from s->unfinalized; true if it was there. Under
+ * the lock. */
+static bool unfinalized_take(struct pmi_server *s, const char *id)
+{
+	size_t n = strv_len(s->unfinalized);
+
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(s->unfinalized[i], id) == 0) {
+			free(s->unfinalized[i]);
+			s->unfinalized[i] = s->unfinalized[n - 1];
+			s->unfinalized[n - 1] = NULL;
+			return true;
+		}
+	return false;
+}
+
+static void hook_proc_event(void *ctx, const char *nspace, uint32_t rank,
+			    enum pmi_rank_ev ev)
+{
+	struct pmi_server *s = ctx;
+	cleanup_free char *id = xasprintf("%s:%u", nspace, rank);
+
+	pthread_mutex_lock(&s->lock);
+	if (ev == RANK_EV_CONNECTED && !strv_contains(s->unfinalized, id))
+		strv_push(&s->unfinalized, id);
+	else if (ev == RANK_EV_FINALIZED)
+		unfinalized_take(s, id);
+	pthread_mutex_unlock(&s->lock);
+}
+
+bool pmi_server_spawned_unfinalized(struct pmi_server *s, const char *nspace,
+				    uint32_t rank)
+{
+	cleanup_free char *id = xasprintf("%s:%u", nspace, rank);
+	bool r;
+
+	pthread_mutex_lock(&s->lock);
+	r = unfinalized_take(s, id);
+	pthread_mutex_unlock(&s->lock);
+	return r;
+}
+
 void pmi_server_set_spawn_handler(struct pmi_server *s, pmi_spawn_fn fn,
 				  void *data)
 {
@@ -522,6 +568,7 @@ void pmi_server_stop(struct pmi_server *s)
 		free(s->tmpdir);
 	}
 	pthread_mutex_destroy(&s->lock);
+	strv_free(s->unfinalized);
 	free(s->st);
 	free(s->local_ranks);
 	free(s);

@@ -380,10 +380,11 @@ static void reap(struct job *j, struct watch *w)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-		bool known = spawner_reaped(j->spawn, pid, st);
+		int code = spawner_reaped(j->spawn, pid, st);
+		bool known = code >= 0;
 
-		if (known && exit_code_of(st) != 0 && w->fail_code < 0) {
-			w->fail_code = exit_code_of(st);
+		if (code > 0 && w->fail_code < 0) {
+			w->fail_code = code;
 			end_job(j, w);
 		}
 		for (int r = 0; !known && r < j->nranks; r++) {

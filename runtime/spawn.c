@@ -25,6 +25,8 @@ struct child {
 	int out_fd; /* --tag-output: read end, else -1 */
 	bool midline;
 	char tag[32]; /* "[job.rank] " */
+	char *nspace; /* its PMIx namespace */
+	uint32_t rank;
 };
 
 struct spawner {
@@ -196,6 +198,8 @@ static int start_one(struct spawner *s, const struct pmi_spawn *sp,
 	k->pid = pid;
 	k->status = -1;
 	k->out_fd = out[0];
+	k->nspace = xstrdup(sp->nspace);
+	k->rank = rank;
 	snprintf(k->tag, sizeof(k->tag), "[%u.%u] ", s->jobs, rank);
 	s->live++;
 	if (relay_recv(rfd, "spawned process", err) < 0) {
@@ -307,18 +311,30 @@ void spawner_poll(struct spawner *s, const struct pollfd *pfd, size_t n,
 	}
 }
 
-bool spawner_reaped(struct spawner *s, pid_t pid, int status)
+int spawner_reaped(struct spawner *s, pid_t pid, int status)
 {
-	for (size_t i = 0; s && i < s->nkids; i++)
-		if (s->kids[i].pid == pid && s->kids[i].status < 0) {
-			s->kids[i].status = status;
-			s->live--;
-			log_debug("spawned process %.*s exited with status %d",
-				  (int)strcspn(s->kids[i].tag, " "),
-				  s->kids[i].tag, exit_code_of(status));
-			return true;
+	for (size_t i = 0; s && i < s->nkids; i++) {
+		struct child *k = &s->kids[i];
+		int code = exit_code_of(status);
+
+		if (k->pid != pid || k->status >= 0)
+			continue;
+		k->status = status;
+		s->live--;
+		log_debug("spawned process %.*s (%s:%u) exited with status %d",
+			  (int)strcspn(k->tag, " "), k->tag, k->nspace, k->rank,
+			  code);
+		if (pmi_server_spawned_unfinalized(s->ctx.pmi, k->nspace,
+						   k->rank) &&
+		    code == 0) {
+			log_error("spawned process %s:%u exited without "
+				  "finalizing MPI; ending the job",
+				  k->nspace, k->rank);
+			code = 1;
 		}
-	return false;
+		return code;
+	}
+	return -1;
 }
 
 uint32_t spawner_live(const struct spawner *s)
@@ -348,6 +364,8 @@ void spawner_stop(struct spawner *s)
 				    s->kids[i].tag);
 	close(s->efd);
 	pthread_mutex_destroy(&s->lock);
+	for (size_t i = 0; i < s->nkids; i++)
+		free(s->kids[i].nspace);
 	free(s->queue);
 	free(s->kids);
 	free(s);

@@ -46,8 +46,11 @@ size_t spawner_pollfds(const struct spawner *s, struct pollfd *pfd, size_t max);
  * output. */
 void spawner_poll(struct spawner *s, const struct pollfd *pfd, size_t n,
 		  uint32_t ranks_alive, bool ending);
-/* Was pid a spawned process? Then its status is recorded. */
-bool spawner_reaped(struct spawner *s, pid_t pid, int status);
+/* Was pid a spawned process? Then its status is recorded and the exit code
+ * that counts is returned: its own, or 1 when it exited 0 after
+ * connecting to the PMIx server without finalizing (the processes it
+ * talked to could wait for it forever, as for ranks). -1: not ours. */
+int spawner_reaped(struct spawner *s, pid_t pid, int status);
 /* Spawned processes still running. */
 uint32_t spawner_live(const struct spawner *s);
 void spawner_signal(struct spawner *s, int sig);

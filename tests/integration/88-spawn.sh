@@ -66,6 +66,13 @@ ok "a spawned child calls MPI_Abort(9): the job ends with 9, nothing left" \
 ok "a spawned child is killed (SIGKILL): the job ends with 137 as under mpirun, nothing left" \
 	status_clean 137 $T "$MPICTR" --universe-size 3 -n 2 "$I" $S kill
 
+nofin() {
+	status_clean 1 run nofin $T "$MPICTR" --universe-size 3 -n 2 "$I" $S nofin &&
+		grep -q 'spawned process .* exited without finalizing MPI' "$T_TMP/nofin.out" ||
+		{ cat "$T_TMP/nofin.out"; return 1; }
+}
+ok "a spawned child exits 0 without MPI_Finalize: the job ends with 1 as under mpirun, says why, nothing left" nofin
+
 ok "publish/lookup + connect/accept between spawned groups, two accepts on one port" \
 	run ports $T "$MPICTR" --universe-size 7 -n 1 "$I" $S ports
 check "ports: the server group and each client group allreduce over their merged intercommunicator" \

@@ -7,6 +7,8 @@
  *   spawn multiple     MPI_Comm_spawn_multiple: 1 "child" + 2 "child"
  *   spawn abort        spawn 1 "child-abort": it calls MPI_Abort(9)
  *   spawn kill         spawn 1 "child-kill": it SIGKILLs itself
+ *   spawn nofin        spawn 1 "child-nofin": it exits 0 without
+ *                      MPI_Finalize
  *   spawn universe N   print MPI_UNIVERSE_SIZE, try to spawn N children
  *                      (none for 0) with MPI_ERRORS_RETURN and say what
  *                      happened. Open MPI 4.1.4 hangs after a failed
@@ -75,6 +77,11 @@ static int run_child(const char *role, MPI_Comm parent)
 	if (strcmp(role, "child-abort") == 0) {
 		fprintf(stderr, "child aborting with 9\n");
 		MPI_Abort(MPI_COMM_WORLD, 9);
+	}
+	if (strcmp(role, "child-nofin") == 0) {
+		printf("child-nofin leaving without MPI_Finalize\n");
+		fflush(stdout);
+		_exit(0);
 	}
 	if (strcmp(role, "child-kill") == 0) {
 		printf("child-kill killing itself\n");
@@ -233,9 +240,10 @@ int main(int argc, char **argv)
 	} else if (strcmp(role, "ports") == 0) {
 		rc = run_ports();
 	} else {
-		const char *child = strcmp(role, "abort") == 0  ? "child-abort"
-				    : strcmp(role, "kill") == 0 ? "child-kill"
-								: "child";
+		const char *child = strcmp(role, "abort") == 0	? "child-abort"
+				    : strcmp(role, "kill") == 0	? "child-kill"
+				    : strcmp(role, "nofin") == 0 ? "child-nofin"
+								 : "child";
 		int n = argc > 2 ? atoi(argv[2]) : 1;
 
 		spawn_n(child, n, &inter);
