@@ -582,7 +582,7 @@ int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
 	 * saves a fork, a mkdtemp, a bind and an rm_rf per run. */
 	if (j.with_pmi && make_run_dir(&j, err) < 0)
 		goto out;
-	if (plan_build(cfg, d, j.run_dir, &j.plan, err) < 0)
+	if (host_plan_build(cfg, d, j.run_dir, &j.plan, err) < 0)
 		goto out;
 	/* Launch mode: every rank is ours, unless other nodes run the rest. */
 	j.plan.single_node = !j.upstream;

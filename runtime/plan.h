@@ -1,7 +1,8 @@
 /* plan.h - the plan: an ordered list of mount operations plus the
- * environment and command, built from a config before anything runs (R7).
- * Building it is pure apart from stat()s of host paths and probing the
- * image, so unit tests hit it directly; `--dry-run` prints it as JSON.
+ * environment and command, built from a config and the host facts
+ * gathered for it (facts.h) before anything runs (R7). Building it is
+ * pure (no I/O, no fork), so unit tests feed it recorded facts;
+ * `--dry-run` prints it as JSON.
  */
 #ifndef MPICTR_PLAN_H
 #define MPICTR_PLAN_H
@@ -12,6 +13,7 @@
 #include "bindpol.h"
 #include "config.h"
 #include "devices.h"
+#include "facts.h"
 #include "image.h"
 #include "mode.h"
 #include "mpiinject.h"
@@ -79,16 +81,21 @@ struct plan {
 	    *mpi; /* host MPIs to inject (checked in the holder) */
 	size_t nmpi;
 	struct bind_policy bind_policy; /* the site's deny/allow rules */
+	/* While plan_build runs: the facts it reads (NULL afterwards). */
+	const struct host_facts *facts;
 };
 
 /* The environment of local rank r: the plan's env plus the transport
  * variables where still unset. Caller frees with strv_free. */
 char **plan_rank_env(const struct plan *p, int local_rank);
 
-/* Build the plan of cfg for the mode decided in d (run_decide). run_dir
- * may be NULL (dry-run: not created). */
+/* Build the plan of cfg for the mode decided in d (run_decide) from the
+ * host facts gathered for them (host_facts_gather): reads nothing else,
+ * keeps no pointer into facts. run_dir may be NULL (dry-run: not
+ * created). */
 int plan_build(const struct mpictr_config *cfg, const struct run_decision *d,
-	       const char *run_dir, struct plan *p, mpictr_err **err);
+	       const struct host_facts *facts, const char *run_dir,
+	       struct plan *p, mpictr_err **err);
 void plan_free(struct plan *p);
 /* The --dry-run JSON (interface contract keys). */
 char *plan_to_json(const struct plan *p);
