@@ -49,6 +49,7 @@
 
 #include "bindm.h"
 #include "error.h"
+#include "imgread.h"
 #include "mpiinject.h"
 #include "squash.h"
 #include "syscalls.h"
@@ -687,20 +688,43 @@ static int do_op(struct rootfs *r, size_t i, mpictr_err **err)
 	}
 }
 
+/* The plan's verbs decision, made here: the mounted image's providers
+ * (read below LAYER/image, symlinks kept inside it). */
+static int verbs_in_image(struct rootfs *r, char ***warnings, mpictr_err **err)
+{
+	const struct plan *p = r->p;
+	struct image_reader *ir = NULL;
+	struct verbs_tree img;
+
+	if (image_reader_open_dir(r->l_image, &ir, err) < 0 ||
+	    verbs_tree_read(ir, NULL, &img, err) < 0) {
+		image_reader_close(ir);
+		return err_wrap(err, "check verbs providers");
+	}
+	image_reader_close(ir);
+	verbs_decide(&p->hostdev, &p->host_verbs, p->sysroot, &img,
+		     p->inject_verbs, warnings, &r->inject, &r->ninject);
+	verbs_tree_free(&img);
+	return 0;
+}
+
 /* Host HCAs whose verbs provider the image lacks: say so before exec (the
  * classic "no userspace device-specific driver found" made actionable),
  * or with --inject-verbs bind the host's provider and driver file in.
- * Runs with the image mounted in the layer, before the pivot, so the
- * host files can still be opened. */
+ * Decided by the plan when the image could be read before mounting (its
+ * binds are among the plan's operations); else here, with the image
+ * mounted in the layer (read below its root, symlinks kept inside it),
+ * before the pivot, so the host files can still be opened. */
 static int verbs_providers(struct rootfs *r, mpictr_err **err)
 {
 	const struct plan *p = r->p;
 	char **warnings = NULL;
 
-	if (p->hostdev.nhcas == 0)
+	for (size_t i = 0; p->verbs_warnings && p->verbs_warnings[i]; i++)
+		log_warn("%s", p->verbs_warnings[i]);
+	if (!p->verbs_in_holder)
 		return 0;
-	if (verbs_check(&p->hostdev, p->sysroot, r->l_image, p->inject_verbs,
-			&warnings, &r->inject, &r->ninject, err) < 0)
+	if (verbs_in_image(r, &warnings, err) < 0)
 		return -1;
 	for (size_t i = 0; warnings && warnings[i]; i++)
 		log_warn("%s", warnings[i]);

@@ -14,6 +14,7 @@
 #include "bindspec.h"
 #include "error.h"
 #include "facts.h"
+#include "imgread.h"
 #include "plan.h"
 #include "ucx.h"
 
@@ -269,43 +270,93 @@ static void gather_devices(const struct mpictr_config *cfg,
 	}
 }
 
-/* The image's env scripts of a directory image, in the order the exec
- * wrapper's glob sources them (bytewise: the C locale). */
-static void gather_env_scripts(struct host_facts *f)
+/* The image's env scripts, in the order the exec wrapper's glob sources
+ * them (bytewise: the C locale). */
+static void read_env_scripts(struct host_facts *f, struct image_reader *r)
 {
-	cleanup_free char *dir = NULL;
-	struct dirent **names = NULL;
-	int n;
+	cleanup_strv char **names = NULL;
+	mpictr_err *e = NULL;
 
-	if (f->image_err || f->image.kind != IMAGE_DIR)
-		return; /* listed inside the container at run time */
-	f->env_scripts_known = true;
-	dir = xasprintf("%s/.singularity.d/env", f->image.path);
-	n = scandir(dir, &names, NULL, alphasort);
-	for (int i = 0; i < n; i++) {
-		const char *nm = names[i]->d_name;
-		size_t len = strlen(nm);
-		if (len > 3 && strcmp(nm + len - 3, ".sh") == 0)
-			strv_push_own(&f->env_scripts,
-				      xasprintf("/.singularity.d/env/%s", nm));
-		free(names[i]);
+	if (image_reader_list(r, "/.singularity.d/env", &names, &e) < 0) {
+		if (mpictr_err_errno(e) != ENOENT &&
+		    mpictr_err_errno(e) != ENOTDIR)
+			log_warn("%s", mpictr_err_message(e));
+		mpictr_err_free(e);
 	}
-	free(names);
+	f->env_scripts_known = true;
+	for (size_t i = 0; names && names[i]; i++) {
+		size_t len = strlen(names[i]);
+		if (len > 3 && strcmp(names[i] + len - 3, ".sh") == 0)
+			strv_push_own(
+			    &f->env_scripts,
+			    xasprintf("/.singularity.d/env/%s", names[i]));
+	}
+}
+
+static bool any_exposed_hca(const struct host_devices *d)
+{
+	for (size_t i = 0; i < d->nhcas; i++)
+		if (d->hcas[i].exposed && verbs_provider(d->hcas[i].driver))
+			return true;
+	return false;
+}
+
+/* The image's contents planning reads, without mounting it. A failure is
+ * left to the mount (which reports it) and to the holder's decisions. */
+static void gather_image(const struct run_decision *d, unsigned flags,
+			 struct host_facts *f)
+{
+	bool hcas = any_exposed_hca(&f->hostdev);
+	struct image_reader *r = NULL;
+	mpictr_err *e = NULL;
+
+	if (f->image_err)
+		return;
+	if (f->image.kind != IMAGE_DIR && !(flags & HOST_FACTS_IMAGE) &&
+	    (d->mode == RUN_JOIN || !hcas))
+		return;
+	if (image_reader_open(&f->image, &r, &e) < 0) {
+		log_debug("%s", mpictr_err_message(e));
+		mpictr_err_free(e);
+		return;
+	}
+	read_env_scripts(f, r);
+	if (verbs_tree_read(r, NULL, &f->image_verbs, &e) < 0) {
+		log_debug("%s", mpictr_err_message(e));
+		mpictr_err_free(e);
+	} else {
+		f->image_read = true;
+	}
+	image_reader_close(r);
+}
+
+/* The host's verbs providers (under the sysroot), with exposed HCAs. */
+static void gather_host_verbs(struct host_facts *f)
+{
+	struct image_reader *r = NULL;
+
+	if (!any_exposed_hca(&f->hostdev) ||
+	    image_reader_open_dir(f->sysroot ? f->sysroot : "/", &r, NULL) < 0)
+		return;
+	if (verbs_tree_read(r, f->sysroot ? f->sysroot : "", &f->host_verbs,
+			    NULL) < 0)
+		verbs_tree_free(&f->host_verbs);
+	image_reader_close(r);
 }
 
 int host_facts_gather(const struct mpictr_config *cfg,
-		      const struct run_decision *d, struct host_facts *f,
-		      mpictr_err **err)
+		      const struct run_decision *d, unsigned flags,
+		      struct host_facts *f, mpictr_err **err)
 {
-	(void)d;
 	(void)err;
 	memset(f, 0, sizeof(*f));
 	f->hostdev.ptrace_scope = -1;
 	gather_identity(cfg, f);
 	if (cfg->image && image_probe(cfg->image, &f->image, &f->image_err) < 0)
 		memset(&f->image, 0, sizeof(f->image));
-	gather_env_scripts(f);
 	gather_devices(cfg, f);
+	gather_image(d, flags, f);
+	gather_host_verbs(f);
 	gather_paths(cfg, f);
 	return 0;
 }
@@ -318,6 +369,8 @@ void host_facts_free(struct host_facts *f)
 	image_info_free(&f->image);
 	mpictr_err_free(f->image_err);
 	strv_free(f->env_scripts);
+	verbs_tree_free(&f->image_verbs);
+	verbs_tree_free(&f->host_verbs);
 	free(f->sysroot);
 	host_devices_free(&f->hostdev);
 	mpictr_err_free(f->devices_err);
@@ -344,7 +397,7 @@ int host_plan_build(const struct mpictr_config *cfg,
 	int rc = -1;
 
 	memset(p, 0, sizeof(*p));
-	if (host_facts_gather(cfg, d, &f, err) == 0)
+	if (host_facts_gather(cfg, d, 0, &f, err) == 0)
 		rc = plan_build(cfg, d, &f, run_dir, p, err);
 	host_facts_free(&f);
 	return rc;

@@ -17,6 +17,7 @@
 #include "image.h"
 #include "mode.h"
 #include "mpiinject.h"
+#include "verbs.h"
 
 /* One host path as planning sees it. */
 struct path_fact {
@@ -45,16 +46,24 @@ struct host_facts {
 
 	struct image_info image; /* image_probe's answer */
 	mpictr_err *image_err;	 /* its error, or NULL */
+	/* The image's contents, read without mounting it (imgread.h):
+	 * always for a directory image; for squashfs and SIF images when
+	 * asked (HOST_FACTS_IMAGE: --dry-run) or when the verbs decision
+	 * needs them outside join mode (a joining task does not load the
+	 * squash plugin; the holder decides there). */
+	bool image_read;
 	/* The image's /.singularity.d/env/\*.sh in the order the exec
-	 * wrapper sources them; known false when the image could not be
-	 * read before mounting. */
+	 * wrapper sources them (known with image_read). */
 	char **env_scripts;
 	bool env_scripts_known;
+	struct verbs_tree image_verbs;
 
 	char *sysroot; /* MPICTR_SYSROOT when honoured, else NULL */
 	struct host_devices hostdev;
 	mpictr_err *devices_err;
-	char *ucx_net_devices; /* from the UCX helper, or NULL */
+	char *ucx_net_devices;	      /* from the UCX helper, or NULL */
+	struct verbs_tree host_verbs; /* with exposed HCAs: the host's
+					 providers (under the sysroot) */
 
 	struct path_fact *paths;
 	size_t npaths;
@@ -62,13 +71,16 @@ struct host_facts {
 	size_t nmpis;
 };
 
+/* host_facts_gather flags: read a squashfs or SIF image's contents too. */
+#define HOST_FACTS_IMAGE 1u
+
 /* Gather every fact the plan of cfg (for the mode decided in d) reads.
  * Failures of single facts are recorded (plan_build reports them, with
  * the context it has); returns 0, or -1 with *err when the facts cannot
  * be gathered at all. Release with host_facts_free() either way. */
 int host_facts_gather(const struct mpictr_config *cfg,
-		      const struct run_decision *d, struct host_facts *f,
-		      mpictr_err **err);
+		      const struct run_decision *d, unsigned flags,
+		      struct host_facts *f, mpictr_err **err);
 void host_facts_free(struct host_facts *f);
 
 struct plan;

@@ -272,15 +272,7 @@ static int rank_env(struct job *j, int rank, char ***env, int *pmi_fd,
 {
 	*env = plan_rank_env(&j->plan, rank);
 	*pmi_fd = -1;
-	if (j->cfg->bind_to && strcmp(j->cfg->bind_to, "core") == 0) {
-		/* What Slurm's schizo component tells Open MPI when it binds:
-		 * do not bind again (reference pmix-server.md §10). */
-		if (!env_get(*env, "OMPI_MCA_hwloc_base_binding_policy"))
-			env_set(env, "OMPI_MCA_hwloc_base_binding_policy",
-				"none");
-		if (!env_get(*env, "OMPI_MCA_orte_externally_bound"))
-			env_set(env, "OMPI_MCA_orte_externally_bound", "1");
-	}
+	env_binding(env, j->cfg->bind_to);
 	if (!j->with_pmi)
 		return 0;
 	return pmi_server_rank_env(j->pmi, j->rank_base + (uint32_t)rank, env,

@@ -11,23 +11,6 @@
 
 #include "error.h"
 #include "plan.h"
-#include "transport.h"
-
-bool plan_env_excluded(const char *name)
-{
-	/* Loader variables name host libraries that do not match the image's
-	 * libc; PATH names host directories. MPICTR_* configure mpictr. */
-	static const char *const exact[] = {"PATH", NULL};
-	static const char *const prefix[] = {"LD_", "MPICTR_", NULL};
-
-	for (size_t i = 0; exact[i]; i++)
-		if (strcmp(name, exact[i]) == 0)
-			return true;
-	for (size_t i = 0; prefix[i]; i++)
-		if (str_has_prefix(name, prefix[i]))
-			return true;
-	return false;
-}
 
 static struct mount_op *add_op(struct plan *p, enum mop_kind kind,
 			       const char *source, const char *target,
@@ -358,41 +341,6 @@ static int site_binds(const struct mpictr_config *cfg, struct plan *p,
 	return plan_mpi(cfg, p, profs, err);
 }
 
-/* Environment from the site file and the selected profiles: after the
- * host's, before the image's env scripts and the user's own. */
-static void site_env(const struct mpictr_config *cfg,
-		     const struct site_profile *const *profs, char ***env)
-{
-	const struct siteconf *sc = &cfg->site;
-
-	for (size_t i = 0; i < sc->env.n; i++) {
-		const char *kv = sc->env.v[i].value;
-		const char *eq = strchr(kv, '=');
-		cleanup_free char *name = xstrndup(kv, (size_t)(eq - kv));
-		env_set(env, name, eq + 1);
-	}
-	for (size_t i = 0; profs && profs[i]; i++) {
-		for (size_t k = 0; k < profs[i]->env.n; k++) {
-			const char *kv = profs[i]->env.v[k].value;
-			const char *eq = strchr(kv, '=');
-			cleanup_free char *name =
-			    xstrndup(kv, (size_t)(eq - kv));
-			env_set(env, name, eq + 1);
-		}
-		for (size_t k = 0; k < profs[i]->env_prepend.n; k++) {
-			const char *kv = profs[i]->env_prepend.v[k].value;
-			const char *eq = strchr(kv, '=');
-			cleanup_free char *name =
-			    xstrndup(kv, (size_t)(eq - kv));
-			const char *cur = env_get(*env, name);
-			cleanup_free char *v =
-			    cur && *cur ? xasprintf("%s:%s", eq + 1, cur)
-					: xstrdup(eq + 1);
-			env_set(env, name, v);
-		}
-	}
-}
-
 /* The mount options of the job's private /dev/shm: its size is the site's
  * shm_size (validated when the site file was read) or SHM_SIZE_DEFAULT, a
  * percentage of the memory the job may use, rounded up to whole pages. */
@@ -567,69 +515,9 @@ static int host_binds(const struct mpictr_config *cfg, struct plan *p,
 	return 0;
 }
 
-static void build_env(const struct mpictr_config *cfg, struct plan *p,
-		      const struct site_profile *const *profs)
-{
-	char **env = NULL;
-
-	for (size_t i = 0; cfg->host_env && cfg->host_env[i]; i++) {
-		const char *kv = cfg->host_env[i];
-		const char *eq = strchr(kv, '=');
-		cleanup_free char *name = NULL;
-
-		if (!eq || eq == kv)
-			continue;
-		name = xstrndup(kv, (size_t)(eq - kv));
-		if (plan_env_excluded(name))
-			continue;
-		/* In launch mode mpictr is the PMI server: variables of an
-		 * outer launcher would point the ranks at the wrong one. */
-		if (run_mode_serves_pmi(p->mode) &&
-		    (str_has_prefix(name, "PMI_") ||
-		     str_has_prefix(name, "PMIX_")))
-			continue;
-		strv_push(&env, kv);
-	}
-	env_set(&env, "PATH", CONTAINER_DEFAULT_PATH);
-	site_env(cfg, profs, &env);
-	env_set(&env, "MPICTR_CONTAINER", p->image.path);
-	if (cfg->contain && !cfg->pwd)
-		env_set(&env, "PWD", p->home);
-	else
-		env_set(&env, "PWD", p->cwd);
-
-	/* The user's own variables win over the host and the image's env
-	 * scripts: MPICTR_ENV_NAME first, then --env, which wins over both
-	 * (as APPTAINERENV_ and --env do). */
-	for (size_t i = 0; cfg->host_env && cfg->host_env[i]; i++) {
-		const char *kv = cfg->host_env[i];
-		const char *eq = strchr(kv, '=');
-		cleanup_free char *name = NULL;
-
-		if (!str_has_prefix(kv, "MPICTR_ENV_") || !eq)
-			continue;
-		name = xstrndup(kv + 11, (size_t)(eq - kv - 11));
-		if (*name)
-			env_set(&p->user_env, name, eq + 1);
-	}
-	for (size_t i = 0; cfg->user_env && cfg->user_env[i]; i++) {
-		const char *kv = cfg->user_env[i];
-		const char *eq = strchr(kv, '=');
-		cleanup_free char *name = xstrndup(kv, (size_t)(eq - kv));
-		env_set(&p->user_env, name, eq + 1);
-	}
-	for (size_t i = 0; p->user_env && p->user_env[i]; i++) {
-		const char *kv = p->user_env[i];
-		const char *eq = strchr(kv, '=');
-		cleanup_free char *name = xstrndup(kv, (size_t)(eq - kv));
-		env_set(&env, name, eq + 1);
-	}
-	p->env = env;
-}
-
-/* Devices: discovery (sysfs, under MPICTR_SYSROOT when set), one device
- * bind per node (keeps dev, nosuid,noexec), read-only binds of what the
- * user-space drivers read, and the transport policy's inputs. */
+/* Devices, from the discovery among the facts: one device bind per node
+ * (keeps dev, nosuid,noexec), read-only binds of what the user-space
+ * drivers read, and the transport policy's inputs. */
 static int plan_devices(struct plan *p, mpictr_err **err)
 {
 	const struct host_facts *f = p->facts;
@@ -670,41 +558,28 @@ static int plan_devices(struct plan *p, mpictr_err **err)
 	return 0;
 }
 
-char **plan_rank_env(const struct plan *p, int local_rank)
+/* The verbs step: the image's providers against the exposed HCAs. */
+static void plan_verbs(struct plan *p)
 {
-	char **env = strv_dup(p->env);
-	char **notices = NULL;
-	struct transport_opts o = {
-	    .enabled = p->transport_env,
-	    .shared_ns = p->shared_ns,
-	    .single_node = p->single_node,
-	    .local_rank = local_rank,
-	    .nlocal = p->nlocal,
-	    .ucx_net_devices_from_ucx = p->ucx_net_devices,
-	};
-	cleanup_free char *ld = NULL;
+	const struct host_facts *f = p->facts;
+	struct devices_bind *b = NULL;
+	size_t nb = 0;
 
-	transport_env(&p->hostdev, &o, &env, &notices);
-	/* Notices are the same for every rank: say them once. */
-	for (size_t i = 0; local_rank == 0 && notices && notices[i]; i++)
-		log_notice("%s", notices[i]);
-	strv_free(notices);
-	for (size_t i = 0; p->hostdev.lib_dirs && p->hostdev.lib_dirs[i]; i++) {
-		const char *cur = env_get(env, "LD_LIBRARY_PATH");
-		char *v = cur && *cur
-			      ? xasprintf("%s:%s", p->hostdev.lib_dirs[i], cur)
-			      : xstrdup(p->hostdev.lib_dirs[i]);
-		env_set(&env, "LD_LIBRARY_PATH", v);
-		free(v);
+	if (!f->image_read) {
+		p->verbs_in_holder = f->hostdev.nhcas > 0;
+		verbs_tree_copy(&p->host_verbs, &f->host_verbs);
+		return;
 	}
-	if (p->nmpi) {
-		const char *cur = env_get(env, "LD_LIBRARY_PATH");
-		cleanup_free char *v = cur && *cur
-					   ? xasprintf(MPIINJECT_DIR ":%s", cur)
-					   : xstrdup(MPIINJECT_DIR);
-		env_set(&env, "LD_LIBRARY_PATH", v);
+	verbs_decide(&f->hostdev, &f->host_verbs, f->sysroot, &f->image_verbs,
+		     p->inject_verbs, &p->verbs_warnings, &b, &nb);
+	for (size_t i = 0; i < nb; i++) {
+		add_op(p, MOP_BIND, b[i].src, b[i].dst,
+		       MS_RDONLY | MS_NOSUID | MS_NODEV, VERBS_WHY)
+		    ->who = BIND_TRUSTED;
+		free(b[i].src);
+		free(b[i].dst);
 	}
-	return env;
+	free(b);
 }
 
 /* The parts of the plan that come from the config and the decision. */
@@ -756,6 +631,7 @@ static int plan_steps(const struct mpictr_config *cfg,
 	    site_binds(cfg, p, profs, err) < 0 ||
 	    user_binds(cfg, p, cwd, err) < 0)
 		return -1;
+	plan_verbs(p);
 	if (cfg->runscript) {
 		strv_push(&p->argv, "/.singularity.d/runscript");
 		for (size_t i = 0; cfg->argv && cfg->argv[i]; i++)
@@ -763,7 +639,8 @@ static int plan_steps(const struct mpictr_config *cfg,
 	} else {
 		p->argv = strv_dup(cfg->argv);
 	}
-	build_env(cfg, p, profs);
+	env_plan(cfg, p->mode, profs, p->image.path, p->cwd, &p->env,
+		 &p->user_env);
 	return 0;
 }
 
@@ -834,6 +711,8 @@ void plan_free(struct plan *p)
 	}
 	free(p->mpi);
 	bind_policy_free(&p->bind_policy);
+	verbs_tree_free(&p->host_verbs);
+	strv_free(p->verbs_warnings);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -887,6 +766,39 @@ static void json_strv(struct strbuf *sb, char *const *v)
 		sb_json_str(sb, v[i]);
 	}
 	sb_putc(sb, ']');
+}
+
+/* "checks": what the holder checks besides mounting (--dry-run shows
+ * every step): the verbs providers of the exposed HCAs (decided by the
+ * plan, whose binds are then among the mounts, or by the holder) and the
+ * ABI of each injected host MPI against the image's (in the holder, with
+ * the image mounted). */
+static void json_checks(struct strbuf *sb, const struct plan *p)
+{
+	size_t n = 0;
+
+	sb_puts(sb, ",\n  \"checks\": [");
+	if (p->hostdev.nhcas > 0) {
+		sb_printf(sb,
+			  "\n    {\"check\": \"verbs_providers\", "
+			  "\"inject\": %s, \"decided\": \"%s\", "
+			  "\"warnings\": ",
+			  p->inject_verbs ? "true" : "false",
+			  p->verbs_in_holder ? "holder" : "plan");
+		json_strv(sb, p->verbs_warnings);
+		sb_putc(sb, '}');
+		n++;
+	}
+	for (size_t i = 0; i < p->nmpi; i++, n++) {
+		sb_puts(sb, n ? ",\n    " : "\n    ");
+		sb_puts(sb, "{\"check\": \"mpi_abi\", \"profile\": ");
+		sb_json_str(sb, p->mpi[i].profile);
+		sb_puts(sb, ", \"host\": ");
+		sb_json_str(sb, p->mpi[i].host.path);
+		sb_printf(sb, ", \"action\": \"%s\", \"decided\": \"holder\"}",
+			  p->mpi[i].warn_only ? "warn" : "enforce");
+	}
+	sb_puts(sb, n ? "\n  ]" : "]");
 }
 
 char *plan_to_json(const struct plan *p)
@@ -970,6 +882,8 @@ char *plan_to_json(const struct plan *p)
 		sb_printf(&sb, ", \"abi_check\": \"%s\"}",
 			  m->warn_only ? "warn" : "enforce");
 	}
-	sb_puts(&sb, p->nmpi ? "\n  ]\n}" : "]\n}");
+	sb_puts(&sb, p->nmpi ? "\n  ]" : "]");
+	json_checks(&sb, p);
+	sb_puts(&sb, "\n}");
 	return sb_steal(&sb);
 }

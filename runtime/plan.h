@@ -13,6 +13,7 @@
 #include "bindpol.h"
 #include "config.h"
 #include "devices.h"
+#include "env.h"
 #include "facts.h"
 #include "image.h"
 #include "mode.h"
@@ -81,13 +82,19 @@ struct plan {
 	    *mpi; /* host MPIs to inject (checked in the holder) */
 	size_t nmpi;
 	struct bind_policy bind_policy; /* the site's deny/allow rules */
+	/* The verbs providers of the exposed HCAs (the warning, or the
+	 * --inject-verbs binds): decided here when the image could be read
+	 * before mounting (the binds among ops, why VERBS_WHY; the holder
+	 * logs verbs_warnings), else by the holder with the image mounted,
+	 * from host_verbs (verbs_in_holder). */
+	bool verbs_in_holder;
+	struct verbs_tree host_verbs;
+	char **verbs_warnings;
 	/* While plan_build runs: the facts it reads (NULL afterwards). */
 	const struct host_facts *facts;
 };
 
-/* The environment of local rank r: the plan's env plus the transport
- * variables where still unset. Caller frees with strv_free. */
-char **plan_rank_env(const struct plan *p, int local_rank);
+#define VERBS_WHY "verbs provider (--inject-verbs)"
 
 /* Build the plan of cfg for the mode decided in d (run_decide) from the
  * host facts gathered for them (host_facts_gather): reads nothing else,
@@ -102,10 +109,6 @@ char *plan_to_json(const struct plan *p);
 /* "rbind,ro,nosuid,nodev" style options of one op. */
 char *mop_options(const struct mount_op *op);
 
-/* Environment rules (documented in docs/): the host environment minus
- * these exclusions, PATH reset to the container default. Exposed for
- * unit tests. */
-bool plan_env_excluded(const char *name);
 /* The size of a job's private /dev/shm unless the site sets shm_size: a
  * percentage of the memory the job may use (docs/admin.md). */
 #define SHM_SIZE_DEFAULT "50%"

@@ -4,7 +4,9 @@
  * Two plugins: "pmix" (pmi/pmix_server.c, pmi/upstream.c: libpmix and with
  * it hwloc, libevent, munge and udev) and "squash" (sif/squash.c:
  * libsquashfuse, libfuse3 and five decompressors). Only the processes that
- * serve PMIx or mount an image load them. A Slurm task that joins its node's
+ * serve PMIx or mount an image load them, and those that read a squashfs
+ * image before mounting it (--dry-run; launch mode on a node with HCAs,
+ * for the verbs decision: imgread.c). A Slurm task that joins its node's
  * container (srun ... mpictr IMAGE CMD, one mpictr per task) maps neither,
  * which halves the start-up cost of every task (docs/bench-slurm.md).
  *

@@ -75,7 +75,7 @@ MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
 			       "mpictr_plan_json: missing argument");
 	run_decide(cfg, &d);
 	memset(&p, 0, sizeof(p));
-	if (host_facts_gather(cfg, &d, &f, err) == 0 &&
+	if (host_facts_gather(cfg, &d, HOST_FACTS_IMAGE, &f, err) == 0 &&
 	    plan_build(cfg, &d, &f, NULL, &p, err) == 0) {
 		*json = plan_to_json(&p);
 		rc = 0;

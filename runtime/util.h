@@ -95,6 +95,9 @@ char **strv_dup(char *const *v);
 void strv_free(char **v);
 /* Is s one of v's strings (v may be NULL)? */
 bool strv_contains(char *const *v, const char *s);
+/* Sort v in place: bytewise (strcmp, the C locale's glob order) or, with
+ * version, as dir_names does (strverscmp). NULL is a no-op. */
+void strv_sort(char **v, bool version);
 /* The entry names of directory path, without those starting with '.',
  * in strverscmp order; NULL when it cannot be read or has none. */
 char **dir_names(const char *path);

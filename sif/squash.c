@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/magic.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -1098,4 +1099,222 @@ size_t squash_worker_pids(const struct squash_mount *m, const pid_t **pids)
 {
 	*pids = m ? m->pids : NULL;
 	return m ? m->npids : 0;
+}
+
+/* ---- reading an image without mounting it -------------------------------- */
+
+struct squash_image {
+	struct squash_ctx c;
+	char *name; /* for messages */
+};
+
+int squash_image_open(const char *image, uint64_t offset,
+		      struct squash_image **out, mpictr_err **err)
+{
+	struct squash_image *h = xcalloc(1, sizeof(*h));
+
+	*out = NULL;
+	h->c.image_fd = -1;
+	if (squash_open_image(&h->c, image, offset, err) < 0) {
+		if (h->c.image_fd >= 0)
+			close(h->c.image_fd);
+		free(h);
+		return -1;
+	}
+	h->name = xstrdup(image);
+	*out = h;
+	return 0;
+}
+
+void squash_image_close(struct squash_image *h)
+{
+	if (!h)
+		return;
+	sqfs_destroy(&h->c.fs);
+	close(h->c.image_fd);
+	free(h->name);
+	free(h);
+}
+
+/* Pop the next component of *rest (skipping slashes) into name. */
+static bool squash_next_name(const char **rest, char *name, size_t size)
+{
+	const char *s = *rest, *e;
+
+	while (*s == '/')
+		s++;
+	if (!*s)
+		return false;
+	e = strchrnul(s, '/');
+	snprintf(name, size, "%.*s", (int)(e - s), s);
+	*rest = e;
+	return true;
+}
+
+/* The target of symlink in, prepended to rest (malloc'ed). */
+static char *squash_link_path(struct squash_image *h, sqfs_inode *in,
+			      const char *rest, const char *path,
+			      mpictr_err **err)
+{
+	char target[PATH_MAX];
+	size_t size = sizeof(target);
+
+	if (sqfs_readlink(&h->c.fs, in, NULL, &size) != SQFS_OK ||
+	    size >= sizeof(target) ||
+	    sqfs_readlink(&h->c.fs, in, target, &size) != SQFS_OK) {
+		err_set(err, ENAMETOOLONG, "image '%s': symlink in '%s'",
+			h->name, path);
+		return NULL;
+	}
+	if (strlen(target) + strlen(rest) + 2 > PATH_MAX) {
+		err_set(err, ENAMETOOLONG, "image '%s': '%s'", h->name, path);
+		return NULL;
+	}
+	return xasprintf("%s/%s", target, rest);
+}
+
+/* Resolve path inside the image as RESOLVE_IN_ROOT does: every symlink
+ * (the last component's too) followed with the image root as "/", ".."
+ * never above it; at most SQUASH_MAX_LINKS symlinks. */
+#define SQUASH_MAX_LINKS 40
+#define SQUASH_MAX_DEPTH 128
+static int squash_resolve(struct squash_image *h, const char *path,
+			  sqfs_inode *out, mpictr_err **err)
+{
+	sqfs_inode_id stack[SQUASH_MAX_DEPTH];
+	size_t depth = 0;
+	int links = 0;
+	cleanup_free char *buf = xstrdup(path);
+	const char *rest = buf;
+	char name[SQUASHFS_NAME_LEN + 1];
+
+	stack[0] = sqfs_inode_root(&h->c.fs);
+	while (squash_next_name(&rest, name, sizeof(name))) {
+		sqfs_dir_entry ent;
+		sqfs_name nb;
+		sqfs_inode dir, in;
+		bool found = false;
+
+		if (strcmp(name, ".") == 0)
+			continue;
+		if (strcmp(name, "..") == 0) {
+			depth -= depth > 0;
+			continue;
+		}
+		sqfs_dentry_init(&ent, nb);
+		if (sqfs_inode_get(&h->c.fs, &dir, stack[depth]) != SQFS_OK ||
+		    !S_ISDIR(dir.base.mode))
+			return err_set(err, ENOTDIR, "image '%s': '%s'",
+				       h->name, path);
+		if (sqfs_dir_lookup(&h->c.fs, &dir, name, strlen(name), &ent,
+				    &found) != SQFS_OK ||
+		    !found ||
+		    sqfs_inode_get(&h->c.fs, &in, sqfs_dentry_inode(&ent)) !=
+			SQFS_OK)
+			return err_set(err, ENOENT, "image '%s': '%s'", h->name,
+				       path);
+		if (S_ISLNK(in.base.mode)) {
+			char *next;
+
+			if (++links > SQUASH_MAX_LINKS)
+				return err_set(err, ELOOP, "image '%s': '%s'",
+					       h->name, path);
+			next = squash_link_path(h, &in, rest, path, err);
+			if (!next)
+				return -1;
+			if (*next == '/')
+				depth = 0;
+			free(buf);
+			buf = next;
+			rest = buf;
+			continue;
+		}
+		if (depth + 1 >= SQUASH_MAX_DEPTH)
+			return err_set(err, ENAMETOOLONG, "image '%s': '%s'",
+				       h->name, path);
+		stack[++depth] = sqfs_dentry_inode(&ent);
+	}
+	if (sqfs_inode_get(&h->c.fs, out, stack[depth]) != SQFS_OK)
+		return err_set(err, EIO, "image '%s': '%s'", h->name, path);
+	return 0;
+}
+
+int squash_image_list(struct squash_image *h, const char *path, size_t max,
+		      char ***names, mpictr_err **err)
+{
+	sqfs_err serr = SQFS_OK;
+	sqfs_dir_entry ent;
+	sqfs_name nb;
+	sqfs_inode dir;
+	sqfs_dir d;
+	size_t n = 0;
+
+	*names = NULL;
+	if (squash_resolve(h, path, &dir, err) < 0)
+		return -1;
+	if (!S_ISDIR(dir.base.mode))
+		return err_set(err, ENOTDIR, "image '%s': '%s'", h->name, path);
+	if (sqfs_dir_open(&h->c.fs, &dir, &d, 0) != SQFS_OK)
+		return err_set(err, EIO, "image '%s': directory '%s'", h->name,
+			       path);
+	sqfs_dentry_init(&ent, nb);
+	while (sqfs_dir_next(&h->c.fs, &d, &ent, &serr)) {
+		if (++n > max) {
+			strv_free(*names);
+			*names = NULL;
+			return err_set(err, E2BIG,
+				       "image '%s': directory '%s' has more "
+				       "than %zu entries",
+				       h->name, path, max);
+		}
+		strv_push(names, sqfs_dentry_name(&ent));
+	}
+	if (serr != SQFS_OK) {
+		strv_free(*names);
+		*names = NULL;
+		return err_set(err, EIO, "image '%s': directory '%s'", h->name,
+			       path);
+	}
+	return 0;
+}
+
+int squash_image_stat(struct squash_image *h, const char *path, mode_t *mode,
+		      mpictr_err **err)
+{
+	sqfs_inode in;
+
+	if (squash_resolve(h, path, &in, err) < 0)
+		return -1;
+	*mode = in.base.mode;
+	return 0;
+}
+
+int squash_image_read(struct squash_image *h, const char *path, size_t max,
+		      char **buf, size_t *len, mpictr_err **err)
+{
+	sqfs_inode in;
+	sqfs_off_t n;
+
+	*buf = NULL;
+	*len = 0;
+	if (squash_resolve(h, path, &in, err) < 0)
+		return -1;
+	if (!S_ISREG(in.base.mode))
+		return err_set(err, EINVAL, "image '%s': '%s' is not a file",
+			       h->name, path);
+	if ((uint64_t)in.xtra.reg.file_size > max)
+		return err_set(err, EFBIG,
+			       "image '%s': '%s' is larger than %zu bytes",
+			       h->name, path, max);
+	n = (sqfs_off_t)in.xtra.reg.file_size;
+	*buf = xmalloc((size_t)n + 1);
+	if (n && sqfs_read_range(&h->c.fs, &in, 0, &n, *buf) != SQFS_OK) {
+		free(*buf);
+		*buf = NULL;
+		return err_set(err, EIO, "image '%s': read '%s'", h->name,
+			       path);
+	}
+	(*buf)[n] = '\0';
+	*len = (size_t)n;
+	return 0;
 }
