@@ -273,7 +273,7 @@ void strv_sort(char **v, bool version)
 		      version ? name_cmp : byte_cmp);
 }
 
-static ssize_t env_find(char *const *env, const char *name)
+ssize_t env_find(char *const *env, const char *name)
 {
 	size_t n = strlen(name);
 	for (size_t i = 0; env && env[i]; i++)

@@ -103,6 +103,8 @@ void strv_sort(char **v, bool version);
 char **dir_names(const char *path);
 /* For "NAME=VALUE" vectors: find, set (replace or append), remove. */
 const char *env_get(char *const *env, const char *name);
+/* The index of NAME=... in env, or -1. */
+ssize_t env_find(char *const *env, const char *name);
 void env_set(char ***env, const char *name, const char *value);
 void env_unset(char ***env, const char *name);
 

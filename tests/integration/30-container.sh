@@ -262,13 +262,18 @@ env_scripts_tests() {
 		rm -r "$T_TMP/envesc/.singularity.d/env" &&
 		ln -s "../../../../../../../..$T_TMP/hostenv" "$T_TMP/envesc/.singularity.d/env"
 	ok "... a symlink out of the image lists nothing of the host" bash -c "'$MPICTR' --dry-run '$T_TMP/envesc' true | jq -e '.env_scripts == []'"
+	cp -a "$T_TMP/envesc" "$T_TMP/envloop" && rm "$T_TMP/envloop/.singularity.d/env" &&
+		ln -s ../.singularity.d/env "$T_TMP/envloop/.singularity.d/env"
+	ok "... a symlink loop: none, and no hang" timeout 20 bash -c "'$MPICTR' --dry-run '$T_TMP/envloop' true | jq -e '.env_scripts == []'"
 	if command -v mksquashfs >/dev/null; then
 		mksquashfs "$T_TMP/envimg" "$T_TMP/envimg.sqfs" -quiet -no-progress -all-root >/dev/null 2>&1
 		mksquashfs "$T_TMP/envlink" "$T_TMP/envlink.sqfs" -quiet -no-progress -all-root >/dev/null 2>&1
 		mksquashfs "$T_TMP/envesc" "$T_TMP/envesc.sqfs" -quiet -no-progress -all-root >/dev/null 2>&1
+		mksquashfs "$T_TMP/envloop" "$T_TMP/envloop.sqfs" -quiet -no-progress -all-root >/dev/null 2>&1
 		ok "--dry-run lists them for a squashfs image too (not mounted)" bash -c "'$MPICTR' --dry-run '$T_TMP/envimg.sqfs' true | jq -ce .env_scripts | grep -qxF '$want'"
 		ok "... through an absolute symlink inside the squashfs" bash -c "'$MPICTR' --dry-run '$T_TMP/envlink.sqfs' true | jq -ce .env_scripts | grep -qxF '$want'"
 		ok "... and nothing out of it" bash -c "'$MPICTR' --dry-run '$T_TMP/envesc.sqfs' true | jq -e '.env_scripts == []'"
+		ok "... a symlink loop in the squashfs: none, and no hang" timeout 20 bash -c "'$MPICTR' --dry-run '$T_TMP/envloop.sqfs' true | jq -e '.env_scripts == []'"
 		if have_fuse; then
 			ok "... in the order they run in" bash -c "[ \"\$('$MPICTR' '$T_TMP/envimg.sqfs' sh -c 'echo \$ORDER')\" = '05-a 5-b 50-c A a' ]"
 		fi

@@ -223,16 +223,6 @@ START_TEST(test_plan_shm_site)
 }
 END_TEST
 
-static ssize_t env_index(char *const *env, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (size_t i = 0; env && env[i]; i++)
-		if (strncmp(env[i], name, n) == 0 && env[i][n] == '=')
-			return (ssize_t)i;
-	return -1;
-}
-
 START_TEST(test_plan_env_order)
 {
 	static const char *const host[] = {
@@ -257,8 +247,8 @@ START_TEST(test_plan_env_order)
 	ck_assert_int_eq(mpictr_config_set_env(cfg, "BAR", "user", NULL), 0);
 	ck_assert_int_eq(build(cfg, &f, &p, NULL), 0);
 	/* 1: filtered; 2: PATH reset, site over host, profile prepends */
-	ck_assert_int_lt(env_index(p.env, "LD_PRELOAD"), 0);
-	ck_assert_int_lt(env_index(p.env, "MPICTR_DEBUG"), 0);
+	ck_assert_int_lt(env_find(p.env, "LD_PRELOAD"), 0);
+	ck_assert_int_lt(env_find(p.env, "MPICTR_DEBUG"), 0);
 	ck_assert_str_eq(env_get(p.env, "PATH"), CONTAINER_DEFAULT_PATH);
 	ck_assert_str_eq(env_get(p.env, "FOO"), "site");
 	ck_assert_str_eq(env_get(p.env, "LIST"), "b:a");
@@ -276,9 +266,9 @@ START_TEST(test_plan_env_order)
 	ck_assert_uint_eq(strv_len(p.user_env), 2);
 	/* 5: per rank, host ones first, transport variables after */
 	env = plan_rank_env(&p, 0);
-	ck_assert_int_lt(env_index(env, "FOO"), env_index(env, "PATH"));
-	ck_assert_int_lt(env_index(env, "PATH"),
-			 env_index(env, "MPICTR_CONTAINER"));
+	ck_assert_int_lt(env_find(env, "FOO"), env_find(env, "PATH"));
+	ck_assert_int_lt(env_find(env, "PATH"),
+			 env_find(env, "MPICTR_CONTAINER"));
 	strv_free(env);
 	/* 6: the binding hints only with --bind-to core, never over a
 	 * value already set */
