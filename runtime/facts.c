@@ -321,7 +321,7 @@ static void gather_image(const struct run_decision *d, unsigned flags,
 		return;
 	}
 	read_env_scripts(f, r);
-	if (verbs_tree_read(r, NULL, &f->image_verbs, &e) < 0) {
+	if (hcas && verbs_tree_read(r, NULL, &f->image_verbs, &e) < 0) {
 		log_debug("%s", mpictr_err_message(e));
 		mpictr_err_free(e);
 	} else {
