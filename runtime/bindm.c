@@ -747,6 +747,24 @@ static int verbs_providers(struct rootfs *r, mpictr_err **err)
 	return 0;
 }
 
+/* The MPI ABI check of the plan's host MPI injections: made by the plan
+ * when the image could be read before mounting (its warnings logged
+ * here), else here, with the image mounted and nothing bound yet. */
+static int mpi_abi(struct rootfs *r, mpictr_err **err)
+{
+	const struct plan *p = r->p;
+
+	for (size_t i = 0; p->mpi_warnings && p->mpi_warnings[i]; i++)
+		log_warn("%s", p->mpi_warnings[i]);
+	if (p->mpi_refusal)
+		return err_from_relay(err, p->mpi_refusal->errnum,
+				      p->mpi_refusal->exit_code,
+				      p->mpi_refusal->msg);
+	if (p->mpi_checked)
+		return 0;
+	return mpiinject_check(p->mpi, p->nmpi, r->l_image, err);
+}
+
 /* Step 4: the image at LAYER/image and its top level in LAYER/root. */
 static int image_and_root(struct rootfs *r, int nworkers,
 			  struct squash_mount **sq, mpictr_err **err)
@@ -995,8 +1013,7 @@ int rootfs_build(const struct plan *p, int nworkers, struct squash_mount **sq,
 	 * visible and nothing bound yet. */
 	if (open_sources(&r, err) < 0 || clone_sources(&r, err) < 0 ||
 	    image_and_root(&r, nworkers, sq, err) < 0 ||
-	    verbs_providers(&r, err) < 0 ||
-	    mpiinject_check(p->mpi, p->nmpi, r.l_image, err) < 0)
+	    verbs_providers(&r, err) < 0 || mpi_abi(&r, err) < 0)
 		goto out;
 	/* 5. */
 	if (pivot_and_detach(&r, err) < 0)

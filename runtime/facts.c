@@ -301,19 +301,32 @@ static bool any_exposed_hca(const struct host_devices *d)
 	return false;
 }
 
+/* Does a selected profile inject a host MPI? */
+static bool wants_mpi(const struct mpictr_config *cfg)
+{
+	for (size_t i = 0; cfg->profiles && cfg->profiles[i]; i++) {
+		const struct site_profile *sp =
+		    siteconf_profile(&cfg->site, cfg->profiles[i]);
+		if (sp && sp->mpi.value)
+			return true;
+	}
+	return false;
+}
+
 /* The image's contents planning reads, without mounting it. A failure is
  * left to the mount (which reports it) and to the holder's decisions. */
-static void gather_image(const struct run_decision *d, unsigned flags,
+static void gather_image(const struct mpictr_config *cfg,
+			 const struct run_decision *d, unsigned flags,
 			 struct host_facts *f)
 {
-	bool hcas = any_exposed_hca(&f->hostdev);
+	bool hcas = any_exposed_hca(&f->hostdev), mpi = wants_mpi(cfg);
 	struct image_reader *r = NULL;
 	mpictr_err *e = NULL;
 
 	if (f->image_err)
 		return;
 	if (f->image.kind != IMAGE_DIR && !(flags & HOST_FACTS_IMAGE) &&
-	    (d->mode == RUN_JOIN || !hcas))
+	    (d->mode == RUN_JOIN || !(hcas || mpi)))
 		return;
 	if (image_reader_open(&f->image, &r, &e) < 0) {
 		log_debug("%s", mpictr_err_message(e));
@@ -327,6 +340,8 @@ static void gather_image(const struct run_decision *d, unsigned flags,
 	} else {
 		f->image_read = true;
 	}
+	if (mpi && mpiabi_find_in_reader(r, &f->image_mpi, &f->nimage_mpi) == 0)
+		f->image_mpi_known = true;
 	image_reader_close(r);
 }
 
@@ -355,7 +370,7 @@ int host_facts_gather(const struct mpictr_config *cfg,
 	if (cfg->image && image_probe(cfg->image, &f->image, &f->image_err) < 0)
 		memset(&f->image, 0, sizeof(f->image));
 	gather_devices(cfg, f);
-	gather_image(d, flags, f);
+	gather_image(cfg, d, flags, f);
 	gather_host_verbs(f);
 	gather_paths(cfg, f);
 	return 0;
@@ -370,6 +385,7 @@ void host_facts_free(struct host_facts *f)
 	mpictr_err_free(f->image_err);
 	strv_free(f->env_scripts);
 	verbs_tree_free(&f->image_verbs);
+	mpi_libs_free(f->image_mpi, f->nimage_mpi);
 	verbs_tree_free(&f->host_verbs);
 	free(f->sysroot);
 	host_devices_free(&f->hostdev);

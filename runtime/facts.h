@@ -48,15 +48,20 @@ struct host_facts {
 	mpictr_err *image_err;	 /* its error, or NULL */
 	/* The image's contents, read without mounting it (imgread.h):
 	 * always for a directory image; for squashfs and SIF images when
-	 * asked (HOST_FACTS_IMAGE: --dry-run) or when the verbs decision
-	 * needs them outside join mode (a joining task does not load the
-	 * squash plugin; the holder decides there). */
+	 * asked (HOST_FACTS_IMAGE: --dry-run) or when the verbs decision or
+	 * the MPI ABI check needs them outside join mode (a joining task
+	 * does not load the squash plugin; the holder decides there). */
 	bool image_read;
 	/* The image's /.singularity.d/env/\*.sh in the order the exec
 	 * wrapper sources them (known with image_read). */
 	char **env_scripts;
 	bool env_scripts_known;
 	struct verbs_tree image_verbs;
+	/* The image's MPI libraries (mpiabi_find_in_reader), when profiles
+	 * inject a host MPI and the image was read. */
+	struct mpi_lib *image_mpi;
+	size_t nimage_mpi;
+	bool image_mpi_known;
 
 	char *sysroot; /* MPICTR_SYSROOT when honoured, else NULL */
 	struct host_devices hostdev;

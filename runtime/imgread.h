@@ -11,6 +11,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include "image.h"
 #include "mpictr.h"
@@ -31,6 +33,16 @@ int image_reader_open_dir(const char *root, struct image_reader **r,
  * with '.'. A missing directory is -1 with errno ENOENT in *err. */
 int image_reader_list(struct image_reader *r, const char *path, char ***names,
 		      mpictr_err **err);
+/* The mode and size (regular files) of path, and (canon, when not NULL)
+ * the path inside the image it resolves to, malloc'ed. */
+int image_reader_stat(struct image_reader *r, const char *path, mode_t *mode,
+		      uint64_t *size, char **canon, mpictr_err **err);
+/* n bytes at off of the regular file path (all of them, or an error). */
+int image_reader_pread(struct image_reader *r, const char *path, void *buf,
+		       size_t n, uint64_t off, mpictr_err **err);
+/* The regular file path whole, NUL-terminated, at most max bytes. */
+int image_reader_read(struct image_reader *r, const char *path, size_t max,
+		      char **buf, size_t *len, mpictr_err **err);
 /* Does path exist in the image (symlinks followed)? */
 bool image_reader_exists(struct image_reader *r, const char *path);
 void image_reader_close(struct image_reader *r);

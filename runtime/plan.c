@@ -42,10 +42,7 @@ static int no_fact(const char *path, mpictr_err **err)
 /* A failure recorded while gathering, reported now (a copy of e). */
 static int replay_err(mpictr_err **err, const mpictr_err *e)
 {
-	err_set_exit(err, e->exit_code, 0, "%s", e->msg);
-	if (err && *err)
-		(*err)->errnum = e->errnum;
-	return -1;
+	return err_from_relay(err, e->errnum, e->exit_code, e->msg);
 }
 
 /* The recorded real path (bind_resolve_with's resolver). */
@@ -632,6 +629,14 @@ static int plan_steps(const struct mpictr_config *cfg,
 	    user_binds(cfg, p, cwd, err) < 0)
 		return -1;
 	plan_verbs(p);
+	/* A refusal is the step's outcome: the holder reports it when it
+	 * gets there, --dry-run shows it. */
+	if (p->nmpi && p->facts->image_mpi_known) {
+		mpiinject_check_libs(p->mpi, p->nmpi, p->facts->image_mpi,
+				     p->facts->nimage_mpi, &p->mpi_warnings,
+				     &p->mpi_refusal);
+		p->mpi_checked = true;
+	}
 	if (cfg->runscript) {
 		strv_push(&p->argv, "/.singularity.d/runscript");
 		for (size_t i = 0; cfg->argv && cfg->argv[i]; i++)
@@ -713,6 +718,8 @@ void plan_free(struct plan *p)
 	bind_policy_free(&p->bind_policy);
 	verbs_tree_free(&p->host_verbs);
 	strv_free(p->verbs_warnings);
+	strv_free(p->mpi_warnings);
+	mpictr_err_free(p->mpi_refusal);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -795,8 +802,19 @@ static void json_checks(struct strbuf *sb, const struct plan *p)
 		sb_json_str(sb, p->mpi[i].profile);
 		sb_puts(sb, ", \"host\": ");
 		sb_json_str(sb, p->mpi[i].host.path);
-		sb_printf(sb, ", \"action\": \"%s\", \"decided\": \"holder\"}",
-			  p->mpi[i].warn_only ? "warn" : "enforce");
+		sb_printf(sb, ", \"action\": \"%s\", \"decided\": \"%s\"",
+			  p->mpi[i].warn_only ? "warn" : "enforce",
+			  p->mpi_checked ? "plan" : "holder");
+		if (p->mpi_checked) {
+			sb_puts(sb, ", \"warnings\": ");
+			json_strv(sb, p->mpi_warnings);
+			sb_puts(sb, ", \"refused\": ");
+			if (p->mpi_refusal)
+				sb_json_str(sb, p->mpi_refusal->msg);
+			else
+				sb_puts(sb, "null");
+		}
+		sb_putc(sb, '}');
 	}
 	sb_puts(sb, n ? "\n  ]" : "]");
 }

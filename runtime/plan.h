@@ -88,6 +88,13 @@ struct plan {
 	 * logs verbs_warnings), else by the holder with the image mounted,
 	 * from host_verbs (verbs_in_holder). */
 	bool verbs_in_holder;
+	/* The MPI ABI check of mpi[]: made here when the image's MPI
+	 * libraries were read before mounting (mpi_checked; the holder logs
+	 * mpi_warnings and fails with mpi_refusal), else by the holder with
+	 * the image mounted. */
+	bool mpi_checked;
+	char **mpi_warnings;
+	mpictr_err *mpi_refusal;
 	struct verbs_tree host_verbs;
 	char **verbs_warnings;
 	/* While plan_build runs: the facts it reads (NULL afterwards). */

@@ -1175,68 +1175,100 @@ static char *squash_link_path(struct squash_image *h, sqfs_inode *in,
 
 /* Resolve path inside the image as RESOLVE_IN_ROOT does: every symlink
  * (the last component's too) followed with the image root as "/", ".."
- * never above it; at most SQUASH_MAX_LINKS symlinks. */
+ * never above it; at most SQUASH_MAX_LINKS symlinks. cp gets the path the
+ * walk ended at (its components, no link). */
 #define SQUASH_MAX_LINKS 40
 #define SQUASH_MAX_DEPTH 128
-static int squash_resolve(struct squash_image *h, const char *path,
-			  sqfs_inode *out, mpictr_err **err)
+struct squash_walk {
+	sqfs_inode_id id[SQUASH_MAX_DEPTH]; /* id[0]: the root */
+	size_t end[SQUASH_MAX_DEPTH];	    /* cp.len at each depth */
+	size_t depth;
+	struct strbuf cp;
+};
+
+static void squash_walk_to(struct squash_walk *w, size_t depth)
 {
-	sqfs_inode_id stack[SQUASH_MAX_DEPTH];
-	size_t depth = 0;
-	int links = 0;
+	w->depth = depth;
+	w->cp.len = w->end[depth];
+	if (w->cp.buf)
+		w->cp.buf[w->cp.len] = '\0';
+}
+
+/* One component: lookup in the current directory; a symlink makes *next
+ * the rest of the walk (malloc'ed), else the walk goes down. */
+static int squash_step(struct squash_image *h, struct squash_walk *w,
+		       const char *name, const char *rest, const char *path,
+		       char **next, mpictr_err **err)
+{
+	sqfs_dir_entry ent;
+	sqfs_name nb;
+	sqfs_inode dir, in;
+	bool found = false;
+
+	*next = NULL;
+	sqfs_dentry_init(&ent, nb);
+	if (sqfs_inode_get(&h->c.fs, &dir, w->id[w->depth]) != SQFS_OK ||
+	    !S_ISDIR(dir.base.mode))
+		return err_set(err, ENOTDIR, "image '%s': '%s'", h->name, path);
+	if (sqfs_dir_lookup(&h->c.fs, &dir, name, strlen(name), &ent, &found) !=
+		SQFS_OK ||
+	    !found ||
+	    sqfs_inode_get(&h->c.fs, &in, sqfs_dentry_inode(&ent)) != SQFS_OK)
+		return err_set(err, ENOENT, "image '%s': '%s'", h->name, path);
+	if (S_ISLNK(in.base.mode)) {
+		*next = squash_link_path(h, &in, rest, path, err);
+		return *next ? 0 : -1;
+	}
+	if (w->depth + 1 >= SQUASH_MAX_DEPTH)
+		return err_set(err, ENAMETOOLONG, "image '%s': '%s'", h->name,
+			       path);
+	w->id[++w->depth] = sqfs_dentry_inode(&ent);
+	sb_printf(&w->cp, "/%s", name);
+	w->end[w->depth] = w->cp.len;
+	return 0;
+}
+
+static int squash_resolve(struct squash_image *h, const char *path,
+			  sqfs_inode *out, char **canon, mpictr_err **err)
+{
+	struct squash_walk w = {.depth = 0, .cp = STRBUF_INIT};
+	int links = 0, rc = 0;
 	cleanup_free char *buf = xstrdup(path);
 	const char *rest = buf;
 	char name[SQUASHFS_NAME_LEN + 1];
 
-	stack[0] = sqfs_inode_root(&h->c.fs);
-	while (squash_next_name(&rest, name, sizeof(name))) {
-		sqfs_dir_entry ent;
-		sqfs_name nb;
-		sqfs_inode dir, in;
-		bool found = false;
+	w.id[0] = sqfs_inode_root(&h->c.fs);
+	w.end[0] = 0;
+	while (rc == 0 && squash_next_name(&rest, name, sizeof(name))) {
+		char *next = NULL;
 
 		if (strcmp(name, ".") == 0)
 			continue;
 		if (strcmp(name, "..") == 0) {
-			depth -= depth > 0;
+			squash_walk_to(&w, w.depth ? w.depth - 1 : 0);
 			continue;
 		}
-		sqfs_dentry_init(&ent, nb);
-		if (sqfs_inode_get(&h->c.fs, &dir, stack[depth]) != SQFS_OK ||
-		    !S_ISDIR(dir.base.mode))
-			return err_set(err, ENOTDIR, "image '%s': '%s'",
-				       h->name, path);
-		if (sqfs_dir_lookup(&h->c.fs, &dir, name, strlen(name), &ent,
-				    &found) != SQFS_OK ||
-		    !found ||
-		    sqfs_inode_get(&h->c.fs, &in, sqfs_dentry_inode(&ent)) !=
-			SQFS_OK)
-			return err_set(err, ENOENT, "image '%s': '%s'", h->name,
-				       path);
-		if (S_ISLNK(in.base.mode)) {
-			char *next;
-
-			if (++links > SQUASH_MAX_LINKS)
-				return err_set(err, ELOOP, "image '%s': '%s'",
-					       h->name, path);
-			next = squash_link_path(h, &in, rest, path, err);
-			if (!next)
-				return -1;
-			if (*next == '/')
-				depth = 0;
-			free(buf);
-			buf = next;
-			rest = buf;
+		rc = squash_step(h, &w, name, rest, path, &next, err);
+		if (rc < 0 || !next)
+			continue;
+		if (++links > SQUASH_MAX_LINKS) {
+			free(next);
+			rc = err_set(err, ELOOP, "image '%s': '%s'", h->name,
+				     path);
 			continue;
 		}
-		if (depth + 1 >= SQUASH_MAX_DEPTH)
-			return err_set(err, ENAMETOOLONG, "image '%s': '%s'",
-				       h->name, path);
-		stack[++depth] = sqfs_dentry_inode(&ent);
+		if (*next == '/')
+			squash_walk_to(&w, 0);
+		free(buf);
+		buf = next;
+		rest = buf;
 	}
-	if (sqfs_inode_get(&h->c.fs, out, stack[depth]) != SQFS_OK)
-		return err_set(err, EIO, "image '%s': '%s'", h->name, path);
-	return 0;
+	if (rc == 0 && sqfs_inode_get(&h->c.fs, out, w.id[w.depth]) != SQFS_OK)
+		rc = err_set(err, EIO, "image '%s': '%s'", h->name, path);
+	if (rc == 0 && canon)
+		*canon = w.cp.len ? sb_steal(&w.cp) : xstrdup("/");
+	sb_free(&w.cp);
+	return rc;
 }
 
 int squash_image_list(struct squash_image *h, const char *path, size_t max,
@@ -1250,7 +1282,7 @@ int squash_image_list(struct squash_image *h, const char *path, size_t max,
 	size_t n = 0;
 
 	*names = NULL;
-	if (squash_resolve(h, path, &dir, err) < 0)
+	if (squash_resolve(h, path, &dir, NULL, err) < 0)
 		return -1;
 	if (!S_ISDIR(dir.base.mode))
 		return err_set(err, ENOTDIR, "image '%s': '%s'", h->name, path);
@@ -1279,13 +1311,38 @@ int squash_image_list(struct squash_image *h, const char *path, size_t max,
 }
 
 int squash_image_stat(struct squash_image *h, const char *path, mode_t *mode,
-		      mpictr_err **err)
+		      uint64_t *size, char **canon, mpictr_err **err)
 {
 	sqfs_inode in;
 
-	if (squash_resolve(h, path, &in, err) < 0)
+	if (squash_resolve(h, path, &in, canon, err) < 0)
 		return -1;
 	*mode = in.base.mode;
+	*size = S_ISREG(in.base.mode) ? (uint64_t)in.xtra.reg.file_size : 0;
+	return 0;
+}
+
+int squash_image_pread(struct squash_image *h, const char *path, void *buf,
+		       size_t n, uint64_t off, mpictr_err **err)
+{
+	sqfs_inode in;
+	sqfs_off_t got = (sqfs_off_t)n;
+
+	if (squash_resolve(h, path, &in, NULL, err) < 0)
+		return -1;
+	if (!S_ISREG(in.base.mode))
+		return err_set(err, EINVAL, "image '%s': '%s' is not a file",
+			       h->name, path);
+	if (off > (uint64_t)in.xtra.reg.file_size ||
+	    n > (uint64_t)in.xtra.reg.file_size - off)
+		return err_set(err, EINVAL,
+			       "image '%s': '%s': read beyond the end", h->name,
+			       path);
+	if (n && (sqfs_read_range(&h->c.fs, &in, (sqfs_off_t)off, &got, buf) !=
+		      SQFS_OK ||
+		  got != (sqfs_off_t)n))
+		return err_set(err, EIO, "image '%s': read '%s'", h->name,
+			       path);
 	return 0;
 }
 
@@ -1297,7 +1354,7 @@ int squash_image_read(struct squash_image *h, const char *path, size_t max,
 
 	*buf = NULL;
 	*len = 0;
-	if (squash_resolve(h, path, &in, err) < 0)
+	if (squash_resolve(h, path, &in, NULL, err) < 0)
 		return -1;
 	if (!S_ISREG(in.base.mode))
 		return err_set(err, EINVAL, "image '%s': '%s' is not a file",

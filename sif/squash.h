@@ -82,9 +82,13 @@ int squash_image_open(const char *image, uint64_t offset,
  * (more: E2BIG). */
 int squash_image_list(struct squash_image *h, const char *path, size_t max,
 		      char ***names, mpictr_err **err);
-/* The mode (type and permissions) of path. */
+/* The mode (type and permissions) and size of path, and (canon, when not
+ * NULL) the path inside the image it resolves to, malloc'ed. */
 int squash_image_stat(struct squash_image *h, const char *path, mode_t *mode,
-		      mpictr_err **err);
+		      uint64_t *size, char **canon, mpictr_err **err);
+/* n bytes at off of the regular file path (all of them, or an error). */
+int squash_image_pread(struct squash_image *h, const char *path, void *buf,
+		       size_t n, uint64_t off, mpictr_err **err);
 /* The regular file at path, NUL-terminated, at most max bytes (larger:
  * EFBIG). */
 int squash_image_read(struct squash_image *h, const char *path, size_t max,
@@ -105,7 +109,10 @@ struct squash_plugin {
 	int (*image_list)(struct squash_image *h, const char *path, size_t max,
 			  char ***names, mpictr_err **err);
 	int (*image_stat)(struct squash_image *h, const char *path,
-			  mode_t *mode, mpictr_err **err);
+			  mode_t *mode, uint64_t *size, char **canon,
+			  mpictr_err **err);
+	int (*image_pread)(struct squash_image *h, const char *path, void *buf,
+			   size_t n, uint64_t off, mpictr_err **err);
 	int (*image_read)(struct squash_image *h, const char *path, size_t max,
 			  char **buf, size_t *len, mpictr_err **err);
 	void (*image_close)(struct squash_image *h);

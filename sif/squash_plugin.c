@@ -15,6 +15,7 @@ static const struct squash_plugin squash_table = {
     .image_open = squash_image_open,
     .image_list = squash_image_list,
     .image_stat = squash_image_stat,
+    .image_pread = squash_image_pread,
     .image_read = squash_image_read,
     .image_close = squash_image_close,
 };

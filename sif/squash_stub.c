@@ -81,12 +81,21 @@ int squash_image_list(struct squash_image *h, const char *path, size_t max,
 }
 
 int squash_image_stat(struct squash_image *h, const char *path, mode_t *mode,
-		      mpictr_err **err)
+		      uint64_t *size, char **canon, mpictr_err **err)
 {
 	const struct squash_plugin *t = squash_table(err);
 
 	*mode = 0;
-	return t ? t->image_stat(h, path, mode, err) : -1;
+	*size = 0;
+	return t ? t->image_stat(h, path, mode, size, canon, err) : -1;
+}
+
+int squash_image_pread(struct squash_image *h, const char *path, void *buf,
+		       size_t n, uint64_t off, mpictr_err **err)
+{
+	const struct squash_plugin *t = squash_table(err);
+
+	return t ? t->image_pread(h, path, buf, n, off, err) : -1;
 }
 
 int squash_image_read(struct squash_image *h, const char *path, size_t max,

@@ -416,6 +416,104 @@ START_TEST(test_plan_fact_errors)
 }
 END_TEST
 
+/* A profile injecting the host's MPICH 12.3 against the image's MPICH. */
+static void mpi_fixture(struct host_facts *f, int image_minor)
+{
+	f->mpis = xcalloc(1, sizeof(*f->mpis));
+	f->nmpis = 1;
+	f->mpis[0].path = xstrdup("/host/lib/libmpich.so.12");
+	f->mpis[0].lib = (struct mpi_lib){
+	    .path = xstrdup("/host/lib/libmpich.so.12"),
+	    .soname = xstrdup("libmpich.so.12"),
+	    .file = xstrdup("libmpich.so.12.3.0"),
+	    .family = MPI_FAMILY_MPICH,
+	    .major = 12,
+	    .minor = 3};
+	rec(f, "/host/lib/libmpich.so.12", 0, false);
+	f->image_mpi = xcalloc(1, sizeof(*f->image_mpi));
+	f->nimage_mpi = 1;
+	f->image_mpi[0] = (struct mpi_lib){
+	    .path = xstrdup("/usr/lib/x86_64-linux-gnu/libmpich.so.12"),
+	    .soname = xstrdup("libmpich.so.12"),
+	    .file = xasprintf("libmpich.so.12.%d.0", image_minor),
+	    .family = MPI_FAMILY_MPICH,
+	    .major = 12,
+	    .minor = image_minor};
+	f->image_mpi_known = true;
+}
+
+static mpictr_config *mpi_config(const char *abi)
+{
+	mpictr_config *cfg = config_fixture(plain_env);
+	cleanup_free char *site =
+	    xasprintf("[profile mpich]\nmpi = /host/lib/libmpich.so.12\n"
+		      "mpi_abi = %s\n",
+		      abi);
+
+	ck_assert_int_eq(siteconf_parse(&cfg->site, site, strlen(site),
+					"site.conf", true, NULL),
+			 0);
+	ck_assert_int_eq(mpictr_config_add_profile(cfg, "mpich", NULL), 0);
+	return cfg;
+}
+
+START_TEST(test_plan_mpi_abi)
+{
+	struct host_facts f;
+	struct plan p;
+	mpictr_err *err = NULL;
+	mpictr_config *cfg = mpi_config("enforce");
+	cleanup_free char *json = NULL;
+
+	/* the image's MPICH 12.1: the host's 12.3 may replace it */
+	facts_fixture(&f);
+	mpi_fixture(&f, 1);
+	ck_assert_msg(build(cfg, &f, &p, &err) == 0, "%s",
+		      mpictr_err_message(err));
+	ck_assert(p.mpi_checked);
+	ck_assert_ptr_null(p.mpi_warnings);
+	ck_assert_str_eq(op_at(&p, MPIINJECT_DIR "/libmpich.so.12", NULL)->source,
+			 "/host/lib/libmpich.so.12");
+	ck_assert_ptr_nonnull(op_at(&p, MPIINJECT_DIR "/libmpi.so.12", NULL));
+	json = plan_to_json(&p);
+	ck_assert(strstr(json, "\"check\": \"mpi_abi\", \"profile\": "
+			       "\"mpich\""));
+	ck_assert(strstr(json, "\"action\": \"enforce\", \"decided\": "
+			       "\"plan\", \"warnings\": [], \"refused\": null"));
+	plan_free(&p);
+	host_facts_free(&f);
+	/* the image's 12.5 is newer: refused, naming the profile (the step's
+	 * outcome: the holder reports it, --dry-run shows it) */
+	facts_fixture(&f);
+	mpi_fixture(&f, 5);
+	ck_assert_int_eq(build(cfg, &f, &p, NULL), 0);
+	ck_assert_ptr_nonnull(p.mpi_refusal);
+	ck_assert_msg(strstr(mpictr_err_message(p.mpi_refusal),
+			     "profile 'mpich': MPI ABI check: host"),
+		      "%s", mpictr_err_message(p.mpi_refusal));
+	ck_assert(strstr(mpictr_err_message(p.mpi_refusal),
+			 "older than the image's"));
+	free(json);
+	json = plan_to_json(&p);
+	ck_assert(strstr(json, "\"refused\": \"profile 'mpich': MPI ABI"));
+	plan_free(&p);
+	mpictr_config_free(cfg);
+	/* mpi_abi = warn: planned, with the warning for the holder to say */
+	cfg = mpi_config("warn");
+	ck_assert_int_eq(build(cfg, &f, &p, NULL), 0);
+	ck_assert_uint_eq(strv_len(p.mpi_warnings), 1);
+	ck_assert(strstr(p.mpi_warnings[0], "continuing: mpi_abi = warn"));
+	plan_free(&p);
+	/* the image not read before mounting: the holder checks */
+	f.image_mpi_known = false;
+	ck_assert_int_eq(build(cfg, &f, &p, NULL), 0);
+	ck_assert(!p.mpi_checked);
+	plan_free(&p);
+	host_facts_free(&f);
+	mpictr_config_free(cfg);
+}
+END_TEST
+
 /* The same facts give the same plan: nothing else is read. */
 START_TEST(test_plan_deterministic)
 {
@@ -449,6 +547,7 @@ Suite *suite_plan(void)
 	tcase_add_test(tc, test_plan_env_scripts_json);
 	tcase_add_test(tc, test_plan_verbs);
 	tcase_add_test(tc, test_plan_fact_errors);
+	tcase_add_test(tc, test_plan_mpi_abi);
 	tcase_add_test(tc, test_plan_deterministic);
 	suite_add_tcase(s, tc);
 	return s;
