@@ -313,20 +313,27 @@ static bool wants_mpi(const struct mpictr_config *cfg)
 	return false;
 }
 
-/* The image's contents planning reads, without mounting it. A failure is
- * left to the mount (which reports it) and to the holder's decisions. */
+/* The image's contents planning reads, without mounting it: its env
+ * scripts (a directory image's always: cheap), and where the plan decides
+ * them (--dry-run, or outside join mode) its verbs providers and its MPI
+ * libraries. In join mode the holder decides those on the mounted image,
+ * so that a joining task never loads the squash plugin nor reads the
+ * image's libraries. A failure is left to the mount (which reports it)
+ * and to the holder. */
 static void gather_image(const struct mpictr_config *cfg,
 			 const struct run_decision *d, unsigned flags,
 			 struct host_facts *f)
 {
-	bool hcas = any_exposed_hca(&f->hostdev), mpi = wants_mpi(cfg);
+	bool decide = (flags & HOST_FACTS_IMAGE) || d->mode != RUN_JOIN;
+	bool hcas = decide && any_exposed_hca(&f->hostdev);
+	bool mpi = decide && wants_mpi(cfg);
 	struct image_reader *r = NULL;
 	mpictr_err *e = NULL;
 
 	if (f->image_err)
 		return;
 	if (f->image.kind != IMAGE_DIR && !(flags & HOST_FACTS_IMAGE) &&
-	    (d->mode == RUN_JOIN || !(hcas || mpi)))
+	    !hcas && !mpi)
 		return;
 	if (image_reader_open(&f->image, &r, &e) < 0) {
 		log_debug("%s", mpictr_err_message(e));
@@ -334,11 +341,12 @@ static void gather_image(const struct mpictr_config *cfg,
 		return;
 	}
 	read_env_scripts(f, r);
-	if (hcas && verbs_tree_read(r, NULL, &f->image_verbs, &e) < 0) {
+	if (decide &&
+	    (!hcas || verbs_tree_read(r, NULL, &f->image_verbs, &e) == 0))
+		f->image_verbs_known = true;
+	if (e) {
 		log_debug("%s", mpictr_err_message(e));
 		mpictr_err_free(e);
-	} else {
-		f->image_read = true;
 	}
 	if (mpi && mpiabi_find_in_reader(r, &f->image_mpi, &f->nimage_mpi) == 0)
 		f->image_mpi_known = true;

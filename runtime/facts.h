@@ -46,16 +46,19 @@ struct host_facts {
 
 	struct image_info image; /* image_probe's answer */
 	mpictr_err *image_err;	 /* its error, or NULL */
-	/* The image's contents, read without mounting it (imgread.h):
-	 * always for a directory image; for squashfs and SIF images when
-	 * asked (HOST_FACTS_IMAGE: --dry-run) or when the verbs decision or
-	 * the MPI ABI check needs them outside join mode (a joining task
-	 * does not load the squash plugin; the holder decides there). */
-	bool image_read;
+	/* The image's contents, read without mounting it (imgread.h): the
+	 * env scripts of a directory image always, of a squashfs or SIF image
+	 * where the plan decides the verbs providers or the MPI ABI check
+	 * (--dry-run, HOST_FACTS_IMAGE; outside join mode with exposed HCAs
+	 * or a profile's host MPI); in join mode the holder decides those (a
+	 * joining task neither loads the squash plugin nor reads the image's
+	 * libraries). */
 	/* The image's /.singularity.d/env/\*.sh in the order the exec
-	 * wrapper sources them (known with image_read). */
+	 * wrapper sources them. */
 	char **env_scripts;
 	bool env_scripts_known;
+	/* Its verbs providers (read only with exposed HCAs). */
+	bool image_verbs_known;
 	struct verbs_tree image_verbs;
 	/* The image's MPI libraries (mpiabi_find_in_reader), when profiles
 	 * inject a host MPI and the image was read. */

@@ -18,7 +18,7 @@
 #include "mpictr.h"
 
 /* Most entries a directory listing returns (more: E2BIG). */
-#define IMGREAD_MAX_ENTRIES 4096
+#define IMGREAD_MAX_ENTRIES 65536
 
 struct image_reader;
 

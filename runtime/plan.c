@@ -562,7 +562,7 @@ static void plan_verbs(struct plan *p)
 	struct devices_bind *b = NULL;
 	size_t nb = 0;
 
-	if (!f->image_read) {
+	if (!f->image_verbs_known) {
 		p->verbs_in_holder = f->hostdev.nhcas > 0;
 		verbs_tree_copy(&p->host_verbs, &f->host_verbs);
 		return;

@@ -47,7 +47,7 @@ static void facts_fixture(struct host_facts *f)
 	f->image.kind = IMAGE_SIF;
 	f->image.path = xstrdup("/nonexistent/images/app.sif");
 	f->image.offset = 4096;
-	f->image_read = true;
+	f->image_verbs_known = true;
 	f->env_scripts_known = true;
 	strv_push(&f->env_scripts, "/.singularity.d/env/01-base.sh");
 	strv_push(&f->env_scripts, "/.singularity.d/env/90-environment.sh");
@@ -365,7 +365,7 @@ START_TEST(test_plan_verbs)
 	plan_free(&p);
 	/* an image that could not be read before mounting: the holder
 	 * decides, with the host's providers from the plan */
-	f.image_read = false;
+	f.image_verbs_known = false;
 	ck_assert_int_eq(build(cfg, &f, &p, NULL), 0);
 	ck_assert(p.verbs_in_holder);
 	ck_assert_ptr_null(op_at(&p, "/etc/libibverbs.d/mlx5.driver", NULL));
