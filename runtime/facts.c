@@ -2,7 +2,6 @@
  * realpath, file read and helper run that planning needs happens here,
  * once, before plan_build().
  */
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <pwd.h>
@@ -34,10 +33,12 @@ const struct path_fact *host_facts_add_path(struct host_facts *f,
 	struct path_fact *pf;
 	struct stat st;
 	char *real;
+	int rerr;
 
 	if (known)
 		return known;
 	real = realpath(path, NULL);
+	rerr = real ? 0 : errno;
 	f->paths = xrealloc(f->paths, (f->npaths + 1) * sizeof(*f->paths));
 	pf = &f->paths[f->npaths++];
 	memset(pf, 0, sizeof(*pf));
@@ -48,7 +49,7 @@ const struct path_fact *host_facts_add_path(struct host_facts *f,
 	else
 		pf->is_dir = S_ISDIR(st.st_mode);
 	if (!real && !pf->err)
-		pf->err = ENOENT;
+		pf->err = rerr ? rerr : ENOENT;
 	if (real && strcmp(real, path) != 0) {
 		cleanup_free char *copy = xstrdup(real);
 		host_facts_add_path(f, copy); /* may move f->paths */
