@@ -226,7 +226,7 @@ FUZZERS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
 # The pure parsers of untrusted input and what they need; no namespaces,
 # FUSE or PMIx in the fuzzers.
 FUZZ_LIB_SRCS := runtime/error.c runtime/util.c runtime/config.c runtime/bindspec.c \
-	runtime/ldcache.c \
+	runtime/ldcache.c runtime/proc.c \
 	runtime/slurm.c runtime/launcher.c pmi/pmi1_wire.c \
 	$(filter-out sif/squash%,$(wildcard sif/*.c)) \
 	$(wildcard runtime/siteconf.c)
@@ -234,7 +234,8 @@ FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
 	-fno-sanitize-recover=undefined -std=gnu11 $(CPPFLAGS_ALL) $(BASE_CFLAGS) $(PMIX_CFLAGS)
 # Targets may name the few sources they need (launch.c needs pmi/).
 FUZZ_SRCS_fuzz_siteconf := runtime/siteconf.c runtime/config.c runtime/bindspec.c \
-	runtime/mpiinject.c runtime/error.c runtime/util.c runtime/syscalls.c
+	runtime/mpiinject.c runtime/imgread.c sif/squash_stub.c runtime/plugin.c \
+	runtime/error.c runtime/util.c runtime/syscalls.c
 FUZZ_SRCS_fuzz_bind := runtime/bindspec.c runtime/error.c runtime/util.c
 FUZZ_SRCS_fuzz_ldcache := runtime/ldcache.c runtime/error.c runtime/util.c
 fuzz: $(FUZZERS)

@@ -449,9 +449,10 @@ int pmi_upstream_start(struct pmi_upstream **out, mpictr_err **err)
 		/* Die with the supervisor; keep its signal mask (SIGTERM and
 		 * friends stay blocked: the agent ends on EOF, after the
 		 * ranks). */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != self)
-			_exit(1);
+		sigset_t mask;
+
+		sigprocmask(SIG_BLOCK, NULL, &mask);
+		proc_child_setup(&mask, self);
 		close_all_fds_except(&sv[1], 1);
 		agent_main(sv[1]);
 	}

@@ -49,6 +49,7 @@
 
 #include "bindm.h"
 #include "error.h"
+#include "imgread.h"
 #include "mpiinject.h"
 #include "squash.h"
 #include "syscalls.h"
@@ -687,20 +688,43 @@ static int do_op(struct rootfs *r, size_t i, mpictr_err **err)
 	}
 }
 
+/* The plan's verbs decision, made here: the mounted image's providers
+ * (read below LAYER/image, symlinks kept inside it). */
+static int verbs_in_image(struct rootfs *r, char ***warnings, mpictr_err **err)
+{
+	const struct plan *p = r->p;
+	struct image_reader *ir = NULL;
+	struct verbs_tree img;
+
+	if (image_reader_open_dir(r->l_image, &ir, err) < 0 ||
+	    verbs_tree_read(ir, NULL, &img, err) < 0) {
+		image_reader_close(ir);
+		return err_wrap(err, "check verbs providers");
+	}
+	image_reader_close(ir);
+	verbs_decide(&p->hostdev, &p->host_verbs, p->sysroot, &img,
+		     p->inject_verbs, warnings, &r->inject, &r->ninject);
+	verbs_tree_free(&img);
+	return 0;
+}
+
 /* Host HCAs whose verbs provider the image lacks: say so before exec (the
  * classic "no userspace device-specific driver found" made actionable),
  * or with --inject-verbs bind the host's provider and driver file in.
- * Runs with the image mounted in the layer, before the pivot, so the
- * host files can still be opened. */
+ * Decided by the plan when the image could be read before mounting (its
+ * binds are among the plan's operations); else here, with the image
+ * mounted in the layer (read below its root, symlinks kept inside it),
+ * before the pivot, so the host files can still be opened. */
 static int verbs_providers(struct rootfs *r, mpictr_err **err)
 {
 	const struct plan *p = r->p;
 	char **warnings = NULL;
 
-	if (p->hostdev.nhcas == 0)
+	for (size_t i = 0; p->verbs_warnings && p->verbs_warnings[i]; i++)
+		log_warn("%s", p->verbs_warnings[i]);
+	if (!p->verbs_in_holder)
 		return 0;
-	if (verbs_check(&p->hostdev, p->sysroot, r->l_image, p->inject_verbs,
-			&warnings, &r->inject, &r->ninject, err) < 0)
+	if (verbs_in_image(r, &warnings, err) < 0)
 		return -1;
 	for (size_t i = 0; warnings && warnings[i]; i++)
 		log_warn("%s", warnings[i]);
@@ -721,6 +745,24 @@ static int verbs_providers(struct rootfs *r, mpictr_err **err)
 				       r->inject[i].src);
 	}
 	return 0;
+}
+
+/* The MPI ABI check of the plan's host MPI injections: made by the plan
+ * when the image could be read before mounting (its warnings logged
+ * here), else here, with the image mounted and nothing bound yet. */
+static int mpi_abi(struct rootfs *r, mpictr_err **err)
+{
+	const struct plan *p = r->p;
+
+	for (size_t i = 0; p->mpi_warnings && p->mpi_warnings[i]; i++)
+		log_warn("%s", p->mpi_warnings[i]);
+	if (p->mpi_refusal)
+		return err_from_relay(err, p->mpi_refusal->errnum,
+				      p->mpi_refusal->exit_code,
+				      p->mpi_refusal->msg);
+	if (p->mpi_checked)
+		return 0;
+	return mpiinject_check(p->mpi, p->nmpi, r->l_image, err);
 }
 
 /* Step 4: the image at LAYER/image and its top level in LAYER/root. */
@@ -971,8 +1013,7 @@ int rootfs_build(const struct plan *p, int nworkers, struct squash_mount **sq,
 	 * visible and nothing bound yet. */
 	if (open_sources(&r, err) < 0 || clone_sources(&r, err) < 0 ||
 	    image_and_root(&r, nworkers, sq, err) < 0 ||
-	    verbs_providers(&r, err) < 0 ||
-	    mpiinject_check(p->mpi, p->nmpi, r.l_image, err) < 0)
+	    verbs_providers(&r, err) < 0 || mpi_abi(&r, err) < 0)
 		goto out;
 	/* 5. */
 	if (pivot_and_detach(&r, err) < 0)

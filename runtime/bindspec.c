@@ -100,8 +100,22 @@ int bind_parse(const char *spec, struct bind_spec **binds, size_t *n,
 	return 0;
 }
 
+static char *real_path(const char *path, void *ctx)
+{
+	(void)ctx;
+	return realpath(path, NULL);
+}
+
 int bind_resolve(const struct bind_spec *b, const char *cwd, const char *origin,
 		 char **src, char **dst, mpictr_err **err)
+{
+	return bind_resolve_with(b, cwd, origin, real_path, NULL, src, dst,
+				 err);
+}
+
+int bind_resolve_with(const struct bind_spec *b, const char *cwd,
+		      const char *origin, bind_realpath_fn rp, void *ctx,
+		      char **src, char **dst, mpictr_err **err)
 {
 	cleanup_free char *from =
 	    origin ? xasprintf(" (from %s)", origin) : xstrdup("");
@@ -112,7 +126,7 @@ int bind_resolve(const struct bind_spec *b, const char *cwd, const char *origin,
 		abs = xstrdup(b->src);
 	else
 		abs = xasprintf("%s/%s", cwd, b->src);
-	real = realpath(abs, NULL);
+	real = rp(abs, ctx);
 	if (!real)
 		return err_set(err, errno, "bind source '%s'%s", b->src, from);
 	if (has_dotdot(b->dst))

@@ -34,5 +34,13 @@ void bind_specs_free(struct bind_spec *binds, size_t n);
  * *src and *dst allocated, or -1 with both NULL. */
 int bind_resolve(const struct bind_spec *b, const char *cwd, const char *origin,
 		 char **src, char **dst, mpictr_err **err);
+/* How bind_resolve_with makes a source real: a malloc'ed real path, or
+ * NULL with errno set (realpath(3), or recorded facts). */
+typedef char *(*bind_realpath_fn)(const char *path, void *ctx);
+/* bind_resolve with the source made real by rp (plan_build passes the
+ * recorded host facts, so that planning reads no file). */
+int bind_resolve_with(const struct bind_spec *b, const char *cwd,
+		      const char *origin, bind_realpath_fn rp, void *ctx,
+		      char **src, char **dst, mpictr_err **err);
 
 #endif

@@ -810,6 +810,36 @@ int devices_discover(const char *sysroot, const char *spec, bool gpu,
 	return 0;
 }
 
+void host_devices_copy(struct host_devices *to, const struct host_devices *from)
+{
+	*to = *from;
+	to->devs = xcalloc(from->ndevs + 1, sizeof(*to->devs));
+	for (size_t i = 0; i < from->ndevs; i++)
+		to->devs[i] = (struct device){
+		    .host_path = xstrdup(from->devs[i].host_path),
+		    .path = xstrdup(from->devs[i].path),
+		    .kind = from->devs[i].kind,
+		    .reason = xstrdup(from->devs[i].reason),
+		};
+	to->hcas = xcalloc(from->nhcas + 1, sizeof(*to->hcas));
+	for (size_t i = 0; i < from->nhcas; i++) {
+		to->hcas[i] = from->hcas[i];
+		to->hcas[i].name = xstrdup(from->hcas[i].name);
+		to->hcas[i].driver = xstrdup(from->hcas[i].driver);
+		to->hcas[i].link_layer = from->hcas[i].link_layer
+					     ? xstrdup(from->hcas[i].link_layer)
+					     : NULL;
+	}
+	to->binds = xcalloc(from->nbinds + 1, sizeof(*to->binds));
+	for (size_t i = 0; i < from->nbinds; i++)
+		to->binds[i] = (struct devices_bind){
+		    .src = xstrdup(from->binds[i].src),
+		    .dst = xstrdup(from->binds[i].dst),
+		};
+	to->lib_dirs = strv_dup(from->lib_dirs);
+	to->warnings = strv_dup(from->warnings);
+}
+
 void host_devices_free(struct host_devices *d)
 {
 	if (!d)

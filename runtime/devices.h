@@ -98,6 +98,9 @@ const char *devices_sysroot(bool user_binds_allowed);
 int devices_discover(const char *sysroot, const char *spec, bool gpu,
 		     struct host_devices *out, mpictr_err **err);
 void host_devices_free(struct host_devices *d);
+/* A deep copy of from in *to (release with host_devices_free()). */
+void host_devices_copy(struct host_devices *to,
+		       const struct host_devices *from);
 
 /* NULL when RLIMIT_MEMLOCK is unlimited; else a malloc'ed one-line
  * description of the limit, too low for RDMA memory registration. */

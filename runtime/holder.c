@@ -132,7 +132,8 @@ static void prefetch_files(const struct plan *p)
 {
 	cleanup_free char *exe = NULL;
 
-	if (exec_image_has_env_scripts())
+	if (p->env_scripts_known ? strv_len(p->env_scripts) > 0
+				 : exec_image_has_env_scripts())
 		prefetch_file("/bin/sh");
 	if (p->argv && p->argv[0] &&
 	    exec_resolve_command(p->argv[0], p->env, &exe, NULL) == 0)
@@ -150,11 +151,13 @@ static void prefetch_files(const struct plan *p)
  * holder_wait) or -1. */
 static pid_t holder_prefetch(const struct plan *p, int ctl_rfd, int sfd)
 {
-	pid_t pid = fork();
+	pid_t parent = getpid(), pid = fork();
+	sigset_t none;
 
 	if (pid != 0)
 		return pid;
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	sigemptyset(&none);
+	proc_child_setup(&none, parent);
 	prctl(PR_SET_NAME, "mpictr-prefetch");
 	close(ctl_rfd);
 	close(sfd);

@@ -1104,7 +1104,7 @@ static int build_plan(struct keeper *k, mpictr_err **err)
 {
 	if (k->plan)
 		return 0;
-	if (plan_build(k->cfg, k->d, NULL, k->plan_store, err) < 0)
+	if (host_plan_build(k->cfg, k->d, NULL, k->plan_store, err) < 0)
 		return -1;
 	k->plan = k->plan_store;
 	return 0;

@@ -265,15 +265,7 @@ static int rank_env(struct job *j, int rank, char ***env, int *pmi_fd,
 {
 	*env = plan_rank_env(&j->plan, rank);
 	*pmi_fd = -1;
-	if (j->cfg->bind_to && strcmp(j->cfg->bind_to, "core") == 0) {
-		/* What Slurm's schizo component tells Open MPI when it binds:
-		 * do not bind again (reference pmix-server.md §10). */
-		if (!env_get(*env, "OMPI_MCA_hwloc_base_binding_policy"))
-			env_set(env, "OMPI_MCA_hwloc_base_binding_policy",
-				"none");
-		if (!env_get(*env, "OMPI_MCA_orte_externally_bound"))
-			env_set(env, "OMPI_MCA_orte_externally_bound", "1");
-	}
+	env_binding(env, j->cfg->bind_to);
 	if (!j->with_pmi)
 		return 0;
 	return pmi_server_rank_env(j->pmi, j->rank_base + (uint32_t)rank, env,
@@ -640,7 +632,7 @@ int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
 	 * saves a fork, a mkdtemp, a bind and an rm_rf per run. */
 	if (j.with_pmi && make_run_dir(&j, err) < 0)
 		goto out;
-	if (plan_build(cfg, d, j.run_dir, &j.plan, err) < 0)
+	if (host_plan_build(cfg, d, j.run_dir, &j.plan, err) < 0)
 		goto out;
 	/* Launch mode: every rank is ours, unless other nodes run the rest. */
 	j.plan.single_node = !j.upstream;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "imgread.h"
 #include "mpiinject.h"
 #include "syscalls.h"
 #include "util.h"
@@ -262,21 +263,17 @@ void mpi_libs_free(struct mpi_lib *l, size_t n)
 	free(l);
 }
 
-/* Fill *out from an open fd of the library; real is its resolved path. */
-static int describe_fd(int fd, const char *path, const char *real,
-		       struct mpi_lib *out, mpictr_err **err)
+/* Fill *out from the library read through rd (size bytes); real is its
+ * resolved path. */
+static int describe(mpiabi_read_fn rd, void *ctx, uint64_t size,
+		    const char *path, const char *real, struct mpi_lib *out,
+		    mpictr_err **err)
 {
-	struct stat st;
 	const char *base = strrchr(real, '/');
 	char *soname = NULL;
 
 	memset(out, 0, sizeof(*out));
-	if (fstat(fd, &st) < 0)
-		return err_set(err, errno, "stat '%s'", path);
-	if (!S_ISREG(st.st_mode))
-		return err_set(err, 0, "'%s' is not a regular file", path);
-	if (mpiabi_elf_soname(fd_read, &fd, (uint64_t)st.st_size, path, &soname,
-			      err) < 0)
+	if (mpiabi_elf_soname(rd, ctx, size, path, &soname, err) < 0)
 		return -1;
 	out->path = xstrdup(path);
 	out->file = xstrdup(base ? base + 1 : real);
@@ -288,6 +285,21 @@ static int describe_fd(int fd, const char *path, const char *real,
 	out->family = mpiabi_family(soname, &out->major);
 	out->minor = mpiabi_file_minor(out->file);
 	return 0;
+}
+
+/* Fill *out from an open fd of the library; real is its resolved path. */
+static int describe_fd(int fd, const char *path, const char *real,
+		       struct mpi_lib *out, mpictr_err **err)
+{
+	struct stat st;
+
+	memset(out, 0, sizeof(*out));
+	if (fstat(fd, &st) < 0)
+		return err_set(err, errno, "stat '%s'", path);
+	if (!S_ISREG(st.st_mode))
+		return err_set(err, 0, "'%s' is not a regular file", path);
+	return describe(fd_read, &fd, (uint64_t)st.st_size, path, real, out,
+			err);
 }
 
 int mpiabi_inspect_host(const char *path, struct mpi_lib *out, mpictr_err **err)
@@ -316,58 +328,30 @@ static const char *const image_lib_dirs[] = {
     "/usr/local/lib64",
 };
 
-static int open_in(int rootfd, const char *path, int flags)
-{
-	int fd = sys_openat_in_root(rootfd, path, flags | O_CLOEXEC);
-
-	/* Kernels before 5.6: the image is read-only and only read here,
-	 * so a plain lookup is tolerable; absolute links may then point
-	 * outside it and give a wrong answer, never a write. */
-	if (fd < 0 && errno == ENOSYS)
-		fd = openat(rootfd, path[0] == '/' ? path + 1 : path,
-			    flags | O_CLOEXEC);
-	return fd;
-}
-
 /* Directories the image's /etc/ld.so.conf.d/\*.conf files name. */
-static void conf_dirs(int rootfd, char ***dirs)
+static void conf_dirs(struct image_reader *r, char ***dirs)
 {
-	cleanup_close int dfd =
-	    open_in(rootfd, "/etc/ld.so.conf.d", O_RDONLY | O_DIRECTORY);
-	DIR *d;
-	struct dirent *de;
+	cleanup_strv char **names = NULL;
 
-	if (dfd < 0)
+	if (image_reader_list(r, "/etc/ld.so.conf.d", &names, NULL) < 0)
 		return;
-	d = fdopendir(dfd);
-	if (!d)
-		return;
-	dfd = -1;
-	while ((de = readdir(d))) {
-		size_t l = strlen(de->d_name);
+	for (size_t i = 0; names && names[i]; i++) {
+		size_t l = strlen(names[i]), len;
 		cleanup_free char *p = NULL, *text = NULL;
-		cleanup_close int fd = -1;
-		char buf[16384], *save = NULL, *line;
-		ssize_t n;
+		char *save = NULL, *line;
 
-		if (l < 6 || strcmp(de->d_name + l - 5, ".conf"))
+		if (l < 6 || strcmp(names[i] + l - 5, ".conf"))
 			continue;
-		p = xasprintf("/etc/ld.so.conf.d/%s", de->d_name);
-		fd = open_in(rootfd, p, O_RDONLY);
-		if (fd < 0)
+		p = xasprintf("/etc/ld.so.conf.d/%s", names[i]);
+		if (image_reader_read(r, p, 16383, &text, &len, NULL) < 0)
 			continue;
-		n = read(fd, buf, sizeof(buf) - 1);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		for (line = strtok_r(buf, "\n", &save); line;
+		for (line = strtok_r(text, "\n", &save); line;
 		     line = strtok_r(NULL, "\n", &save)) {
 			line += strspn(line, " \t");
 			if (line[0] == '/' && strlen(line) < 1024)
 				strv_push(dirs, line);
 		}
 	}
-	closedir(d);
 }
 
 static bool mpi_name(const char *n)
@@ -375,66 +359,88 @@ static bool mpi_name(const char *n)
 	return so_major(n, "libmpi") >= 0 || so_major(n, "libmpich") >= 0;
 }
 
-int mpiabi_find_in_image(const char *root, struct mpi_lib **libs, size_t *n,
-			 mpictr_err **err)
+/* mpiabi_read_fn over a file of an image. */
+struct image_file {
+	struct image_reader *r;
+	const char *path;
+};
+
+static int image_file_read(void *ctx, void *buf, size_t n, uint64_t off)
 {
-	cleanup_close int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct image_file *f = ctx;
+
+	return image_reader_pread(f->r, f->path, buf, n, off, NULL);
+}
+
+/* The MPI library at path of the image, unless seen (by the path it
+ * resolves to); 1 when *out was filled. */
+static int image_lib(struct image_reader *r, const char *path, char ***seen,
+		     struct mpi_lib *out)
+{
+	cleanup_free char *canon = NULL;
+	struct image_file f = {r, path};
+	mpictr_err *e = NULL;
+	uint64_t size;
+	mode_t mode;
+
+	if (image_reader_stat(r, path, &mode, &size, &canon, NULL) < 0 ||
+	    !S_ISREG(mode) || strv_contains(*seen, canon))
+		return 0;
+	strv_push(seen, canon);
+	/* Reported as the container sees it. */
+	if (describe(image_file_read, &f, size, canon, canon, out, &e) < 0) {
+		log_debug("image library: %s", mpictr_err_message(e));
+		mpictr_err_free(e);
+		return 0;
+	}
+	return 1;
+}
+
+int mpiabi_find_in_reader(struct image_reader *r, struct mpi_lib **libs,
+			  size_t *n)
+{
 	cleanup_strv char **dirs = NULL;
 	cleanup_strv char **seen = NULL;
-	size_t rl = strlen(root);
 
 	*libs = NULL;
 	*n = 0;
-	if (rootfd < 0)
-		return err_set(err, errno, "open the image root '%s'", root);
 	for (size_t i = 0; i < ARRAY_SIZE(image_lib_dirs); i++)
 		strv_push(&dirs, image_lib_dirs[i]);
-	conf_dirs(rootfd, &dirs);
+	conf_dirs(r, &dirs);
 	for (size_t i = 0; dirs[i]; i++) {
-		int dfd = open_in(rootfd, dirs[i], O_RDONLY | O_DIRECTORY);
-		DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
-		struct dirent *de;
+		cleanup_strv char **names = NULL;
 
-		if (!d) {
-			if (dfd >= 0)
-				close(dfd);
+		if (image_reader_list(r, dirs[i], &names, NULL) < 0)
 			continue;
-		}
-		while ((de = readdir(d))) {
-			cleanup_free char *p = NULL, *real = NULL;
-			cleanup_close int fd = -1;
+		for (size_t k = 0; names && names[k]; k++) {
+			cleanup_free char *p = NULL;
 			struct mpi_lib l;
-			mpictr_err *e = NULL;
 
-			if (!mpi_name(de->d_name))
+			if (!mpi_name(names[k]))
 				continue;
-			p = xasprintf("%s/%s", dirs[i], de->d_name);
-			fd = open_in(rootfd, p, O_RDONLY);
-			if (fd < 0)
+			p = xasprintf("%s/%s", dirs[i], names[k]);
+			if (!image_lib(r, p, &seen, &l))
 				continue;
-			real = fd_path_dup(fd);
-			if (!real)
-				continue;
-			if (strv_contains(seen, real))
-				continue;
-			strv_push(&seen, real);
-			if (describe_fd(fd, p, real, &l, &e) < 0) {
-				log_debug("image library: %s",
-					  mpictr_err_message(e));
-				mpictr_err_free(e);
-				continue;
-			}
-			/* Report the path as the container sees it. */
-			if (strncmp(real, root, rl) == 0 && real[rl] == '/') {
-				free(l.path);
-				l.path = xstrdup(real + rl);
-			}
 			*libs = xrealloc(*libs, (*n + 1) * sizeof(**libs));
 			(*libs)[(*n)++] = l;
 		}
-		closedir(d);
 	}
 	return 0;
+}
+
+int mpiabi_find_in_image(const char *root, struct mpi_lib **libs, size_t *n,
+			 mpictr_err **err)
+{
+	struct image_reader *r = NULL;
+	int rc;
+
+	*libs = NULL;
+	*n = 0;
+	if (image_reader_open_dir(root, &r, err) < 0)
+		return err_wrap(err, "open the image root");
+	rc = mpiabi_find_in_reader(r, libs, n);
+	image_reader_close(r);
+	return rc;
 }
 
 /* ---- the check --------------------------------------------------------- */
@@ -470,29 +476,22 @@ static int check_one(const struct mpi_inject *inj, const struct mpi_lib *img,
 	return rc;
 }
 
-int mpiinject_check(const struct mpi_inject *inj, size_t n,
-		    const char *image_root, mpictr_err **err)
+int mpiinject_check_libs(const struct mpi_inject *inj, size_t n,
+			 const struct mpi_lib *img, size_t nimg,
+			 char ***warnings, mpictr_err **err)
 {
-	struct mpi_lib *img = NULL;
-	size_t nimg = 0;
 	int rc = 0;
 
-	if (n == 0)
-		return 0;
-	if (mpiabi_find_in_image(image_root, &img, &nimg, err) < 0)
-		return -1;
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		mpictr_err *e = NULL;
 
-		if (check_one(&inj[i], img, nimg, &e) == 0) {
-			log_debug("profile '%s': host %s passes the MPI ABI "
-				  "check",
-				  inj[i].profile, inj[i].host.soname);
+		if (check_one(&inj[i], img, nimg, &e) == 0)
 			continue;
-		}
 		if (inj[i].warn_only) {
-			log_warn("%s (continuing: mpi_abi = warn)",
-				 mpictr_err_message(e));
+			strv_push_own(warnings,
+				      xasprintf("%s (continuing: mpi_abi = "
+						"warn)",
+						mpictr_err_message(e)));
 			mpictr_err_free(e);
 			continue;
 		}
@@ -502,10 +501,29 @@ int mpiinject_check(const struct mpi_inject *inj, size_t n,
 			mpictr_err_free(e);
 		rc = -1;
 	}
-	mpi_libs_free(img, nimg);
 	if (rc < 0)
 		err_hint(err, "pick a profile whose MPI matches the image's, "
 			      "or run without --profile to use the image's "
 			      "own MPI");
+	return rc;
+}
+
+int mpiinject_check(const struct mpi_inject *inj, size_t n,
+		    const char *image_root, mpictr_err **err)
+{
+	struct mpi_lib *img = NULL;
+	size_t nimg = 0;
+	char **warnings = NULL;
+	int rc;
+
+	if (n == 0)
+		return 0;
+	if (mpiabi_find_in_image(image_root, &img, &nimg, err) < 0)
+		return -1;
+	rc = mpiinject_check_libs(inj, n, img, nimg, &warnings, err);
+	for (size_t i = 0; warnings && warnings[i]; i++)
+		log_warn("%s", warnings[i]);
+	strv_free(warnings);
+	mpi_libs_free(img, nimg);
 	return rc;
 }

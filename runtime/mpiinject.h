@@ -68,6 +68,11 @@ int mpiabi_inspect_host(const char *path, struct mpi_lib *out,
  * in its /etc/ld.so.conf.d/\*.conf, every path resolved inside root. */
 int mpiabi_find_in_image(const char *root, struct mpi_lib **libs, size_t *n,
 			 mpictr_err **err);
+struct image_reader;
+/* The same through an image reader (imgread.h: the image not mounted, or
+ * mounted); libraries that cannot be read are left out. */
+int mpiabi_find_in_reader(struct image_reader *r, struct mpi_lib **libs,
+			  size_t *n);
 void mpi_lib_free(struct mpi_lib *l);
 void mpi_libs_free(struct mpi_lib *l, size_t n);
 
@@ -84,5 +89,11 @@ struct mpi_inject {
  * compatible. */
 int mpiinject_check(const struct mpi_inject *inj, size_t n,
 		    const char *image_root, mpictr_err **err);
+/* The check itself (pure), against the image's MPI libraries img: a
+ * mismatch of a warn_only injection appends a line to *warnings, any
+ * other is -1 with *err. */
+int mpiinject_check_libs(const struct mpi_inject *inj, size_t n,
+			 const struct mpi_lib *img, size_t nimg,
+			 char ***warnings, mpictr_err **err);
 
 #endif

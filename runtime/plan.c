@@ -1,42 +1,16 @@
-/* plan.c - turn a validated config into the plan: mount operations in
- * execution order, the command's environment and start directory. Apart
- * from stat()s of host paths, probing the image and reading the memory
- * the job may use, nothing here touches the system, so the rules live
- * here and are unit-tested.
+/* plan.c - turn a validated config and the host facts gathered for it
+ * (facts.c) into the plan: mount operations in execution order, the
+ * command's environment and start directory. Nothing here touches the
+ * system (no file is read, stat()ed or run): the rules live here and are
+ * unit-tested with recorded facts (tests/unit/check_plan.c).
  */
-#include <dirent.h>
 #include <errno.h>
-#include <limits.h>
-#include <pwd.h>
-#include <grp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "error.h"
 #include "plan.h"
-#include "transport.h"
-#include "ucx.h"
-
-extern char **environ;
-
-bool plan_env_excluded(const char *name)
-{
-	/* Loader variables name host libraries that do not match the image's
-	 * libc; PATH names host directories. MPICTR_* configure mpictr. */
-	static const char *const exact[] = {"PATH", NULL};
-	static const char *const prefix[] = {"LD_", "MPICTR_", NULL};
-
-	for (size_t i = 0; exact[i]; i++)
-		if (strcmp(name, exact[i]) == 0)
-			return true;
-	for (size_t i = 0; prefix[i]; i++)
-		if (str_has_prefix(name, prefix[i]))
-			return true;
-	return false;
-}
 
 static struct mount_op *add_op(struct plan *p, enum mop_kind kind,
 			       const char *source, const char *target,
@@ -53,6 +27,40 @@ static struct mount_op *add_op(struct plan *p, enum mop_kind kind,
 	op->flags = flags;
 	op->why = why;
 	return op;
+}
+
+/* A host path that facts.c did not record: planning and gathering
+ * disagree, a bug. */
+static int no_fact(const char *path, mpictr_err **err)
+{
+	return err_set(err, 0,
+		       "no host fact about '%s' was gathered "
+		       "(internal error: please report it)",
+		       path);
+}
+
+/* A failure recorded while gathering, reported now (a copy of e). */
+static int replay_err(mpictr_err **err, const mpictr_err *e)
+{
+	return err_from_relay(err, e->errnum, e->exit_code, e->msg);
+}
+
+/* The recorded real path (bind_resolve_with's resolver). */
+static char *fact_real(const char *path, void *ctx)
+{
+	const struct path_fact *pf = host_facts_path(ctx, path);
+
+	if (!pf || !pf->real) {
+		errno = pf ? pf->err : ENOENT;
+		return NULL;
+	}
+	return xstrdup(pf->real);
+}
+
+/* The recorded real path of path, or NULL with errno set. */
+static char *plan_realpath(const struct plan *p, const char *path)
+{
+	return fact_real(path, (void *)p->facts);
 }
 
 /* Is a bind of src onto dst already provided by an earlier bind of an
@@ -85,19 +93,20 @@ static int add_bind(struct plan *p, const char *src, const char *dst,
 		    unsigned long flags, bool optional, enum bind_who who,
 		    const char *why, mpictr_err **err)
 {
-	struct stat st;
+	const struct path_fact *pf = host_facts_path(p->facts, src);
 	struct mount_op *op;
 
-	if (stat(src, &st) < 0) {
+	if (!pf)
+		return no_fact(src, err);
+	if (pf->err) {
 		if (optional)
 			return 0;
-		return err_set(err, errno, "bind source '%s'", src);
+		return err_set(err, pf->err, "bind source '%s'", src);
 	}
-	if (S_ISDIR(st.st_mode) && bind_covered(p, src, dst) &&
-	    !(flags & MS_RDONLY))
+	if (pf->is_dir && bind_covered(p, src, dst) && !(flags & MS_RDONLY))
 		return 0;
 	op = add_op(p, MOP_BIND, src, dst, flags | MS_NOSUID | MS_NODEV, why);
-	op->src_is_dir = S_ISDIR(st.st_mode);
+	op->src_is_dir = pf->is_dir;
 	op->optional = optional;
 	op->who = who;
 	return 0;
@@ -111,7 +120,8 @@ static int user_binds(const struct mpictr_config *cfg, struct plan *p,
 		cleanup_free char *src = NULL, *dst = NULL;
 		cleanup_free char *what = xasprintf("bind '%s'", b->src);
 
-		if (bind_resolve(b, cwd, NULL, &src, &dst, err) < 0 ||
+		if (bind_resolve_with(b, cwd, NULL, fact_real, (void *)p->facts,
+				      &src, &dst, err) < 0 ||
 		    siteconf_check_bind(&cfg->site, src, BIND_USER, what, err) <
 			0 ||
 		    add_bind(p, src, dst, b->ro ? MS_RDONLY : 0, false,
@@ -139,8 +149,8 @@ static int item_binds(const struct mpictr_config *cfg, struct plan *p,
 		cleanup_free char *what =
 		    xasprintf("bind '%s' (from %s)", b[i].src, it->origin);
 
-		if (bind_resolve(&b[i], NULL, it->origin, &src, &dst, err) <
-			0 ||
+		if (bind_resolve_with(&b[i], NULL, it->origin, fact_real,
+				      (void *)p->facts, &src, &dst, err) < 0 ||
 		    siteconf_check_bind(&cfg->site, src, who, what, err) < 0) {
 			rc = -1;
 			break;
@@ -211,6 +221,24 @@ static void add_inject_bind(struct plan *p, const char *real, const char *name,
 	op->who = who;
 }
 
+/* mpiabi_inspect_host's recorded answer about path, copied into *out. */
+static int inspect_host(const struct plan *p, const char *path,
+			struct mpi_lib *out, mpictr_err **err)
+{
+	const struct mpi_fact *m = host_facts_mpi(p->facts, path);
+
+	memset(out, 0, sizeof(*out));
+	if (!m)
+		return no_fact(path, err);
+	if (m->err)
+		return replay_err(err, m->err);
+	*out = m->lib;
+	out->path = xstrdup(m->lib.path);
+	out->soname = xstrdup(m->lib.soname);
+	out->file = m->lib.file ? xstrdup(m->lib.file) : NULL;
+	return 0;
+}
+
 /* Host MPI injection: each library bound read-only into MPIINJECT_DIR
  * under its soname (MPICH: under both ABI names, libmpi.so.12 and
  * libmpich.so.12, so programs linked either way load it); the holder
@@ -231,7 +259,7 @@ static int plan_mpi(const struct mpictr_config *cfg, struct plan *p,
 		memset(inj, 0, sizeof(*inj));
 		inj->profile = xstrdup(sp->name);
 		inj->warn_only = sp->mpi_warn;
-		if (mpiabi_inspect_host(sp->mpi.value, &inj->host, err) < 0)
+		if (inspect_host(p, sp->mpi.value, &inj->host, err) < 0)
 			return err_wrap(err, "profile '%s' (%s)", sp->name,
 					sp->mpi.origin);
 		if (inj->host.family == MPI_FAMILY_NONE)
@@ -242,7 +270,7 @@ static int plan_mpi(const struct mpictr_config *cfg, struct plan *p,
 				       "MPICH, libmpi.so.40 for Open MPI)",
 				       sp->name, sp->mpi.origin, sp->mpi.value,
 				       inj->host.soname);
-		real = realpath(sp->mpi.value, NULL);
+		real = plan_realpath(p, sp->mpi.value);
 		if (!real)
 			return err_set(err, errno, "MPI library '%s'",
 				       sp->mpi.value);
@@ -267,7 +295,7 @@ static int plan_mpi(const struct mpictr_config *cfg, struct plan *p,
 		}
 		for (size_t k = 0; k < sp->mpi_deps.n; k++) {
 			const struct site_item *d = &sp->mpi_deps.v[k];
-			cleanup_free char *dreal = realpath(d->value, NULL);
+			cleanup_free char *dreal = plan_realpath(p, d->value);
 			struct mpi_lib dl;
 
 			if (!dreal)
@@ -282,7 +310,7 @@ static int plan_mpi(const struct mpictr_config *cfg, struct plan *p,
 							     what, err) < 0)
 					return -1;
 			}
-			if (mpiabi_inspect_host(d->value, &dl, err) < 0)
+			if (inspect_host(p, d->value, &dl, err) < 0)
 				return err_wrap(err, "profile '%s' (%s)",
 						sp->name, d->origin);
 			add_inject_bind(p, dreal, dl.soname,
@@ -310,116 +338,20 @@ static int site_binds(const struct mpictr_config *cfg, struct plan *p,
 	return plan_mpi(cfg, p, profs, err);
 }
 
-/* Environment from the site file and the selected profiles: after the
- * host's, before the image's env scripts and the user's own. */
-static void site_env(const struct mpictr_config *cfg,
-		     const struct site_profile *const *profs, char ***env)
-{
-	const struct siteconf *sc = &cfg->site;
-
-	for (size_t i = 0; i < sc->env.n; i++) {
-		const char *kv = sc->env.v[i].value;
-		const char *eq = strchr(kv, '=');
-		cleanup_free char *name = xstrndup(kv, (size_t)(eq - kv));
-		env_set(env, name, eq + 1);
-	}
-	for (size_t i = 0; profs && profs[i]; i++) {
-		for (size_t k = 0; k < profs[i]->env.n; k++) {
-			const char *kv = profs[i]->env.v[k].value;
-			const char *eq = strchr(kv, '=');
-			cleanup_free char *name =
-			    xstrndup(kv, (size_t)(eq - kv));
-			env_set(env, name, eq + 1);
-		}
-		for (size_t k = 0; k < profs[i]->env_prepend.n; k++) {
-			const char *kv = profs[i]->env_prepend.v[k].value;
-			const char *eq = strchr(kv, '=');
-			cleanup_free char *name =
-			    xstrndup(kv, (size_t)(eq - kv));
-			const char *cur = env_get(*env, name);
-			cleanup_free char *v =
-			    cur && *cur ? xasprintf("%s:%s", eq + 1, cur)
-					: xstrdup(eq + 1);
-			env_set(env, name, v);
-		}
-	}
-}
-
-/* The lowest memory limit of the cgroup at path (below the mount point
- * root: v2's memory.max or v1's memory.limit_in_bytes, file) or of any
- * ancestor, or ULLONG_MAX. */
-static unsigned long long cgroup_limit(const char *root, const char *path,
-				       const char *file)
-{
-	cleanup_free char *dir = xstrdup(path);
-	unsigned long long min = ULLONG_MAX;
-
-	for (;;) {
-		cleanup_free char *f = xasprintf("%s%s/%s", root, dir, file);
-		cleanup_free char *v = read_file(f, 64, NULL);
-		char *end, *slash;
-		unsigned long long n;
-
-		errno = 0;
-		n = v ? strtoull(v, &end, 10) : 0;
-		if (v && !errno && end != v && (*end == '\n' || !*end) &&
-		    n < min)
-			min = n;
-		slash = strrchr(dir, '/');
-		if (!slash)
-			break;
-		*slash = '\0';
-	}
-	return min;
-}
-
-/* The memory the job may use: the node's physical memory, or less where
- * the memory cgroup of the caller (Slurm's job or step) limits it. */
-static unsigned long long job_memory(void)
-{
-	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-	unsigned long long mem =
-	    pages > 0 && psz > 0
-		? (unsigned long long)pages * (unsigned long long)psz
-		: 0;
-	cleanup_free char *cg = read_file("/proc/self/cgroup", 1 << 16, NULL);
-	char *save = NULL;
-
-	for (char *l = cg ? strtok_r(cg, "\n", &save) : NULL; l;
-	     l = strtok_r(NULL, "\n", &save)) {
-		char *c1 = strchr(l, ':'),
-		     *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-		unsigned long long lim = ULLONG_MAX;
-
-		if (!c2 || c2[1] != '/')
-			continue;
-		*c2 = '\0';
-		if (strcmp(l, "0") == 0 && c2 == c1 + 1)
-			lim = cgroup_limit("/sys/fs/cgroup", c2 + 1,
-					   "memory.max");
-		else if (strstr(c1 + 1, "memory"))
-			lim = cgroup_limit("/sys/fs/cgroup/memory", c2 + 1,
-					   "memory.limit_in_bytes");
-		if (lim != ULLONG_MAX && (lim < mem || !mem))
-			mem = lim;
-	}
-	return mem;
-}
-
 /* The mount options of the job's private /dev/shm: its size is the site's
  * shm_size (validated when the site file was read) or SHM_SIZE_DEFAULT, a
  * percentage of the memory the job may use, rounded up to whole pages. */
-static char *shm_options(const struct mpictr_config *cfg)
+static char *shm_options(const struct mpictr_config *cfg,
+			 const struct host_facts *f)
 {
 	const char *v = cfg->site.shm_size.value;
-	unsigned long long bytes,
-	    psz = (unsigned long long)sysconf(_SC_PAGESIZE);
+	unsigned long long bytes, psz = f->page_size;
 	unsigned pct;
 
 	if (!v || siteconf_parse_size(v, &bytes, &pct) < 0)
 		siteconf_parse_size(SHM_SIZE_DEFAULT, &bytes, &pct);
 	if (pct) {
-		unsigned long long mem = job_memory();
+		unsigned long long mem = f->job_memory;
 		bytes = mem / 100 * pct + mem % 100 * pct / 100;
 	}
 	if (psz < 1024)
@@ -466,7 +398,7 @@ static int default_mounts(const struct mpictr_config *cfg, struct plan *p,
 	} else {
 		add_op(p, MOP_TMPFS, "tmpfs", "/dev/shm", nsd,
 		       "private shared memory of the job")
-		    ->data = shm_options(cfg);
+		    ->data = shm_options(cfg, p->facts);
 	}
 	add_op(p, MOP_SYMLINK, "/proc/self/fd", "/dev/fd", 0, "standard");
 	add_op(p, MOP_SYMLINK, "/proc/self/fd/0", "/dev/stdin", 0, "standard");
@@ -485,23 +417,16 @@ static int default_mounts(const struct mpictr_config *cfg, struct plan *p,
 	return 0;
 }
 
-static int user_identity(const struct mpictr_config *cfg, struct plan *p,
-			 mpictr_err **err)
+static void user_identity(const struct mpictr_config *cfg, struct plan *p)
 {
-	struct passwd *pw;
-	const char *home;
+	const struct host_facts *f = p->facts;
 
-	p->uid = getuid();
-	p->gid = getgid();
+	p->uid = f->uid;
+	p->gid = f->gid;
 	p->uid_in = cfg->fakeroot ? 0 : p->uid;
 	p->gid_in = cfg->fakeroot ? 0 : p->gid;
-	pw = getpwuid(p->uid);
-	home = env_get(cfg->host_env, "HOME");
-	if (!home || home[0] != '/')
-		home = pw && pw->pw_dir ? pw->pw_dir : "/";
-	p->home = clean_path(home);
-	p->user = pw ? xstrdup(pw->pw_name) : xasprintf("user%u", p->uid);
-	return 0;
+	p->home = xstrdup(f->home);
+	p->user = f->user ? xstrdup(f->user) : xasprintf("user%u", p->uid);
 }
 
 /* An automatic bind of a path the user chooses: the site's deny rules
@@ -511,7 +436,7 @@ static int add_auto_bind(const struct mpictr_config *cfg, struct plan *p,
 			 const char *path, bool optional, const char *why,
 			 const char *what, const char *hint, mpictr_err **err)
 {
-	cleanup_free char *real = realpath(path, NULL);
+	cleanup_free char *real = plan_realpath(p, path);
 
 	if (real &&
 	    siteconf_check_bind(&cfg->site, real, BIND_AUTO, what, err) < 0)
@@ -556,11 +481,15 @@ static int host_binds(const struct mpictr_config *cfg, struct plan *p,
 		    ->data = xstrdup("mode=700");
 	}
 	/* The job's private directory (PMIx server files) at the same path,
-	 * so PMIx clients find their shared-memory store. */
-	if (p->run_dir &&
-	    add_bind(p, p->run_dir, p->run_dir, 0, false, BIND_TRUSTED,
-		     "PMIx server directory", err) < 0)
-		return -1;
+	 * so PMIx clients find their shared-memory store. (The job directory is
+	 * mpictr's own: made by then, not a fact.) */
+	if (p->run_dir && !bind_covered(p, p->run_dir, p->run_dir)) {
+		struct mount_op *op =
+		    add_op(p, MOP_BIND, p->run_dir, p->run_dir,
+			   MS_NOSUID | MS_NODEV, "PMIx server directory");
+		op->src_is_dir = true;
+		op->who = BIND_TRUSTED;
+	}
 	/* The launcher's PMIx server directory (srun --mpi=pmix, or mpirun's
 	 * under its session directory /tmp/ompi.*): same path inside, or
 	 * every rank prints a dstore error and falls back. Needed also where
@@ -583,98 +512,33 @@ static int host_binds(const struct mpictr_config *cfg, struct plan *p,
 	return 0;
 }
 
-static void build_env(const struct mpictr_config *cfg, struct plan *p,
-		      const struct site_profile *const *profs)
+/* Devices, from the discovery among the facts: one device bind per node
+ * (keeps dev, nosuid,noexec), read-only binds of what the user-space
+ * drivers read, and the transport policy's inputs. */
+static int plan_devices(struct plan *p, mpictr_err **err)
 {
-	char **env = NULL;
-
-	for (size_t i = 0; cfg->host_env && cfg->host_env[i]; i++) {
-		const char *kv = cfg->host_env[i];
-		const char *eq = strchr(kv, '=');
-		cleanup_free char *name = NULL;
-
-		if (!eq || eq == kv)
-			continue;
-		name = xstrndup(kv, (size_t)(eq - kv));
-		if (plan_env_excluded(name))
-			continue;
-		/* In launch mode mpictr is the PMI server: variables of an
-		 * outer launcher would point the ranks at the wrong one. */
-		if (run_mode_serves_pmi(p->mode) &&
-		    (str_has_prefix(name, "PMI_") ||
-		     str_has_prefix(name, "PMIX_")))
-			continue;
-		strv_push(&env, kv);
-	}
-	env_set(&env, "PATH", CONTAINER_DEFAULT_PATH);
-	site_env(cfg, profs, &env);
-	env_set(&env, "MPICTR_CONTAINER", p->image.path);
-	if (cfg->contain && !cfg->pwd)
-		env_set(&env, "PWD", p->home);
-	else
-		env_set(&env, "PWD", p->cwd);
-
-	/* The user's own variables win over the host and the image's env
-	 * scripts: MPICTR_ENV_NAME first, then --env, which wins over both
-	 * (as APPTAINERENV_ and --env do). */
-	for (size_t i = 0; cfg->host_env && cfg->host_env[i]; i++) {
-		const char *kv = cfg->host_env[i];
-		const char *eq = strchr(kv, '=');
-		cleanup_free char *name = NULL;
-
-		if (!str_has_prefix(kv, "MPICTR_ENV_") || !eq)
-			continue;
-		name = xstrndup(kv + 11, (size_t)(eq - kv - 11));
-		if (*name)
-			env_set(&p->user_env, name, eq + 1);
-	}
-	for (size_t i = 0; cfg->user_env && cfg->user_env[i]; i++) {
-		const char *kv = cfg->user_env[i];
-		const char *eq = strchr(kv, '=');
-		cleanup_free char *name = xstrndup(kv, (size_t)(eq - kv));
-		env_set(&p->user_env, name, eq + 1);
-	}
-	for (size_t i = 0; p->user_env && p->user_env[i]; i++) {
-		const char *kv = p->user_env[i];
-		const char *eq = strchr(kv, '=');
-		cleanup_free char *name = xstrndup(kv, (size_t)(eq - kv));
-		env_set(&env, name, eq + 1);
-	}
-	p->env = env;
-}
-
-/* Devices: discovery (sysfs, under MPICTR_SYSROOT when set), one device
- * bind per node (keeps dev, nosuid,noexec), read-only binds of what the
- * user-space drivers read, and the transport policy's inputs. */
-static int plan_devices(const struct mpictr_config *cfg, struct plan *p,
-			mpictr_err **err)
-{
-	const char *sysroot = env_get(cfg->host_env, "MPICTR_SYSROOT");
-	const char *spec =
-	    cfg->devices ? cfg->devices : cfg->site.devices.value;
+	const struct host_facts *f = p->facts;
 	struct host_devices *d = &p->hostdev;
 
-	/* A testing aid that binds host paths: ignored wherever the site
-	 * restricts user binds. */
-	if (sysroot && *sysroot && siteconf_restricts_binds(&cfg->site)) {
-		log_debug("MPICTR_SYSROOT ignored: the site restricts user "
-			  "binds");
-		sysroot = NULL;
-	}
-	if (sysroot && *sysroot)
-		p->sysroot = xstrdup(sysroot);
-	if (devices_discover(p->sysroot, spec, cfg->gpu, d, err) < 0)
-		return -1;
+	if (f->devices_err)
+		return replay_err(err, f->devices_err);
+	host_devices_copy(d, &f->hostdev);
+	p->sysroot = f->sysroot ? xstrdup(f->sysroot) : NULL;
+	p->ucx_net_devices =
+	    f->ucx_net_devices ? xstrdup(f->ucx_net_devices) : NULL;
 	for (size_t i = 0; i < d->ndevs; i++) {
-		struct stat st;
+		const struct path_fact *pf =
+		    host_facts_path(f, d->devs[i].host_path);
 		struct mount_op *op;
 		struct plan_device *pd;
 
-		if (stat(d->devs[i].host_path, &st) < 0)
+		if (!pf)
+			return no_fact(d->devs[i].host_path, err);
+		if (pf->err)
 			continue;
 		op = add_op(p, MOP_DEV, d->devs[i].host_path, d->devs[i].path,
 			    MS_NOSUID | MS_NOEXEC, "device");
-		op->src_is_dir = S_ISDIR(st.st_mode);
+		op->src_is_dir = pf->is_dir;
 		p->devices = xrealloc(p->devices,
 				      (p->ndevices + 1) * sizeof(*p->devices));
 		pd = &p->devices[p->ndevices++];
@@ -688,89 +552,108 @@ static int plan_devices(const struct mpictr_config *cfg, struct plan *p,
 			return -1;
 	for (size_t i = 0; d->warnings && d->warnings[i]; i++)
 		strv_push(&p->notices, d->warnings[i]);
-	/* UCX names the RDMA devices it will use; ask it (in a helper, never
-	 * in this process) only when there is RDMA hardware to name. */
-	if (d->nhcas > 0 && cfg->transport_env && !p->sysroot) {
-		cleanup_free char *helper = ucx_helper_path();
-		char **lines = NULL;
-		mpictr_err *e = NULL;
-
-		if (ucx_query(helper, &lines, &e) == 0) {
-			p->ucx_net_devices = ucx_net_devices(lines);
-		} else {
-			log_debug("%s", mpictr_err_message(e));
-			mpictr_err_free(e);
-		}
-		strv_free(lines);
-	}
 	return 0;
 }
 
-char **plan_rank_env(const struct plan *p, int local_rank)
+/* The verbs step: the image's providers against the exposed HCAs. */
+static void plan_verbs(struct plan *p)
 {
-	char **env = strv_dup(p->env);
-	char **notices = NULL;
-	struct transport_opts o = {
-	    .enabled = p->transport_env,
-	    .shared_ns = p->shared_ns,
-	    .single_node = p->single_node,
-	    .local_rank = local_rank,
-	    .nlocal = p->nlocal,
-	    .ucx_net_devices_from_ucx = p->ucx_net_devices,
-	};
-	cleanup_free char *ld = NULL;
+	const struct host_facts *f = p->facts;
+	struct devices_bind *b = NULL;
+	size_t nb = 0;
 
-	transport_env(&p->hostdev, &o, &env, &notices);
-	/* Notices are the same for every rank: say them once. */
-	for (size_t i = 0; local_rank == 0 && notices && notices[i]; i++)
-		log_notice("%s", notices[i]);
-	strv_free(notices);
-	for (size_t i = 0; p->hostdev.lib_dirs && p->hostdev.lib_dirs[i]; i++) {
-		const char *cur = env_get(env, "LD_LIBRARY_PATH");
-		char *v = cur && *cur
-			      ? xasprintf("%s:%s", p->hostdev.lib_dirs[i], cur)
-			      : xstrdup(p->hostdev.lib_dirs[i]);
-		env_set(&env, "LD_LIBRARY_PATH", v);
-		free(v);
+	if (!f->image_verbs_known) {
+		p->verbs_in_holder = f->hostdev.nhcas > 0;
+		verbs_tree_copy(&p->host_verbs, &f->host_verbs);
+		return;
 	}
-	if (p->nmpi) {
-		const char *cur = env_get(env, "LD_LIBRARY_PATH");
-		cleanup_free char *v = cur && *cur
-					   ? xasprintf(MPIINJECT_DIR ":%s", cur)
-					   : xstrdup(MPIINJECT_DIR);
-		env_set(&env, "LD_LIBRARY_PATH", v);
+	verbs_decide(&f->hostdev, &f->host_verbs, f->sysroot, &f->image_verbs,
+		     p->inject_verbs, &p->verbs_warnings, &b, &nb);
+	for (size_t i = 0; i < nb; i++) {
+		add_op(p, MOP_BIND, b[i].src, b[i].dst,
+		       MS_RDONLY | MS_NOSUID | MS_NODEV, VERBS_WHY)
+		    ->who = BIND_TRUSTED;
+		free(b[i].src);
+		free(b[i].dst);
 	}
-	return env;
+	free(b);
 }
 
-/* The image's env scripts, when they can be listed without mounting. */
-static void find_env_scripts(struct plan *p)
+/* The parts of the plan that come from the config and the decision. */
+static int plan_options(const struct mpictr_config *cfg,
+			const struct run_decision *d, const char *run_dir,
+			struct plan *p, mpictr_err **err)
 {
-	cleanup_free char *dir = NULL;
-	struct dirent **names = NULL;
-	int n;
+	const struct host_facts *f = p->facts;
 
-	if (p->image.kind != IMAGE_DIR)
-		return; /* listed inside the container at run time */
-	p->env_scripts_known = true;
-	dir = xasprintf("%s/.singularity.d/env", p->image.path);
-	n = scandir(dir, &names, NULL, alphasort);
-	for (int i = 0; i < n; i++) {
-		const char *nm = names[i]->d_name;
-		size_t len = strlen(nm);
-		if (len > 3 && strcmp(nm + len - 3, ".sh") == 0)
-			strv_push_own(&p->env_scripts,
-				      xasprintf("/.singularity.d/env/%s", nm));
-		free(names[i]);
+	if (f->image_err)
+		return replay_err(err, f->image_err);
+	p->image = f->image;
+	p->image.path = xstrdup(f->image.path);
+	p->image.arch = f->image.arch ? xstrdup(f->image.arch) : NULL;
+	if (!f->cwd)
+		return err_set(err, f->cwd_err, "get the current directory");
+	user_identity(cfg, p);
+	if (cfg->pwd)
+		p->cwd = clean_path(cfg->pwd);
+	else if (cfg->contain)
+		p->cwd = xstrdup(p->home);
+	else
+		p->cwd = xstrdup(f->cwd);
+	p->run_dir = run_dir ? xstrdup(run_dir) : NULL;
+	p->inject_verbs = cfg->inject_verbs;
+	p->transport_env = cfg->transport_env;
+	if (!cfg->transport_env_set && cfg->site.transport_env.value)
+		p->transport_env = streq0(cfg->site.transport_env.value, "on");
+	p->nlocal = cfg->nranks > 0 ? cfg->nranks : 1;
+	p->shared_ns = d->shared_ns;
+	p->env_scripts = strv_dup(f->env_scripts);
+	p->env_scripts_known = f->env_scripts_known;
+	return 0;
+}
+
+static int plan_steps(const struct mpictr_config *cfg,
+		      const struct run_decision *d, const char *run_dir,
+		      struct plan *p, mpictr_err **err)
+{
+	const char *cwd = p->facts->cwd;
+	cleanup_free const struct site_profile **profs = NULL;
+
+	if (site_locks(cfg, err) < 0 ||
+	    resolve_profiles(cfg, p, &profs, err) < 0 ||
+	    plan_options(cfg, d, run_dir, p, err) < 0)
+		return -1;
+	if (default_mounts(cfg, p, err) < 0 || plan_devices(p, err) < 0 ||
+	    host_binds(cfg, p, cwd, err) < 0 ||
+	    site_binds(cfg, p, profs, err) < 0 ||
+	    user_binds(cfg, p, cwd, err) < 0)
+		return -1;
+	plan_verbs(p);
+	/* A refusal is the step's outcome: the holder reports it when it
+	 * gets there, --dry-run shows it. */
+	if (p->nmpi && p->facts->image_mpi_known) {
+		mpiinject_check_libs(p->mpi, p->nmpi, p->facts->image_mpi,
+				     p->facts->nimage_mpi, &p->mpi_warnings,
+				     &p->mpi_refusal);
+		p->mpi_checked = true;
 	}
-	free(names);
+	if (cfg->runscript) {
+		strv_push(&p->argv, "/.singularity.d/runscript");
+		for (size_t i = 0; cfg->argv && cfg->argv[i]; i++)
+			strv_push(&p->argv, cfg->argv[i]);
+	} else {
+		p->argv = strv_dup(cfg->argv);
+	}
+	env_plan(cfg, p->mode, profs, p->image.path, p->cwd, &p->env,
+		 &p->user_env);
+	return 0;
 }
 
 int plan_build(const struct mpictr_config *cfg, const struct run_decision *d,
-	       const char *run_dir, struct plan *p, mpictr_err **err)
+	       const struct host_facts *facts, const char *run_dir,
+	       struct plan *p, mpictr_err **err)
 {
-	cleanup_free char *cwd = NULL;
-	cleanup_free const struct site_profile **profs = NULL;
+	int rc;
 
 	memset(p, 0, sizeof(*p));
 	bind_policy_init(&p->bind_policy, &cfg->site);
@@ -792,44 +675,10 @@ int plan_build(const struct mpictr_config *cfg, const struct run_decision *d,
 			       "(srun --mpi=...): the server rejects a rank "
 			       "whose uid changed and the step hangs (hint: "
 			       "drop --fakeroot)");
-	if (site_locks(cfg, err) < 0 ||
-	    resolve_profiles(cfg, p, &profs, err) < 0)
-		return -1;
-	if (image_probe(cfg->image, &p->image, err) < 0)
-		return -1;
-	cwd = getcwd(NULL, 0);
-	if (!cwd)
-		return err_set(err, errno, "get the current directory");
-	if (user_identity(cfg, p, err) < 0)
-		return -1;
-	if (cfg->pwd)
-		p->cwd = clean_path(cfg->pwd);
-	else if (cfg->contain)
-		p->cwd = xstrdup(p->home);
-	else
-		p->cwd = xstrdup(cwd);
-	p->run_dir = run_dir ? xstrdup(run_dir) : NULL;
-	p->inject_verbs = cfg->inject_verbs;
-	p->transport_env = cfg->transport_env;
-	if (!cfg->transport_env_set && cfg->site.transport_env.value)
-		p->transport_env = streq0(cfg->site.transport_env.value, "on");
-	p->nlocal = cfg->nranks > 0 ? cfg->nranks : 1;
-	p->shared_ns = d->shared_ns;
-	if (default_mounts(cfg, p, err) < 0 || plan_devices(cfg, p, err) < 0 ||
-	    host_binds(cfg, p, cwd, err) < 0 ||
-	    site_binds(cfg, p, profs, err) < 0 ||
-	    user_binds(cfg, p, cwd, err) < 0)
-		return -1;
-	if (cfg->runscript) {
-		strv_push(&p->argv, "/.singularity.d/runscript");
-		for (size_t i = 0; cfg->argv && cfg->argv[i]; i++)
-			strv_push(&p->argv, cfg->argv[i]);
-	} else {
-		p->argv = strv_dup(cfg->argv);
-	}
-	build_env(cfg, p, profs);
-	find_env_scripts(p);
-	return 0;
+	p->facts = facts;
+	rc = plan_steps(cfg, d, run_dir, p, err);
+	p->facts = NULL; /* the caller's; not kept */
+	return rc;
 }
 
 void plan_free(struct plan *p)
@@ -867,6 +716,10 @@ void plan_free(struct plan *p)
 	}
 	free(p->mpi);
 	bind_policy_free(&p->bind_policy);
+	verbs_tree_free(&p->host_verbs);
+	strv_free(p->verbs_warnings);
+	strv_free(p->mpi_warnings);
+	mpictr_err_free(p->mpi_refusal);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -920,6 +773,50 @@ static void json_strv(struct strbuf *sb, char *const *v)
 		sb_json_str(sb, v[i]);
 	}
 	sb_putc(sb, ']');
+}
+
+/* "checks": what the holder checks besides mounting (--dry-run shows
+ * every step): the verbs providers of the exposed HCAs (decided by the
+ * plan, whose binds are then among the mounts, or by the holder) and the
+ * ABI of each injected host MPI against the image's (in the holder, with
+ * the image mounted). */
+static void json_checks(struct strbuf *sb, const struct plan *p)
+{
+	size_t n = 0;
+
+	sb_puts(sb, ",\n  \"checks\": [");
+	if (p->hostdev.nhcas > 0) {
+		sb_printf(sb,
+			  "\n    {\"check\": \"verbs_providers\", "
+			  "\"inject\": %s, \"decided\": \"%s\", "
+			  "\"warnings\": ",
+			  p->inject_verbs ? "true" : "false",
+			  p->verbs_in_holder ? "holder" : "plan");
+		json_strv(sb, p->verbs_warnings);
+		sb_putc(sb, '}');
+		n++;
+	}
+	for (size_t i = 0; i < p->nmpi; i++, n++) {
+		sb_puts(sb, n ? ",\n    " : "\n    ");
+		sb_puts(sb, "{\"check\": \"mpi_abi\", \"profile\": ");
+		sb_json_str(sb, p->mpi[i].profile);
+		sb_puts(sb, ", \"host\": ");
+		sb_json_str(sb, p->mpi[i].host.path);
+		sb_printf(sb, ", \"action\": \"%s\", \"decided\": \"%s\"",
+			  p->mpi[i].warn_only ? "warn" : "enforce",
+			  p->mpi_checked ? "plan" : "holder");
+		if (p->mpi_checked) {
+			sb_puts(sb, ", \"warnings\": ");
+			json_strv(sb, p->mpi_warnings);
+			sb_puts(sb, ", \"refused\": ");
+			if (p->mpi_refusal)
+				sb_json_str(sb, p->mpi_refusal->msg);
+			else
+				sb_puts(sb, "null");
+		}
+		sb_putc(sb, '}');
+	}
+	sb_puts(sb, n ? "\n  ]" : "]");
 }
 
 char *plan_to_json(const struct plan *p)
@@ -1003,6 +900,8 @@ char *plan_to_json(const struct plan *p)
 		sb_printf(&sb, ", \"abi_check\": \"%s\"}",
 			  m->warn_only ? "warn" : "enforce");
 	}
-	sb_puts(&sb, p->nmpi ? "\n  ]\n}" : "]\n}");
+	sb_puts(&sb, p->nmpi ? "\n  ]" : "]");
+	json_checks(&sb, p);
+	sb_puts(&sb, "\n}");
 	return sb_steal(&sb);
 }

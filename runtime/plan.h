@@ -1,7 +1,8 @@
 /* plan.h - the plan: an ordered list of mount operations plus the
- * environment and command, built from a config before anything runs (R7).
- * Building it is pure apart from stat()s of host paths and probing the
- * image, so unit tests hit it directly; `--dry-run` prints it as JSON.
+ * environment and command, built from a config and the host facts
+ * gathered for it (facts.h) before anything runs (R7). Building it is
+ * pure (no I/O, no fork), so unit tests feed it recorded facts;
+ * `--dry-run` prints it as JSON.
  */
 #ifndef MPICTR_PLAN_H
 #define MPICTR_PLAN_H
@@ -12,6 +13,8 @@
 #include "bindpol.h"
 #include "config.h"
 #include "devices.h"
+#include "env.h"
+#include "facts.h"
 #include "image.h"
 #include "mode.h"
 #include "mpiinject.h"
@@ -79,26 +82,40 @@ struct plan {
 	    *mpi; /* host MPIs to inject (checked in the holder) */
 	size_t nmpi;
 	struct bind_policy bind_policy; /* the site's deny/allow rules */
+	/* The verbs providers of the exposed HCAs (the warning, or the
+	 * --inject-verbs binds): decided here when the image could be read
+	 * before mounting (the binds among ops, why VERBS_WHY; the holder
+	 * logs verbs_warnings), else by the holder with the image mounted,
+	 * from host_verbs (verbs_in_holder). */
+	bool verbs_in_holder;
+	/* The MPI ABI check of mpi[]: made here when the image's MPI
+	 * libraries were read before mounting (mpi_checked; the holder logs
+	 * mpi_warnings and fails with mpi_refusal), else by the holder with
+	 * the image mounted. */
+	bool mpi_checked;
+	char **mpi_warnings;
+	mpictr_err *mpi_refusal;
+	struct verbs_tree host_verbs;
+	char **verbs_warnings;
+	/* While plan_build runs: the facts it reads (NULL afterwards). */
+	const struct host_facts *facts;
 };
 
-/* The environment of local rank r: the plan's env plus the transport
- * variables where still unset. Caller frees with strv_free. */
-char **plan_rank_env(const struct plan *p, int local_rank);
+#define VERBS_WHY "verbs provider (--inject-verbs)"
 
-/* Build the plan of cfg for the mode decided in d (run_decide). run_dir
- * may be NULL (dry-run: not created). */
+/* Build the plan of cfg for the mode decided in d (run_decide) from the
+ * host facts gathered for them (host_facts_gather): reads nothing else,
+ * keeps no pointer into facts. run_dir may be NULL (dry-run: not
+ * created). */
 int plan_build(const struct mpictr_config *cfg, const struct run_decision *d,
-	       const char *run_dir, struct plan *p, mpictr_err **err);
+	       const struct host_facts *facts, const char *run_dir,
+	       struct plan *p, mpictr_err **err);
 void plan_free(struct plan *p);
 /* The --dry-run JSON (interface contract keys). */
 char *plan_to_json(const struct plan *p);
 /* "rbind,ro,nosuid,nodev" style options of one op. */
 char *mop_options(const struct mount_op *op);
 
-/* Environment rules (documented in docs/): the host environment minus
- * these exclusions, PATH reset to the container default. Exposed for
- * unit tests. */
-bool plan_env_excluded(const char *name);
 /* The size of a job's private /dev/shm unless the site sets shm_size: a
  * percentage of the memory the job may use (docs/admin.md). */
 #define SHM_SIZE_DEFAULT "50%"

@@ -4,7 +4,10 @@
  * Two plugins: "pmix" (pmi/pmix_server.c, pmi/upstream.c: libpmix and with
  * it hwloc, libevent, munge and udev) and "squash" (sif/squash.c:
  * libsquashfuse, libfuse3 and five decompressors). Only the processes that
- * serve PMIx or mount an image load them. A Slurm task that joins its node's
+ * serve PMIx or mount an image load them, and those that read a squashfs
+ * image before mounting it (--dry-run; outside join mode on a node with
+ * HCAs or with a profile's host MPI, for the verbs decision and the MPI
+ * ABI check: imgread.c). A Slurm task that joins its node's
  * container (srun ... mpictr IMAGE CMD, one mpictr per task) maps neither,
  * which halves the start-up cost of every task (docs/bench-slurm.md).
  *
@@ -20,7 +23,7 @@
 #include "mpictr.h"
 
 /* Bumped whenever a table or struct plugin_host changes. */
-#define MPICTR_PLUGIN_ABI 1
+#define MPICTR_PLUGIN_ABI 2
 #define MPICTR_PLUGIN_INIT "mpictr_plugin_init"
 
 struct plugin_host {

@@ -148,6 +148,54 @@ int relay_recv_ready(int fd, const char *who, mpictr_err **err)
 	return 0;
 }
 
+pid_t proc_spawn_output(const char *prog, char *const argv[], bool search,
+			bool with_stderr, int *out_fd, mpictr_err **err)
+{
+	int p[2], rfd, wfd;
+	pid_t pid;
+
+	*out_fd = -1;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return err_set(err, errno, "pipe for %s", prog);
+	pid = proc_fork_relay(&rfd, &wfd, prog, err);
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+		mpictr_err *e = NULL;
+
+		if (nul < 0 || dup2(nul, 0) < 0 || dup2(p[1], 1) < 0 ||
+		    dup2(with_stderr ? p[1] : nul, 2) < 0) {
+			err_set(&e, errno, "redirect the output of %s", prog);
+			relay_send(wfd, e);
+			_exit(MPICTR_EXIT_FAILURE);
+		}
+		if (search)
+			execvp(prog, argv);
+		else
+			execv(prog, argv);
+		err_set_exit(&e,
+			     errno == ENOENT ? MPICTR_EXIT_NOT_FOUND
+					     : MPICTR_EXIT_CANNOT_EXEC,
+			     errno, "run %s", prog);
+		relay_send(wfd, e);
+		_exit(e->exit_code);
+	}
+	close(p[1]);
+	if (relay_recv(rfd, prog, err) < 0) {
+		close(rfd);
+		close(p[0]);
+		TEMP_FAILURE_RETRY(waitpid(pid, NULL, 0));
+		return -1;
+	}
+	close(rfd);
+	*out_fd = p[0];
+	return pid;
+}
+
 void mark_cloexec_except(int keep)
 {
 	DIR *d = opendir("/proc/self/fd");

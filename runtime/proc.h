@@ -15,8 +15,7 @@
 
 #include "error.h"
 
-/* Milliseconds of CLOCK_MONOTONIC. (runtime/transport.c still has its own
- * ms_since: left to the devices/transport rework, which should use this.) */
+/* Milliseconds of CLOCK_MONOTONIC. */
 long mono_ms(void);
 
 /* In a forked child: every signal back to its default disposition, the
@@ -47,6 +46,15 @@ int relay_recv(int fd, const char *who, mpictr_err **err);
  * with *err on a relayed error ("the WHO failed: ...") or when the child
  * ended saying nothing ("the WHO exited at start"). */
 int relay_recv_ready(int fd, const char *who, mpictr_err **err);
+
+/* Run prog (argv[0]; looked up on PATH with search) with stdin from
+ * /dev/null and stdout (and stderr with with_stderr, else /dev/null) into
+ * a pipe whose read end the caller gets in *out_fd; reap the pid with
+ * waitpid. An exec that fails comes back over a relay as the error ("run
+ * PROG: errno", exit code 127 or 126); nothing is left running or open
+ * then. For short-lived helpers (UCX query, mksquashfs). */
+pid_t proc_spawn_output(const char *prog, char *const argv[], bool search,
+			bool with_stderr, int *out_fd, mpictr_err **err);
 
 /* Mark every inherited descriptor above stderr close-on-exec except keep
  * (or -1): they close at the exec that follows, not before, so a failing

@@ -3,6 +3,7 @@
  * (launch.c with daemon.c) or join mode (join.c).
  */
 #include <errno.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "error.h"
@@ -65,19 +66,22 @@ MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
 				   mpictr_err **err)
 {
 	struct run_decision d;
+	struct host_facts f;
 	struct plan p;
+	int rc = -1;
 
 	if (!cfg || !json)
 		return err_set(err, EINVAL,
 			       "mpictr_plan_json: missing argument");
 	run_decide(cfg, &d);
-	if (plan_build(cfg, &d, NULL, &p, err) < 0) {
-		plan_free(&p);
-		run_decision_free(&d);
-		return -1;
+	memset(&p, 0, sizeof(p));
+	if (host_facts_gather(cfg, &d, HOST_FACTS_IMAGE, &f, err) == 0 &&
+	    plan_build(cfg, &d, &f, NULL, &p, err) == 0) {
+		*json = plan_to_json(&p);
+		rc = 0;
 	}
-	*json = plan_to_json(&p);
 	plan_free(&p);
+	host_facts_free(&f);
 	run_decision_free(&d);
-	return 0;
+	return rc;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "proc.h"
 #include "ucx.h"
 #include "util.h"
 
@@ -43,21 +44,12 @@ char *ucx_helper_path(void)
 #define UCX_QUERY_TIMEOUT_MS 10000
 #define UCX_QUERY_MAX_OUTPUT (1 << 20)
 
-static long ms_since(const struct timespec *t0)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (t.tv_sec - t0->tv_sec) * 1000 +
-	       (t.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
 int ucx_query(const char *helper_path, char ***lines, mpictr_err **err)
 {
-	int pfd[2];
+	int fd;
 	pid_t pid;
 	struct strbuf sb = STRBUF_INIT;
-	struct timespec t0;
+	long t0;
 	bool timed_out = false, too_big = false;
 	int status;
 	char *const argv[] = {(char *)helper_path, NULL};
@@ -66,30 +58,13 @@ int ucx_query(const char *helper_path, char ***lines, mpictr_err **err)
 	if (access(helper_path, X_OK) < 0)
 		return err_set(err, errno, "run UCX query helper '%s'",
 			       helper_path);
-	if (pipe2(pfd, O_CLOEXEC) < 0)
-		return err_set(err, errno, "pipe for UCX query helper");
-	pid = fork();
-	if (pid < 0) {
-		int e = errno;
-		close(pfd[0]);
-		close(pfd[1]);
-		return err_set(err, e, "fork UCX query helper");
-	}
-	if (pid == 0) {
-		/* Child: only async-signal-safe calls until exec. */
-		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-		if (null < 0 || dup2(null, STDIN_FILENO) < 0 ||
-		    dup2(null, STDERR_FILENO) < 0 ||
-		    dup2(pfd[1], STDOUT_FILENO) < 0)
-			_exit(127);
-		execv(helper_path, argv);
-		_exit(127);
-	}
-	close(pfd[1]);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pid = proc_spawn_output(helper_path, argv, false, false, &fd, err);
+	if (pid < 0)
+		return -1;
+	t0 = mono_ms();
 	for (;;) {
-		struct pollfd p = {.fd = pfd[0], .events = POLLIN};
-		long left = UCX_QUERY_TIMEOUT_MS - ms_since(&t0);
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		long left = UCX_QUERY_TIMEOUT_MS - (mono_ms() - t0);
 		char buf[4096];
 		ssize_t r;
 
@@ -104,7 +79,7 @@ int ucx_query(const char *helper_path, char ***lines, mpictr_err **err)
 		}
 		if (p.revents == 0)
 			continue;
-		r = TEMP_FAILURE_RETRY(read(pfd[0], buf, sizeof(buf)));
+		r = TEMP_FAILURE_RETRY(read(fd, buf, sizeof(buf)));
 		if (r <= 0)
 			break;
 		if (sb.len + (size_t)r > UCX_QUERY_MAX_OUTPUT) {
@@ -113,7 +88,7 @@ int ucx_query(const char *helper_path, char ***lines, mpictr_err **err)
 		}
 		sb_add(&sb, buf, (size_t)r);
 	}
-	close(pfd[0]);
+	close(fd);
 	if (timed_out || too_big)
 		kill(pid, SIGKILL);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)

@@ -257,12 +257,23 @@ char **dir_names(const char *path)
 		if (e->d_name[0] != '.')
 			strv_push(&v, e->d_name);
 	closedir(d);
-	if (v)
-		qsort(v, strv_len(v), sizeof(char *), name_cmp);
+	strv_sort(v, true);
 	return v;
 }
 
-static ssize_t env_find(char *const *env, const char *name)
+static int byte_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void strv_sort(char **v, bool version)
+{
+	if (v)
+		qsort(v, strv_len(v), sizeof(char *),
+		      version ? name_cmp : byte_cmp);
+}
+
+ssize_t env_find(char *const *env, const char *name)
 {
 	size_t n = strlen(name);
 	for (size_t i = 0; env && env[i]; i++)

@@ -95,11 +95,16 @@ char **strv_dup(char *const *v);
 void strv_free(char **v);
 /* Is s one of v's strings (v may be NULL)? */
 bool strv_contains(char *const *v, const char *s);
+/* Sort v in place: bytewise (strcmp, the C locale's glob order) or, with
+ * version, as dir_names does (strverscmp). NULL is a no-op. */
+void strv_sort(char **v, bool version);
 /* The entry names of directory path, without those starting with '.',
  * in strverscmp order; NULL when it cannot be read or has none. */
 char **dir_names(const char *path);
 /* For "NAME=VALUE" vectors: find, set (replace or append), remove. */
 const char *env_get(char *const *env, const char *name);
+/* The index of NAME=... in env, or -1. */
+ssize_t env_find(char *const *env, const char *name);
 void env_set(char ***env, const char *name, const char *value);
 void env_unset(char ***env, const char *name);
 

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "image.h"
+#include "proc.h"
 #include "sif.h"
 #include "sif_write.h"
 #include "util.h"
@@ -185,38 +186,34 @@ int sif_write_fd(int fd, const char *name, const struct sif_object_input *objs,
 int sif_mksquashfs(const char *dir, const char *out, mpictr_err **err)
 {
 	const char *prog = getenv("MPICTR_MKSQUASHFS");
-	int pfd[2], status;
+	/* Owners are kept (no -all-root): see docs/sif.md. */
+	const char *argv[] = {"mksquashfs", dir,      out,
+			      "-noappend",  "-quiet", "-no-progress",
+			      "-comp",	    "gzip",   NULL};
+	int fd, status;
 	char buf[4096];
 	size_t len = 0;
 	pid_t pid;
+	mpictr_err *e = NULL;
 
-	if (!prog || !*prog)
-		prog = "mksquashfs";
-	if (pipe2(pfd, O_CLOEXEC) < 0)
-		return err_set(err, errno, "pipe");
-	pid = fork();
+	if (prog && *prog)
+		argv[0] = prog;
+	prog = argv[0];
+	pid = proc_spawn_output(prog, (char **)argv, true, true, &fd, &e);
 	if (pid < 0) {
-		close(pfd[0]);
-		close(pfd[1]);
-		return err_set(err, errno, "fork");
+		int en = mpictr_err_errno(e);
+
+		mpictr_err_free(e);
+		if (en == ENOENT)
+			return err_set(err, ENOENT,
+				       "run %s to pack '%s' (hint: install "
+				       "squashfs-tools)",
+				       prog, dir);
+		return err_set(err, en, "run %s to pack '%s'", prog, dir);
 	}
-	if (pid == 0) {
-		/* Owners are kept (no -all-root): see docs/sif.md. */
-		const char *argv[] = {prog,	   dir,	     out,
-				      "-noappend", "-quiet", "-no-progress",
-				      "-comp",	   "gzip",   NULL};
-		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
-		if (nul < 0 || dup2(nul, 0) < 0 || dup2(pfd[1], 1) < 0 ||
-		    dup2(pfd[1], 2) < 0)
-			_exit(126);
-		execvp(prog, (char **)argv);
-		dprintf(2, "exec %s: %s\n", prog, strerror(errno));
-		_exit(errno == ENOENT ? 127 : 126);
-	}
-	close(pfd[1]);
 	for (;;) {
 		ssize_t n = TEMP_FAILURE_RETRY(
-		    read(pfd[0], buf + len, sizeof(buf) - 1 - len));
+		    read(fd, buf + len, sizeof(buf) - 1 - len));
 		if (n <= 0)
 			break;
 		len += (size_t)n;
@@ -225,7 +222,7 @@ int sif_mksquashfs(const char *dir, const char *out, mpictr_err **err)
 			len -= len / 2;
 		}
 	}
-	close(pfd[0]);
+	close(fd);
 	buf[len] = '\0';
 	if (TEMP_FAILURE_RETRY(waitpid(pid, &status, 0)) < 0)
 		return err_set(err, errno, "wait for %s", prog);
@@ -239,11 +236,6 @@ int sif_mksquashfs(const char *dir, const char *out, mpictr_err **err)
 		for (end = line; *end; end++)
 			if ((unsigned char)*end < 0x20)
 				*end = ' ';
-		if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-			return err_set(err, ENOENT,
-				       "run %s to pack '%s' (hint: install "
-				       "squashfs-tools)",
-				       prog, dir);
 		return err_set(err, 0, "%s '%s' failed (%s %d)%s%s", prog, dir,
 			       WIFEXITED(status) ? "exit status" : "signal",
 			       WIFEXITED(status) ? WEXITSTATUS(status)

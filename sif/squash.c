@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/magic.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -1102,4 +1103,279 @@ size_t squash_worker_pids(const struct squash_mount *m, const pid_t **pids)
 {
 	*pids = m ? m->pids : NULL;
 	return m ? m->npids : 0;
+}
+
+/* ---- reading an image without mounting it -------------------------------- */
+
+struct squash_image {
+	struct squash_ctx c;
+	char *name; /* for messages */
+};
+
+int squash_image_open(const char *image, uint64_t offset,
+		      struct squash_image **out, mpictr_err **err)
+{
+	struct squash_image *h = xcalloc(1, sizeof(*h));
+
+	*out = NULL;
+	h->c.image_fd = -1;
+	if (squash_open_image(&h->c, image, offset, err) < 0) {
+		if (h->c.image_fd >= 0)
+			close(h->c.image_fd);
+		free(h);
+		return -1;
+	}
+	h->name = xstrdup(image);
+	*out = h;
+	return 0;
+}
+
+void squash_image_close(struct squash_image *h)
+{
+	if (!h)
+		return;
+	sqfs_destroy(&h->c.fs);
+	close(h->c.image_fd);
+	free(h->name);
+	free(h);
+}
+
+/* Pop the next component of *rest (skipping slashes) into name. */
+static bool squash_next_name(const char **rest, char *name, size_t size)
+{
+	const char *s = *rest, *e;
+
+	while (*s == '/')
+		s++;
+	if (!*s)
+		return false;
+	e = strchrnul(s, '/');
+	snprintf(name, size, "%.*s", (int)(e - s), s);
+	*rest = e;
+	return true;
+}
+
+/* The target of symlink in, prepended to rest (malloc'ed). */
+static char *squash_link_path(struct squash_image *h, sqfs_inode *in,
+			      const char *rest, const char *path,
+			      mpictr_err **err)
+{
+	char target[PATH_MAX];
+	size_t size = sizeof(target);
+
+	if (sqfs_readlink(&h->c.fs, in, NULL, &size) != SQFS_OK ||
+	    size >= sizeof(target) ||
+	    sqfs_readlink(&h->c.fs, in, target, &size) != SQFS_OK) {
+		err_set(err, ENAMETOOLONG, "image '%s': symlink in '%s'",
+			h->name, path);
+		return NULL;
+	}
+	if (strlen(target) + strlen(rest) + 2 > PATH_MAX) {
+		err_set(err, ENAMETOOLONG, "image '%s': '%s'", h->name, path);
+		return NULL;
+	}
+	return xasprintf("%s/%s", target, rest);
+}
+
+/* Resolve path inside the image as RESOLVE_IN_ROOT does: every symlink
+ * (the last component's too) followed with the image root as "/", ".."
+ * never above it; at most SQUASH_MAX_LINKS symlinks. cp gets the path the
+ * walk ended at (its components, no link). */
+#define SQUASH_MAX_LINKS 40
+#define SQUASH_MAX_DEPTH 128
+struct squash_walk {
+	sqfs_inode_id id[SQUASH_MAX_DEPTH]; /* id[0]: the root */
+	size_t end[SQUASH_MAX_DEPTH];	    /* cp.len at each depth */
+	size_t depth;
+	struct strbuf cp;
+};
+
+static void squash_walk_to(struct squash_walk *w, size_t depth)
+{
+	w->depth = depth;
+	w->cp.len = w->end[depth];
+	if (w->cp.buf)
+		w->cp.buf[w->cp.len] = '\0';
+}
+
+/* One component: lookup in the current directory; a symlink makes *next
+ * the rest of the walk (malloc'ed), else the walk goes down. */
+static int squash_step(struct squash_image *h, struct squash_walk *w,
+		       const char *name, const char *rest, const char *path,
+		       char **next, mpictr_err **err)
+{
+	sqfs_dir_entry ent;
+	sqfs_name nb;
+	sqfs_inode dir, in;
+	bool found = false;
+
+	*next = NULL;
+	sqfs_dentry_init(&ent, nb);
+	if (sqfs_inode_get(&h->c.fs, &dir, w->id[w->depth]) != SQFS_OK ||
+	    !S_ISDIR(dir.base.mode))
+		return err_set(err, ENOTDIR, "image '%s': '%s'", h->name, path);
+	if (sqfs_dir_lookup(&h->c.fs, &dir, name, strlen(name), &ent, &found) !=
+		SQFS_OK ||
+	    !found ||
+	    sqfs_inode_get(&h->c.fs, &in, sqfs_dentry_inode(&ent)) != SQFS_OK)
+		return err_set(err, ENOENT, "image '%s': '%s'", h->name, path);
+	if (S_ISLNK(in.base.mode)) {
+		*next = squash_link_path(h, &in, rest, path, err);
+		return *next ? 0 : -1;
+	}
+	if (w->depth + 1 >= SQUASH_MAX_DEPTH)
+		return err_set(err, ENAMETOOLONG, "image '%s': '%s'", h->name,
+			       path);
+	w->id[++w->depth] = sqfs_dentry_inode(&ent);
+	sb_printf(&w->cp, "/%s", name);
+	w->end[w->depth] = w->cp.len;
+	return 0;
+}
+
+static int squash_resolve(struct squash_image *h, const char *path,
+			  sqfs_inode *out, char **canon, mpictr_err **err)
+{
+	struct squash_walk w = {.depth = 0, .cp = STRBUF_INIT};
+	int links = 0, rc = 0;
+	cleanup_free char *buf = xstrdup(path);
+	const char *rest = buf;
+	char name[SQUASHFS_NAME_LEN + 1];
+
+	w.id[0] = sqfs_inode_root(&h->c.fs);
+	w.end[0] = 0;
+	while (rc == 0 && squash_next_name(&rest, name, sizeof(name))) {
+		char *next = NULL;
+
+		if (strcmp(name, ".") == 0)
+			continue;
+		if (strcmp(name, "..") == 0) {
+			squash_walk_to(&w, w.depth ? w.depth - 1 : 0);
+			continue;
+		}
+		rc = squash_step(h, &w, name, rest, path, &next, err);
+		if (rc < 0 || !next)
+			continue;
+		if (++links > SQUASH_MAX_LINKS) {
+			free(next);
+			rc = err_set(err, ELOOP, "image '%s': '%s'", h->name,
+				     path);
+			continue;
+		}
+		if (*next == '/')
+			squash_walk_to(&w, 0);
+		free(buf);
+		buf = next;
+		rest = buf;
+	}
+	if (rc == 0 && sqfs_inode_get(&h->c.fs, out, w.id[w.depth]) != SQFS_OK)
+		rc = err_set(err, EIO, "image '%s': '%s'", h->name, path);
+	if (rc == 0 && canon)
+		*canon = w.cp.len ? sb_steal(&w.cp) : xstrdup("/");
+	sb_free(&w.cp);
+	return rc;
+}
+
+int squash_image_list(struct squash_image *h, const char *path, size_t max,
+		      char ***names, mpictr_err **err)
+{
+	sqfs_err serr = SQFS_OK;
+	sqfs_dir_entry ent;
+	sqfs_name nb;
+	sqfs_inode dir;
+	sqfs_dir d;
+	size_t n = 0;
+
+	*names = NULL;
+	if (squash_resolve(h, path, &dir, NULL, err) < 0)
+		return -1;
+	if (!S_ISDIR(dir.base.mode))
+		return err_set(err, ENOTDIR, "image '%s': '%s'", h->name, path);
+	if (sqfs_dir_open(&h->c.fs, &dir, &d, 0) != SQFS_OK)
+		return err_set(err, EIO, "image '%s': directory '%s'", h->name,
+			       path);
+	sqfs_dentry_init(&ent, nb);
+	while (sqfs_dir_next(&h->c.fs, &d, &ent, &serr)) {
+		if (++n > max) {
+			strv_free(*names);
+			*names = NULL;
+			return err_set(err, E2BIG,
+				       "image '%s': directory '%s' has more "
+				       "than %zu entries",
+				       h->name, path, max);
+		}
+		strv_push(names, sqfs_dentry_name(&ent));
+	}
+	if (serr != SQFS_OK) {
+		strv_free(*names);
+		*names = NULL;
+		return err_set(err, EIO, "image '%s': directory '%s'", h->name,
+			       path);
+	}
+	return 0;
+}
+
+int squash_image_stat(struct squash_image *h, const char *path, mode_t *mode,
+		      uint64_t *size, char **canon, mpictr_err **err)
+{
+	sqfs_inode in;
+
+	if (squash_resolve(h, path, &in, canon, err) < 0)
+		return -1;
+	*mode = in.base.mode;
+	*size = S_ISREG(in.base.mode) ? (uint64_t)in.xtra.reg.file_size : 0;
+	return 0;
+}
+
+int squash_image_pread(struct squash_image *h, const char *path, void *buf,
+		       size_t n, uint64_t off, mpictr_err **err)
+{
+	sqfs_inode in;
+	sqfs_off_t got = (sqfs_off_t)n;
+
+	if (squash_resolve(h, path, &in, NULL, err) < 0)
+		return -1;
+	if (!S_ISREG(in.base.mode))
+		return err_set(err, EINVAL, "image '%s': '%s' is not a file",
+			       h->name, path);
+	if (off > (uint64_t)in.xtra.reg.file_size ||
+	    n > (uint64_t)in.xtra.reg.file_size - off)
+		return err_set(err, EINVAL,
+			       "image '%s': '%s': read beyond the end", h->name,
+			       path);
+	if (n && (sqfs_read_range(&h->c.fs, &in, (sqfs_off_t)off, &got, buf) !=
+		      SQFS_OK ||
+		  got != (sqfs_off_t)n))
+		return err_set(err, EIO, "image '%s': read '%s'", h->name,
+			       path);
+	return 0;
+}
+
+int squash_image_read(struct squash_image *h, const char *path, size_t max,
+		      char **buf, size_t *len, mpictr_err **err)
+{
+	sqfs_inode in;
+	sqfs_off_t n;
+
+	*buf = NULL;
+	*len = 0;
+	if (squash_resolve(h, path, &in, NULL, err) < 0)
+		return -1;
+	if (!S_ISREG(in.base.mode))
+		return err_set(err, EINVAL, "image '%s': '%s' is not a file",
+			       h->name, path);
+	if ((uint64_t)in.xtra.reg.file_size > max)
+		return err_set(err, EFBIG,
+			       "image '%s': '%s' is larger than %zu bytes",
+			       h->name, path, max);
+	n = (sqfs_off_t)in.xtra.reg.file_size;
+	*buf = xmalloc((size_t)n + 1);
+	if (n && sqfs_read_range(&h->c.fs, &in, 0, &n, *buf) != SQFS_OK) {
+		free(*buf);
+		*buf = NULL;
+		return err_set(err, EIO, "image '%s': read '%s'", h->name,
+			       path);
+	}
+	(*buf)[n] = '\0';
+	*len = (size_t)n;
+	return 0;
 }

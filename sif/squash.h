@@ -69,6 +69,32 @@ pid_t squash_reap_workers(struct squash_mount *m, int *status);
  * recognise them. *pids stays valid until squash_umount(m). */
 size_t squash_worker_pids(const struct squash_mount *m, const pid_t **pids);
 
+/* Reading an image without mounting it (planning: the image's env scripts
+ * and verbs providers). Paths are resolved inside the image as
+ * openat2(RESOLVE_IN_ROOT) does: symlinks followed (at most 40) with the
+ * image root as "/", ".." never above it. Errors name the image and the
+ * path. */
+struct squash_image;
+/* Open and check the squashfs at offset of image (as squash_mount does). */
+int squash_image_open(const char *image, uint64_t offset,
+		      struct squash_image **out, mpictr_err **err);
+/* The names in directory path (unsorted, no "." or ".."), at most max
+ * (more: E2BIG). */
+int squash_image_list(struct squash_image *h, const char *path, size_t max,
+		      char ***names, mpictr_err **err);
+/* The mode (type and permissions) and size of path, and (canon, when not
+ * NULL) the path inside the image it resolves to, malloc'ed. */
+int squash_image_stat(struct squash_image *h, const char *path, mode_t *mode,
+		      uint64_t *size, char **canon, mpictr_err **err);
+/* n bytes at off of the regular file path (all of them, or an error). */
+int squash_image_pread(struct squash_image *h, const char *path, void *buf,
+		       size_t n, uint64_t off, mpictr_err **err);
+/* The regular file at path, NUL-terminated, at most max bytes (larger:
+ * EFBIG). */
+int squash_image_read(struct squash_image *h, const char *path, size_t max,
+		      char **buf, size_t *len, mpictr_err **err);
+void squash_image_close(struct squash_image *h);
+
 /* The table of the "squash" plugin (runtime/plugin.h): the functions
  * above, implemented in sif/squash.c; sif/squash_stub.c forwards to it. */
 struct squash_plugin {
@@ -78,6 +104,18 @@ struct squash_plugin {
 	void (*abort)(struct squash_mount *m);
 	pid_t (*reap_workers)(struct squash_mount *m, int *status);
 	size_t (*worker_pids)(const struct squash_mount *m, const pid_t **pids);
+	int (*image_open)(const char *image, uint64_t offset,
+			  struct squash_image **out, mpictr_err **err);
+	int (*image_list)(struct squash_image *h, const char *path, size_t max,
+			  char ***names, mpictr_err **err);
+	int (*image_stat)(struct squash_image *h, const char *path,
+			  mode_t *mode, uint64_t *size, char **canon,
+			  mpictr_err **err);
+	int (*image_pread)(struct squash_image *h, const char *path, void *buf,
+			   size_t n, uint64_t off, mpictr_err **err);
+	int (*image_read)(struct squash_image *h, const char *path, size_t max,
+			  char **buf, size_t *len, mpictr_err **err);
+	void (*image_close)(struct squash_image *h);
 };
 
 #endif

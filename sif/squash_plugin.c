@@ -12,6 +12,12 @@ static const struct squash_plugin squash_table = {
     .abort = squash_abort,
     .reap_workers = squash_reap_workers,
     .worker_pids = squash_worker_pids,
+    .image_open = squash_image_open,
+    .image_list = squash_image_list,
+    .image_stat = squash_image_stat,
+    .image_pread = squash_image_pread,
+    .image_read = squash_image_read,
+    .image_close = squash_image_close,
 };
 
 MPICTR_PLUGIN_DEFINE(squash_table)

@@ -235,11 +235,60 @@ else
 	check "... naming the file, the line and the key" grep -q "shm-bad.conf:1: invalid value '8x' for 'shm_size'" "$T_TMP/shm-bad.out"
 fi
 
+# --dry-run lists the image's env scripts in the order the exec wrapper
+# sources them, read without mounting the image (a directory through
+# descriptors below its root, squashfs through the squash plugin). An
+# image of our own: the tiny rootfs plus scripts that record their order,
+# a file that is not a script, and in a second image the env directory an
+# absolute symlink inside the image, in a third one a symlink that tries to
+# leave it.
+env_scripts_tests() {
+	local e=$T_TMP/envimg/.singularity.d/env f
+	cp -a "$IMG/tiny" "$T_TMP/envimg" && chmod -R u+w "$T_TMP/envimg" || return
+	for f in 05-a.sh 5-b.sh 50-c.sh A.sh a.sh; do
+		echo "export ORDER=\"\${ORDER}${f%.sh} \"" >"$e/$f"
+	done
+	echo 'export ORDER="${ORDER}notes "' >"$e/notes.txt"
+	want='["/.singularity.d/env/05-a.sh","/.singularity.d/env/10-tiny.sh","/.singularity.d/env/5-b.sh","/.singularity.d/env/50-c.sh","/.singularity.d/env/90-environment.sh","/.singularity.d/env/A.sh","/.singularity.d/env/a.sh"]'
+	ok "--dry-run lists the image's env scripts, in order (directory)" bash -c "'$MPICTR' --dry-run '$T_TMP/envimg' true | jq -ce .env_scripts | grep -qxF '$want'"
+	ok "... the order they run in" bash -c "[ \"\$('$MPICTR' '$T_TMP/envimg' sh -c 'echo \$ORDER')\" = '05-a 5-b 50-c A a' ]"
+	cp -a "$T_TMP/envimg" "$T_TMP/envlink" && mkdir -p "$T_TMP/envlink/opt/envs" &&
+		mv "$T_TMP/envlink/.singularity.d/env/"* "$T_TMP/envlink/opt/envs/" &&
+		rmdir "$T_TMP/envlink/.singularity.d/env" &&
+		ln -s /opt/envs "$T_TMP/envlink/.singularity.d/env"
+	ok "... an absolute symlink is followed inside the image" bash -c "'$MPICTR' --dry-run '$T_TMP/envlink' true | jq -ce .env_scripts | grep -qxF '$want'"
+	cp -a "$T_TMP/envimg" "$T_TMP/envesc" && mkdir -p "$T_TMP/hostenv" &&
+		echo 'echo escaped' >"$T_TMP/hostenv/evil.sh" &&
+		rm -r "$T_TMP/envesc/.singularity.d/env" &&
+		ln -s "../../../../../../../..$T_TMP/hostenv" "$T_TMP/envesc/.singularity.d/env"
+	ok "... a symlink out of the image lists nothing of the host" bash -c "'$MPICTR' --dry-run '$T_TMP/envesc' true | jq -e '.env_scripts == []'"
+	cp -a "$T_TMP/envesc" "$T_TMP/envloop" && rm "$T_TMP/envloop/.singularity.d/env" &&
+		ln -s ../.singularity.d/env "$T_TMP/envloop/.singularity.d/env"
+	ok "... a symlink loop: none, and no hang" timeout 20 bash -c "'$MPICTR' --dry-run '$T_TMP/envloop' true | jq -e '.env_scripts == []'"
+	if command -v mksquashfs >/dev/null; then
+		mksquashfs "$T_TMP/envimg" "$T_TMP/envimg.sqfs" -quiet -no-progress -all-root >/dev/null 2>&1
+		mksquashfs "$T_TMP/envlink" "$T_TMP/envlink.sqfs" -quiet -no-progress -all-root >/dev/null 2>&1
+		mksquashfs "$T_TMP/envesc" "$T_TMP/envesc.sqfs" -quiet -no-progress -all-root >/dev/null 2>&1
+		mksquashfs "$T_TMP/envloop" "$T_TMP/envloop.sqfs" -quiet -no-progress -all-root >/dev/null 2>&1
+		ok "--dry-run lists them for a squashfs image too (not mounted)" bash -c "'$MPICTR' --dry-run '$T_TMP/envimg.sqfs' true | jq -ce .env_scripts | grep -qxF '$want'"
+		ok "... through an absolute symlink inside the squashfs" bash -c "'$MPICTR' --dry-run '$T_TMP/envlink.sqfs' true | jq -ce .env_scripts | grep -qxF '$want'"
+		ok "... and nothing out of it" bash -c "'$MPICTR' --dry-run '$T_TMP/envesc.sqfs' true | jq -e '.env_scripts == []'"
+		ok "... a symlink loop in the squashfs: none, and no hang" timeout 20 bash -c "'$MPICTR' --dry-run '$T_TMP/envloop.sqfs' true | jq -e '.env_scripts == []'"
+		if have_fuse; then
+			ok "... in the order they run in" bash -c "[ \"\$('$MPICTR' '$T_TMP/envimg.sqfs' sh -c 'echo \$ORDER')\" = '05-a 5-b 50-c A a' ]"
+		fi
+	else
+		need "squashfs env scripts" "mksquashfs is not installed"
+	fi
+	ok "--dry-run of the SIF image lists its env scripts" bash -c "'$MPICTR' --dry-run '$IMG/tiny.sif' true | jq -ce .env_scripts | grep -qxF '[\"/.singularity.d/env/10-tiny.sh\",\"/.singularity.d/env/90-environment.sh\"]'"
+}
+
 # --dry-run.
 if command -v jq >/dev/null; then
 	ok "--dry-run prints the plan as JSON with the contract's keys" bash -c "'$MPICTR' --dry-run -B '$T_TMP/data:/d:ro' '$I' echo hi | jq -e '(.command == [\"echo\",\"hi\"]) and (.mounts|length > 5) and (.mounts[0].target == \"/\") and (.env|type == \"array\") and (.env_scripts|type == \"array\") and (.devices|type == \"array\") and ([.mounts[] | select(.target == \"/d\" and (.options|test(\"ro\")))] | length == 1)'"
 	ok "--dry-run executes nothing" bash -c "'$MPICTR' --dry-run '$I' touch '$T_TMP/dry-$$' >/dev/null && [ ! -e '$T_TMP/dry-$$' ]"
 	ok "--dry-run env has the --env value and no host PATH" bash -c "'$MPICTR' --dry-run -e A=b '$I' true | jq -e '(.env | index(\"A=b\")) and (.env | map(select(startswith(\"PATH=\"))) == [\"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"])'"
+	env_scripts_tests
 else
 	need "--dry-run JSON" "jq is not installed"
 fi

@@ -215,4 +215,13 @@ check "... with a clear error" grep -q "profile 'openmpi': MPI ABI check: the im
 st "Open MPI into the MPICH-only image with mpi_abi = warn: runs" 0 $T "$MPICTR" --profile openmpi-warn "$M" true
 check "... and warns" grep -q "warning: profile 'openmpi-warn': MPI ABI check: .*(continuing: mpi_abi = warn)" "$L"
 st "Open MPI into the image that has Open MPI too: accepted" 0 $T "$MPICTR" --profile openmpi "$IMG/mpi.sif" true
+# The check is a plan step: decided before mounting where the image can be
+# read (--dry-run reads the squashfs, never mounts it), by the holder in
+# join mode (a joining task does not read the image).
+ok "--dry-run of Open MPI into the MPICH-only image shows the refusal" bash -c "'$MPICTR' --dry-run --profile openmpi '$M' true | jq -e '.checks[] | select(.check == \"mpi_abi\" and .decided == \"plan\") | .refused | test(\"profile .openmpi.: MPI ABI check: the image has no Open MPI library for host libmpi.so.40 .* [(]image: MPICH libmpich.so.12\")'"
+ok "--dry-run lists the check, decided by the plan" bash -c "'$MPICTR' --dry-run --profile openmpi-warn '$M' true | jq -e '.checks[] | select(.check == \"mpi_abi\" and .profile == \"openmpi-warn\" and .action == \"warn\" and .decided == \"plan\" and (.warnings[0] | test(\"no Open MPI library\")))'"
+jtask() { SLURM_JOB_ID=$((600000 + $$ % 90000)) SLURM_STEP_ID=$1 SLURM_NODEID=0 SLURM_PROCID=0 SLURM_LOCALID=0 SLURM_STEP_TASKS_PER_NODE=1 $T "$MPICTR" "${@:2}"; }
+st "join mode: Open MPI into the MPICH-only image refused by the holder" 255 jtask 1 --profile openmpi "$M" true
+check "... with the same error" grep -q "profile 'openmpi': MPI ABI check: the image has no Open MPI library for host libmpi.so.40 .* (image: MPICH libmpich.so.12" "$L"
+st "join mode: host MPICH into it: runs" 0 jtask 2 --profile mpich "$M" test -e /.mpictr/mpi/lib/libmpich.so.12
 done_testing
