@@ -1519,6 +1519,8 @@ int join_run(const struct mpictr_config *cfg, const struct run_decision *d,
 	env = plan_rank_env(&plan, pe->local_rank != LAUNCHER_UNKNOWN
 				       ? (int)pe->local_rank
 				       : 0);
+	if (inst)
+		instance_rank_env(inst, &env);
 	if (exec_in_place) {
 		container_exec(&plan, env, userns, mntns, pmi_fd(cfg->host_env),
 			       err);
