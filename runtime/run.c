@@ -21,11 +21,28 @@ static int refuse_privileged(mpictr_err **err)
 	return 0;
 }
 
+/* instance://NAME: attach to it (*ia), and point *cfg at the config with
+ * its options; *inst is ia then, else NULL. */
+static int attach_instance(mpictr_config **cfg, struct instance_attach *ia,
+			   struct instance_attach **inst, mpictr_err **err)
+{
+	*inst = NULL;
+	if (!instance_is_ref((*cfg)->image))
+		return 0;
+	if (instance_attach(*cfg, ia, err) < 0) {
+		instance_attach_free(ia);
+		return -1;
+	}
+	*inst = ia;
+	*cfg = &ia->cfg;
+	return 0;
+}
+
 MPICTR_PUBLIC int mpictr_run_flags(mpictr_config *cfg, unsigned flags,
 				   int *status, mpictr_err **err)
 {
 	struct run_decision d;
-	struct instance_attach ia, *inst = NULL;
+	struct instance_attach ia, *inst;
 	cleanup_free char *line = NULL;
 	int rc;
 
@@ -37,14 +54,8 @@ MPICTR_PUBLIC int mpictr_run_flags(mpictr_config *cfg, unsigned flags,
 	if (refuse_privileged(err) < 0)
 		return -1;
 	/* instance://NAME: its namespaces, and cfg with its options. */
-	if (instance_is_ref(cfg->image)) {
-		if (instance_attach(cfg, &ia, err) < 0) {
-			instance_attach_free(&ia);
-			return -1;
-		}
-		inst = &ia;
-		cfg = &ia.cfg;
-	}
+	if (attach_instance(&cfg, &ia, &inst, err) < 0)
+		return -1;
 	run_decide(cfg, &d);
 	line = run_describe(&d);
 	log_info("%s", line);
@@ -78,7 +89,7 @@ MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
 				   mpictr_err **err)
 {
 	struct run_decision d;
-	struct instance_attach ia, *inst = NULL;
+	struct instance_attach ia, *inst;
 	struct plan p;
 	int rc = 0;
 
@@ -87,14 +98,8 @@ MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
 			       "mpictr_plan_json: missing argument");
 	/* instance://NAME: the plan of a command joining it (its mounts
 	 * are the instance's, made when it started). */
-	if (instance_is_ref(cfg->image)) {
-		if (instance_attach(cfg, &ia, err) < 0) {
-			instance_attach_free(&ia);
-			return -1;
-		}
-		inst = &ia;
-		cfg = &ia.cfg;
-	}
+	if (attach_instance(&cfg, &ia, &inst, err) < 0)
+		return -1;
 	run_decide(cfg, &d);
 	if (plan_build(cfg, &d, NULL, &p, err) < 0)
 		rc = -1;

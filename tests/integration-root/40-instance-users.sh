@@ -8,19 +8,18 @@
 # (SO_PEERCRED).
 . "$(dirname "$0")/../integration/lib.sh"
 
-V=mpictr-test2
-A=mpictr-test
+V=mpictr-test2 A=mpictr-test
 require_two_users "$A" "$V" "$V"
+require_images tiny
 VUID=$(id -u "$V")
-AUID=$(id -u "$A")
 VDIR=/tmp/mpictr-join-$VUID
-IMG=$(test_images tiny) || { need "tiny image" "tests/images/build.sh failed"; done_testing; exit; }
-
-W=$(mktemp -d /var/tmp/mpictr-instance-users.XXXXXX) || exit 1
+# Both users reach the image and the helper through $W (this test's
+# private directory, opened for reading).
+W=$T_TMP
 chmod 0755 "$W"
 ln -s "$IMG/tiny.sif" "$W/tiny.sif"
 N=iu$$
-trap 'runuser -u "$V" -- "$MPICTR" instance stop $N >/dev/null 2>&1; runuser -u "$A" -- "$MPICTR" instance stop $N >/dev/null 2>&1; t_cleanup; rm -rf "$W"' EXIT
+trap 'runuser -u "$V" -- "$MPICTR" instance stop $N >/dev/null 2>&1; runuser -u "$A" -- "$MPICTR" instance stop $N >/dev/null 2>&1; t_cleanup' EXIT
 cd "$W" || exit 1
 NSCMD='echo NS $(readlink /proc/self/ns/user) $(readlink /proc/self/ns/mnt)'
 as() { local u=$1; shift; runuser -u "$u" -- env HOME="$(getent passwd "$u" | cut -d: -f6)" "$MPICTR" "$@"; }
@@ -28,30 +27,10 @@ LAST=$W/last
 keep() { cp "$T_OUT" "$LAST"; }
 
 # join USER SOCKET: ask the keeper at SOCKET for the namespaces (an
-# instance's JOIN request) as USER; prints "connect ERRNO", "got N bytes M
-# fds" or "closed"; 0 only when fds came
-cat >"$W/join.py" <<'EOF'
-import array, socket, struct, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-try:
-    s.connect(sys.argv[1])
-except OSError as e:
-    print("connect", e.errno, e.strerror)
-    sys.exit(2)
-try:
-    s.sendall(struct.pack("=II", 0x6d706931, 1))
-    msg, anc, _, _ = s.recvmsg(64, socket.CMSG_SPACE(4 * array.array("i").itemsize))
-except OSError as e:
-    print("closed", e.errno, e.strerror)
-    sys.exit(1)
-fds = array.array("i")
-for level, kind, data in anc:
-    if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-        fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
-print("got", len(msg), "bytes", len(fds), "fds" if msg else "closed")
-sys.exit(0 if len(fds) else 1)
-EOF
-join() { runuser -u "$1" -- python3 "$W/join.py" "$2"; }
+# instance's JOIN request) as USER (keeper-peek.py: "connect ERRNO",
+# "closed ERRNO" or "got N bytes M fds"; 0 only when fds came)
+cp "$ROOT/tests/integration-root/keeper-peek.py" "$W/"
+join() { runuser -u "$1" -- python3 "$W/keeper-peek.py" "$2" --instance; }
 
 ok "V starts instance $N" as "$V" instance start "$W/tiny.sif" $N
 ok "A starts an instance of the same name" as "$A" instance start "$W/tiny.sif" $N
@@ -75,7 +54,7 @@ chmod 0711 "$VDIR"
 chmod 0777 "$VDIR/inst-$N.sock"
 ok_fail "with V's directory and socket opened to A, V's keeper gives A nothing" join "$A" "$VDIR/inst-$N.sock"
 keep
-check "... no fds, the connection closed" grep -qx "got 0 bytes 0 closed\|closed .*" "$LAST"
+check "... no fds, the connection closed" grep -qx "got 0 bytes 0 fds\|closed .*" "$LAST"
 chmod 0700 "$VDIR"
 chmod 0755 "$VDIR/inst-$N.sock"
 ok "V's keeper still serves V" join "$V" "$VDIR/inst-$N.sock"

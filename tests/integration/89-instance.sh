@@ -29,15 +29,7 @@ B=/opt/mpictr/bin
 N=i$$ # this test's instance names start with it
 trap '"$MPICTR" instance stop $N >/dev/null 2>&1; for n in l k b; do "$MPICTR" instance stop $N$n >/dev/null 2>&1; done; t_cleanup; rm -rf "$W"' EXIT
 
-# run NAME CMD...: run with a timeout, output in $W/out.NAME, its status
-run() {
-	local n=$1
-	shift
-	$T "$@" >"$W/out.$n" 2>&1
-	local rc=$?
-	cat "$W/out.$n"
-	return $rc
-}
+# run NAME CMD...: lib.sh's (with the timeout $T, output in $W/out.NAME)
 count() { grep -cE "$2" "$W/out.$1"; }
 NSCMD='echo NS $(readlink /proc/self/ns/user) $(readlink /proc/self/ns/mnt)'
 HOSTNS="NS $(readlink /proc/self/ns/user) $(readlink /proc/self/ns/mnt)"
@@ -63,15 +55,7 @@ leftovers() {
 	ls -A "$JDIR" 2>/dev/null | grep -F "inst-$1." | sed 's/^/rendezvous entry /'
 }
 # gone NAME: bounded wait (10 s) until nothing of the instance is left
-gone() {
-	local i
-	for i in $(seq 100); do
-		[ -z "$(leftovers "$1")" ] && return 0
-		sleep 0.1
-	done
-	leftovers "$1"
-	return 1
-}
+gone() { settle 100 leftovers "$1"; }
 
 # ---- start, list, exec --------------------------------------------------------
 ok "instance start mpi.sif $N" "$MPICTR" instance start "$W/mpi.sif" $N
@@ -108,12 +92,12 @@ else
 fi
 if slurm_up; then
 	ok "srun -O --mpi=pmix -n 2 mpictr instance://$N hello" \
-		run srun $T srun -O --mpi=pmix -n 2 "$MPICTR" instance://$N $B/hello
+		run srun srun -O --mpi=pmix -n 2 "$MPICTR" instance://$N $B/hello
 	check "... 2 ranks of 2, in the instance's namespaces" in_ns srun 2
 	check "... no PMIx dstore error (the hash store, PMIX_SERVER_TMPDIR is not inside)" \
 		bash -c "! grep -q 'PMIX ERROR' '$W/out.srun'"
 	ok "srun -O --mpi=pmi2 -n 2 mpictr instance://$N hello-mpich" \
-		run pmi2 $T srun -O --mpi=pmi2 -n 2 "$MPICTR" instance://$N $B/hello-mpich
+		run pmi2 srun -O --mpi=pmi2 -n 2 "$MPICTR" instance://$N $B/hello-mpich
 	check "... 2 ranks of 2, in the instance's namespaces" in_ns pmi2 2
 else
 	need "srun mpictr instance://$N" "the Slurm cluster (sudo tests/slurm/cluster.sh start)"
@@ -212,7 +196,7 @@ srun -O --mpi=pmix -n 2 "$MPICTR" instance://${N}b $B/hello
 "$MPICTR" instance list --json
 EOF
 	ok "sbatch: a batch script starts an instance, srun -n 2 hello in it" \
-		run batch $T sbatch --wait -O -n 2 -o "$W/out.job" "$W/job.sh"
+		run batch sbatch --wait -O -n 2 -o "$W/out.job" "$W/job.sh"
 	check "... 2 ranks said hello, the instance knew its job" \
 		bash -c "[ \$(grep -c '^hello rank [01]/2 .* allreduce 1 ok' '$W/out.job') = 2 ] && grep -q '\"job\": \"[0-9]' '$W/out.job'"
 	check "... after the job: nothing left (keeper, members, socket, directory)" gone ${N}b
