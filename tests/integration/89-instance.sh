@@ -184,6 +184,19 @@ ok_status "... the next joiner: 255" 255 "$MPICTR" exec instance://${N}k true
 cp "$T_OUT" "$W/out.last"
 check "... with an error naming the instance" grep -q "no instance '${N}k'" "$W/out.last"
 
+# The keeper killed together with its sweeper (and holder): the socket,
+# lock and directory stay until the next command finds them stale.
+ok "instance start (to be killed with its sweeper)" "$MPICTR" instance start "$W/tiny.sif" ${N}k
+KEEPER=$("$MPICTR" instance list --json | python3 -c 'import json,sys; print([i["pid"] for i in json.load(sys.stdin) if i["name"]==sys.argv[1]][0])' ${N}k)
+# Stopped first: it must not see its holder die and end cleanly.
+kill_all() { kill -STOP "$1" && kill -9 $(pgrep -P "$1") && kill -9 "$1"; }
+ok "kill -9 of its keeper, its sweeper and its holder" kill_all "$KEEPER"
+check "... its files stay behind" settle 50 bash -c "[ -S '$JDIR/inst-${N}k.sock' ] || echo gone"
+ok_status "... the next joiner: 255" 255 "$MPICTR" exec instance://${N}k true
+cp "$T_OUT" "$W/out.last"
+check "... says its keeper was killed" grep -q "no instance '${N}k'.*its keeper was killed" "$W/out.last"
+check "... and nothing is left" gone ${N}k
+
 # ---- a batch job ------------------------------------------------------------------
 if slurm_up; then
 	# The member escapes the batch script's process tree (setsid, its
