@@ -27,7 +27,7 @@ cd "$W" || exit 1
 export TMPDIR=$W/tmp
 B=/opt/mpictr/bin
 N=i$$ # this test's instance names start with it
-trap '"$MPICTR" instance stop $N >/dev/null 2>&1; for n in l k b; do "$MPICTR" instance stop $N$n >/dev/null 2>&1; done; t_cleanup; rm -rf "$W"' EXIT
+trap '"$MPICTR" instance stop $N >/dev/null 2>&1; for n in a b c l k; do "$MPICTR" instance stop $N$n >/dev/null 2>&1; done; t_cleanup; rm -rf "$W"' EXIT
 
 # run NAME CMD...: lib.sh's (with the timeout $T, output in $W/out.NAME)
 count() { grep -cE "$2" "$W/out.$1"; }
@@ -152,6 +152,17 @@ ok_status "instance stop of a missing instance: 255" 255 "$MPICTR" instance stop
 
 ok "instance stop --all" bash -c "'$MPICTR' instance start '$W/tiny.sif' ${N}a && '$MPICTR' instance start '$W/tiny.sif' ${N}b && '$MPICTR' instance stop --all"
 check "... both gone" bash -c "! '$MPICTR' instance list | grep -q '^$N[ab] ' && ! ls '$JDIR' | grep -q 'inst-$N[ab]\.'"
+
+# ---- the container options of the start apply to every joiner ------------
+ok "instance start --contain -B $W:/data:ro" "$MPICTR" instance start --contain -B "$W:/data:ro" "$W/mpi.sif" ${N}c
+ok "... exec: the start directory is the empty home, /data is bound" \
+	run contain "$MPICTR" exec instance://${N}c sh -c 'echo "$PWD $(ls -A | wc -l)"; test -L /data/mpi.sif && echo DATA'
+check "... (\$HOME empty, /data there)" bash -c "grep -qx '$HOME 0' '$W/out.contain' && grep -qx DATA '$W/out.contain'"
+ok "... -n 2 hello (the job directory in the instance's directory, /tmp private)" \
+	run contain2 "$MPICTR" -n 2 instance://${N}c $B/hello
+check "... 2 ranks of 2" test "$(count contain2 '^hello rank [01]/2 .* allreduce 1 ok')" = 2
+ok "... stop" "$MPICTR" instance stop ${N}c
+check "... nothing left" gone ${N}c
 
 # ---- --linger ---------------------------------------------------------------------
 ok "instance start --linger 2" "$MPICTR" instance start --linger 2 "$W/tiny.sif" ${N}l
