@@ -181,12 +181,22 @@ lingered() {
 check "... gone 2 s after its last member (within 8 s)" lingered
 check "... nothing left" gone ${N}l
 
+# ---- SIGTERM to the keeper (what Slurm sends when it ends a job it tracks)
+ok "instance start (to get SIGTERM)" "$MPICTR" instance start "$W/tiny.sif" ${N}k
+"$MPICTR" exec instance://${N}k sleep 300 >/dev/null 2>&1 &
+MEMBER=$!
+keeper_of() { "$MPICTR" instance list --json | python3 -c 'import json,sys; print([i["pid"] for i in json.load(sys.stdin) if i["name"]==sys.argv[1]][0])' "$1"; }
+settle 50 bash -c "'$MPICTR' instance list | grep -q '^${N}k .* 1 ' || echo waiting" >/dev/null
+ok "kill -TERM of its keeper" kill -TERM "$(keeper_of ${N}k)"
+check "... ends its member with SIGTERM (143)" member_ended
+check "... and leaves nothing" gone ${N}k
+
 # ---- a killed keeper ------------------------------------------------------------
 ok "instance start (to be killed)" "$MPICTR" instance start "$W/mpi.sif" ${N}k
 "$MPICTR" exec instance://${N}k sleep 300 >/dev/null 2>&1 &
 MEMBER=$!
 sleep 0.5
-KEEPER=$("$MPICTR" instance list --json | python3 -c 'import json,sys; print([i["pid"] for i in json.load(sys.stdin) if i["name"]==sys.argv[1]][0])' ${N}k)
+KEEPER=$(keeper_of ${N}k)
 ok "kill -9 of its keeper ($KEEPER)" kill -9 "$KEEPER"
 member_killed() { wait $MEMBER; [ $? = 137 ]; }
 check "... its member is killed (137)" member_killed
@@ -198,7 +208,7 @@ check "... with an error naming the instance" grep -q "no instance '${N}k'" "$W/
 # The keeper killed together with its sweeper (and holder): the socket,
 # lock and directory stay until the next command finds them stale.
 ok "instance start (to be killed with its sweeper)" "$MPICTR" instance start "$W/tiny.sif" ${N}k
-KEEPER=$("$MPICTR" instance list --json | python3 -c 'import json,sys; print([i["pid"] for i in json.load(sys.stdin) if i["name"]==sys.argv[1]][0])' ${N}k)
+KEEPER=$(keeper_of ${N}k)
 # Stopped first: it must not see its holder die and end cleanly.
 kill_all() { kill -STOP "$1" && kill -9 $(pgrep -P "$1") && kill -9 "$1"; }
 ok "kill -9 of its keeper, its sweeper and its holder" kill_all "$KEEPER"
