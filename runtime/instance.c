@@ -380,15 +380,17 @@ static void inst_done(void *data)
 /* ---- the client's side ---------------------------------------------------
  */
 
-/* Remove what a keeper killed together with its sweeper left, when its
- * lock is free: true when it was stale. */
+/* Remove what a keeper killed together with its sweeper left (or what a
+ * sweeper killed halfway left): the socket, the lock and the directory,
+ * when the lock is free. Taken (created if need be) first, so that no
+ * instance of the name can be starting meanwhile. True when it was free. */
 static bool clean_stale(const struct inst_paths *p)
 {
-	int fd = open(p->lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(p->lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	bool stale = false;
 
 	if (fd < 0)
-		return errno == ENOENT;
+		return false;
 	if (flock(fd, LOCK_EX | LOCK_NB) == 0 &&
 	    keeper_lock_current(fd, p->lock)) {
 		unlink(p->sock);
@@ -419,7 +421,7 @@ static int inst_request(const struct inst_paths *p, const char *name,
 	if (c < 0 && (errno == ENOENT || errno == ECONNREFUSED)) {
 		bool was = errno == ECONNREFUSED;
 
-		if (was && !clean_stale(p))
+		if (!clean_stale(p) && was)
 			return err_set(err, 0,
 				       "instance '%s' is stopping: its socket "
 				       "'%s' is closed",
@@ -719,9 +721,12 @@ static int stop_one(char *const *env, const char *name, mpictr_err **err)
 	return 0;
 }
 
-/* The names of the user's instances (from the socket files). */
+/* The names of the user's instances: of their sockets, locks and
+ * directories (a killed keeper's leftovers are asked, found stale and
+ * removed). */
 static char **inst_names(const char *dir)
 {
+	static const char *const ext[] = {".sock", ".lock", ".run"};
 	DIR *d = opendir(dir);
 	struct dirent *de;
 	char **names = NULL;
@@ -729,9 +734,19 @@ static char **inst_names(const char *dir)
 	while (d && (de = readdir(d))) {
 		size_t l = strlen(de->d_name);
 
-		if (l > 10 && strncmp(de->d_name, "inst-", 5) == 0 &&
-		    strcmp(de->d_name + l - 5, ".sock") == 0)
-			strv_push_own(&names, xstrndup(de->d_name + 5, l - 10));
+		for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
+			size_t e = strlen(ext[i]);
+			char *n;
+
+			if (l <= 5 + e || strncmp(de->d_name, "inst-", 5) ||
+			    strcmp(de->d_name + l - e, ext[i]))
+				continue;
+			n = xstrndup(de->d_name + 5, l - 5 - e);
+			if (strv_contains(names, n))
+				free(n);
+			else
+				strv_push_own(&names, n);
+		}
 	}
 	if (d)
 		closedir(d);

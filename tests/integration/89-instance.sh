@@ -218,6 +218,11 @@ cp "$T_OUT" "$W/out.last"
 check "... says its keeper was killed" grep -q "no instance '${N}k'.*its keeper was killed" "$W/out.last"
 check "... and nothing is left" gone ${N}k
 
+# A sweeper killed halfway leaves a lock and a directory without a socket.
+orphans() { touch "$JDIR/inst-${N}o.lock" && mkdir "$JDIR/inst-${N}o.run" && "$MPICTR" instance list; }
+ok "a lock and a directory without a socket: instance list" orphans
+check "... removed them" gone ${N}o
+
 # ---- a batch job ------------------------------------------------------------------
 if slurm_up; then
 	# The member escapes the batch script's process tree (setsid, its
