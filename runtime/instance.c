@@ -176,6 +176,7 @@ struct inst {
 	time_t started;
 	long linger_s;
 	pid_t watch_pid;
+	bool watch_stepd; /* watch_pid was found above the starter */
 	int watch_fd;
 	int stop_fd;  /* the STOP request's connection, answered in done */
 	pid_t holder; /* and its user namespace: */
@@ -276,25 +277,34 @@ static void inst_kill_members(const struct inst *in)
 	}
 }
 
+static bool is_stepd(pid_t pid)
+{
+	char path[64];
+	cleanup_free char *comm = NULL;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	comm = read_file(path, 64, NULL);
+	return comm && strcmp(comm, "slurmstepd\n") == 0;
+}
+
 static int inst_setup(void *data, mpictr_err **err)
 {
 	struct inst *in = data;
-	cleanup_free char *comm = NULL;
-	char path[64];
 
 	in->watch_fd = -1;
 	in->stop_fd = -1;
 	if (in->watch_pid <= 0)
 		return 0;
 	in->watch_fd = sys_pidfd_open(in->watch_pid, 0);
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)in->watch_pid);
-	comm = read_file(path, 64, NULL);
-	if (in->watch_fd < 0 || !comm || strcmp(comm, "slurmstepd\n") != 0)
-		return err_set(err, in->watch_fd < 0 ? errno : ESRCH,
-			       "watch Slurm job %s: its slurmstepd (pid %d) is "
-			       "gone",
-			       in->job ? in->job : "?", (int)in->watch_pid);
-	return 0;
+	/* Checked after the pidfd is open: it cannot be a recycled pid. */
+	if (in->watch_fd >= 0 && (!in->watch_stepd || is_stepd(in->watch_pid)))
+		return 0;
+	if (!in->watch_stepd)
+		return err_set(err, errno, "watch process %d",
+			       (int)in->watch_pid);
+	return err_set(err, in->watch_fd < 0 ? errno : ESRCH,
+		       "watch Slurm job %s: its slurmstepd (pid %d) is gone",
+		       in->job ? in->job : "?", (int)in->watch_pid);
 }
 
 static size_t add_holder(char **spec, size_t len, pid_t holder)
@@ -497,18 +507,17 @@ static int inst_query(const struct inst_paths *p, const char *name, uint32_t op,
 
 /* ---- start --------------------------------------------------------------- */
 
-/* The slurmstepd nearest above pid, or 0. */
+/* The slurmstepd nearest above pid (pid itself included), or 0. A task
+ * forked by slurmstepd that has not exec'd yet (a SPANK plugin's
+ * task_init) still has its comm: its parent is the step's. */
 static pid_t stepd_above(pid_t pid)
 {
 	for (int depth = 0; pid > 1 && depth < 64; depth++) {
-		char path[64];
-		cleanup_free char *comm = NULL;
+		pid_t parent = proc_ppid(pid);
 
-		snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-		comm = read_file(path, 64, NULL);
-		if (comm && strcmp(comm, "slurmstepd\n") == 0)
+		if (is_stepd(pid) && !(parent > 1 && is_stepd(parent)))
 			return pid;
-		pid = proc_ppid(pid);
+		pid = parent;
 	}
 	return 0;
 }
@@ -625,6 +634,7 @@ static int inst_prepare(struct inst_start *s, const struct mpictr_config *cfg,
 	s->in.watch_pid = o->watch_pid;
 	if (!s->in.watch_pid && s->in.job) {
 		s->in.watch_pid = stepd_above(getpid());
+		s->in.watch_stepd = true;
 		if (!s->in.watch_pid) {
 			err_set(err, 0,
 				"instance start inside Slurm job %s "

@@ -24,10 +24,12 @@ struct instance_opts {
 	/* > 0: the instance ends after this many seconds without a process
 	 * in it (and without a command joining). 0: no linger. */
 	long linger_s;
-	/* The process whose end ends the instance (a job's slurmstepd).
-	 * 0: inside a Slurm job (SLURM_JOB_ID in cfg's host environment), the
-	 * nearest slurmstepd above the caller, and no instance when there is
-	 * none; outside a job, none. */
+	/* The process whose end ends the instance (e.g. a job's slurmstepd:
+	 * the caller makes sure the pid is the one it means). 0: inside a
+	 * Slurm job (SLURM_JOB_ID in cfg's host environment), the nearest
+	 * slurmstepd above the caller (a task forked by slurmstepd that has
+	 * not exec'd yet is passed over), and no instance when there is none;
+	 * outside a job, none. */
 	pid_t watch_pid;
 };
 

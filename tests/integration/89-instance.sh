@@ -27,7 +27,7 @@ cd "$W" || exit 1
 export TMPDIR=$W/tmp
 B=/opt/mpictr/bin
 N=i$$ # this test's instance names start with it
-trap '"$MPICTR" instance stop $N >/dev/null 2>&1; for n in a b c l k; do "$MPICTR" instance stop $N$n >/dev/null 2>&1; done; t_cleanup; rm -rf "$W"' EXIT
+trap '"$MPICTR" instance stop $N >/dev/null 2>&1; for n in a b c l k w; do "$MPICTR" instance stop $N$n >/dev/null 2>&1; done; t_cleanup; rm -rf "$W"' EXIT
 
 # run NAME CMD...: lib.sh's (with the timeout $T, output in $W/out.NAME)
 count() { grep -cE "$2" "$W/out.$1"; }
@@ -152,6 +152,23 @@ ok_status "instance stop of a missing instance: 255" 255 "$MPICTR" instance stop
 
 ok "instance stop --all" bash -c "'$MPICTR' instance start '$W/tiny.sif' ${N}a && '$MPICTR' instance start '$W/tiny.sif' ${N}b && '$MPICTR' instance stop --all"
 check "... both gone" bash -c "! '$MPICTR' instance list | grep -q '^$N[ab] ' && ! ls '$JDIR' | grep -q 'inst-$N[ab]\.'"
+
+# ---- the API of embedders (the SPANK plugin): an instance ending with a
+# process it is told to watch
+EMBED=$ROOT/build/tests/embed_instance
+if [ -x "$EMBED" ]; then
+	sleep 300 &
+	WATCHED=$!
+	ok "mpictr_instance_start() watching pid $WATCHED" "$EMBED" start "$W/tiny.sif" ${N}w $WATCHED
+	ok "mpictr_instance_list() (JSON)" run elist "$EMBED" list
+	check "... lists it" grep -q "\"name\": \"${N}w\"" "$W/out.elist"
+	kill $WATCHED
+	wait $WATCHED 2>/dev/null
+	check "... it ends when the watched process ends, leaving nothing" gone ${N}w
+	ok_status "mpictr_instance_stop() of a missing instance: 255" 255 "$EMBED" stop ${N}w
+else
+	need "embedders' instance API" "build/tests/embed_instance missing (make check builds it)"
+fi
 
 # ---- the container options of the start apply to every joiner ------------
 ok "instance start --contain -B $W:/data:ro" "$MPICTR" instance start --contain -B "$W:/data:ro" "$W/mpi.sif" ${N}c
