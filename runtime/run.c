@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "instance.h"
 #include "join.h"
 #include "launch.h"
 #include "mode.h"
@@ -21,10 +22,28 @@ static int refuse_privileged(mpictr_err **err)
 	return 0;
 }
 
+/* instance://NAME: attach to it (*ia), and point *cfg at the config with
+ * its options; *inst is ia then, else NULL. */
+static int attach_instance(mpictr_config **cfg, struct instance_attach *ia,
+			   struct instance_attach **inst, mpictr_err **err)
+{
+	*inst = NULL;
+	if (!instance_is_ref((*cfg)->image))
+		return 0;
+	if (instance_attach(*cfg, ia, err) < 0) {
+		instance_attach_free(ia);
+		return -1;
+	}
+	*inst = ia;
+	*cfg = &ia->cfg;
+	return 0;
+}
+
 MPICTR_PUBLIC int mpictr_run_flags(mpictr_config *cfg, unsigned flags,
 				   int *status, mpictr_err **err)
 {
 	struct run_decision d;
+	struct instance_attach ia, *inst;
 	cleanup_free char *line = NULL;
 	int rc;
 
@@ -35,18 +54,21 @@ MPICTR_PUBLIC int mpictr_run_flags(mpictr_config *cfg, unsigned flags,
 			       flags);
 	if (refuse_privileged(err) < 0)
 		return -1;
+	/* instance://NAME: its namespaces, and cfg with its options. */
+	if (attach_instance(&cfg, &ia, &inst, err) < 0)
+		return -1;
 	run_decide(cfg, &d);
 	line = run_describe(&d);
 	log_info("%s", line);
 	switch (d.mode) {
 	case RUN_JOIN:
-		rc = join_run(cfg, &d, flags & MPICTR_RUN_EXEC_IN_PLACE, status,
-			      err);
+		rc = join_run(cfg, &d, inst, flags & MPICTR_RUN_EXEC_IN_PLACE,
+			      status, err);
 		break;
 	case RUN_SINGLE:
 	case RUN_LAUNCH:
 	case RUN_NODE_DAEMON:
-		rc = launch_run(cfg, &d, status, err);
+		rc = launch_run(cfg, &d, inst, status, err);
 		break;
 	default:
 		rc = err_set(err, EINVAL, "mpictr_run: unknown mode %d",
@@ -54,6 +76,8 @@ MPICTR_PUBLIC int mpictr_run_flags(mpictr_config *cfg, unsigned flags,
 		break;
 	}
 	run_decision_free(&d);
+	if (inst)
+		instance_attach_free(inst);
 	return rc;
 }
 
@@ -66,6 +90,7 @@ MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
 				   mpictr_err **err)
 {
 	struct run_decision d;
+	struct instance_attach ia, *inst;
 	struct host_facts f;
 	struct plan p;
 	int rc = -1;
@@ -73,6 +98,10 @@ MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
 	if (!cfg || !json)
 		return err_set(err, EINVAL,
 			       "mpictr_plan_json: missing argument");
+	/* instance://NAME: the plan of a command joining it (its mounts
+	 * are the instance's, made when it started). */
+	if (attach_instance(&cfg, &ia, &inst, err) < 0)
+		return -1;
 	run_decide(cfg, &d);
 	memset(&p, 0, sizeof(p));
 	if (host_facts_gather(cfg, &d, HOST_FACTS_IMAGE, &f, err) == 0 &&
@@ -83,5 +112,7 @@ MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
 	plan_free(&p);
 	host_facts_free(&f);
 	run_decision_free(&d);
+	if (inst)
+		instance_attach_free(inst);
 	return rc;
 }
