@@ -1285,19 +1285,38 @@ static int join_spawn(const struct plan *p, char **env, int userns, int mntns,
 	return 0;
 }
 
-int join_run(const struct mpictr_config *cfg, const struct run_decision *d,
-	     bool exec_in_place, int *status, mpictr_err **err)
+/* The node's container for this task: the fds (fetched from the node's
+ * keeper, which this task starts if first) and this task's plan, checked
+ * against the keeper's, with its environment in *env. */
+struct join_task {
+	struct plan plan;
+	int userns, mntns;
+	char **env;
+};
+
+static void join_task_free(struct join_task *t)
+{
+	if (t->userns >= 0)
+		close(t->userns);
+	if (t->mntns >= 0)
+		close(t->mntns);
+	strv_free(t->env);
+	plan_free(&t->plan); /* zeroed, partly built (on failure) or built */
+}
+
+static int join_prepare(const struct mpictr_config *cfg,
+			const struct run_decision *d, struct join_task *t,
+			mpictr_err **err)
 {
 	const struct launch_peers *pe = &d->peers;
-	struct plan plan;
 	struct keeper k = {
-	    .listen_fd = -1, .cfg = cfg, .d = d, .plan_store = &plan};
+	    .listen_fd = -1, .cfg = cfg, .d = d, .plan_store = &t->plan};
 	cleanup_free char *dir = NULL, *key = NULL, *image = NULL;
-	int userns = -1, mntns = -1, rc = -1;
 	uint64_t digest = 0;
-	char **env = NULL;
+	int rc = -1;
 
-	memset(&plan, 0, sizeof(plan));
+	memset(t, 0, sizeof(*t));
+	t->userns = t->mntns = -1;
 	if (d->launcher_err) {
 		err_set(err, 0, "%s", mpictr_err_message(d->launcher_err));
 		err_wrap(err, "join the node's container");
@@ -1319,7 +1338,7 @@ int join_run(const struct mpictr_config *cfg, const struct run_decision *d,
 	if (!image) {
 		if (build_plan(&k, err) < 0)
 			goto out;
-		image = xstrdup(plan.image.path);
+		image = xstrdup(t->plan.image.path);
 	}
 	if (join_dir(cfg->host_env, &dir,
 		     pe->local_rank == 0 || pe->local_rank == LAUNCHER_UNKNOWN,
@@ -1336,11 +1355,11 @@ int join_run(const struct mpictr_config *cfg, const struct run_decision *d,
 			k.sock_path);
 		goto out;
 	}
-	if (join_fetch(&k, pe, &userns, &mntns, &digest, err) < 0)
+	if (join_fetch(&k, pe, &t->userns, &t->mntns, &digest, err) < 0)
 		goto out;
 	if (build_plan(&k, err) < 0)
 		goto out;
-	if (join_plan_digest(&plan) != digest) {
+	if (join_plan_digest(&t->plan) != digest) {
 		err_set(err, 0,
 			"this task's container would differ from the one the "
 			"node's keeper at '%s' set up for the job (mounts, "
@@ -1350,29 +1369,54 @@ int join_run(const struct mpictr_config *cfg, const struct run_decision *d,
 			      "or run with MPICTR_JOIN=0");
 		goto out;
 	}
-	for (size_t i = 0; plan.notices && plan.notices[i]; i++)
-		log_notice("%s", plan.notices[i]);
-	plan.nlocal =
+	for (size_t i = 0; t->plan.notices && t->plan.notices[i]; i++)
+		log_notice("%s", t->plan.notices[i]);
+	t->plan.nlocal =
 	    pe->local_size != LAUNCHER_UNKNOWN ? (int)pe->local_size : 1;
-	env = plan_rank_env(&plan, pe->local_rank != LAUNCHER_UNKNOWN
-				       ? (int)pe->local_rank
-				       : 0);
-	if (exec_in_place) {
-		container_exec(&plan, env, userns, mntns, pmi_fd(cfg->host_env),
-			       err);
-		rc = -1; /* only returns on failure */
-	} else {
-		rc = join_spawn(&plan, env, userns, mntns,
-				pmi_fd(cfg->host_env), status, err);
-	}
-	strv_free(env);
+	t->env = plan_rank_env(&t->plan, pe->local_rank != LAUNCHER_UNKNOWN
+					     ? (int)pe->local_rank
+					     : 0);
+	rc = 0;
 out:
-	if (userns >= 0)
-		close(userns);
-	if (mntns >= 0)
-		close(mntns);
 	free(k.sock_path);
 	free(k.lock_path);
-	plan_free(&plan); /* zeroed, partly built (on failure) or built */
+	return rc;
+}
+
+int join_run(const struct mpictr_config *cfg, const struct run_decision *d,
+	     bool exec_in_place, int *status, mpictr_err **err)
+{
+	struct join_task t;
+	int rc = -1;
+
+	if (join_prepare(cfg, d, &t, err) < 0)
+		goto out;
+	if (exec_in_place) {
+		container_exec(&t.plan, t.env, t.userns, t.mntns,
+			       pmi_fd(cfg->host_env), err);
+		rc = -1; /* only returns on failure */
+	} else {
+		rc = join_spawn(&t.plan, t.env, t.userns, t.mntns,
+				pmi_fd(cfg->host_env), status, err);
+	}
+out:
+	join_task_free(&t);
+	return rc;
+}
+
+int join_enter(const struct mpictr_config *cfg, const struct run_decision *d,
+	       char ***env, char **program, mpictr_err **err)
+{
+	struct join_task t;
+	int rc = -1;
+
+	if (join_prepare(cfg, d, &t, err) == 0 &&
+	    container_enter_task(&t.plan, &t.env, t.userns, t.mntns, program,
+				 err) == 0) {
+		*env = t.env;
+		t.env = NULL;
+		rc = 0;
+	}
+	join_task_free(&t);
 	return rc;
 }

@@ -18,6 +18,12 @@
  * return 0 with its *status. */
 int join_run(const struct mpictr_config *cfg, const struct run_decision *d,
 	     bool exec_in_place, int *status, mpictr_err **err);
+/* As join_run, for a launcher that execs the command itself (the SPANK
+ * plugin): join the node's container and return, this process in its
+ * namespaces and start directory without capabilities; *env the command's
+ * environment, *program as container_enter_task. */
+int join_enter(const struct mpictr_config *cfg, const struct run_decision *d,
+	       char ***env, char **program, mpictr_err **err);
 /* Digest of what in plan p decides the container (image, mounts, devices,
  * identity, injected MPI), not the per-task command, environment and start
  * directory: tasks whose digests differ never share a container. */
