@@ -275,14 +275,28 @@ static int add_container_env(mpictr_config *cfg, char **env, mpictr_err **e)
 	return 0;
 }
 
+/* The batch script lives in slurmd's spool directory, not in the image:
+ * the batch step binds it (read-only) at its path. */
+static int add_batch_script(mpictr_config *cfg, uint32_t step,
+			    const char *script, mpictr_err **e)
+{
+	cleanup_free char *spec = NULL;
+
+	if (step != SLURM_BATCH_SCRIPT || script[0] != '/')
+		return 0;
+	spec = xasprintf("%s:%s:ro", script, script);
+	return mpictr_config_add_bind(cfg, spec, e);
+}
+
 /* The configuration of this task's container from the options, the site
  * file and the task's environment and command. */
-static mpictr_config *task_config(char **env, int argc, char **argv,
-				  mpictr_err **e)
+static mpictr_config *task_config(char **env, uint32_t step, int argc,
+				  char **argv, mpictr_err **e)
 {
 	mpictr_config *cfg = mpictr_config_new();
 
 	if (mpictr_config_set_host_env(cfg, env, e) < 0 ||
+	    add_batch_script(cfg, step, argv[0], e) < 0 ||
 	    mpictr_config_load_site(cfg, NULL, e) < 0 ||
 	    mpictr_config_set_image(cfg, opts.image, e) < 0 ||
 	    mpictr_config_set_command(cfg, argc, argv, e) < 0 ||
@@ -320,12 +334,11 @@ static int apply_env(spank_t sp, char **old, char **env)
 
 /* Steps that are not srun's get a job key of their own: the batch script
  * (and salloc's interactive step) is one task on its node. */
-static void single_task_key(spank_t sp, char ***env)
+static void single_task_key(spank_t sp, uint32_t step, char ***env)
 {
-	uint32_t job = 0, step = 0;
+	uint32_t job = 0;
 
 	spank_get_item(sp, S_JOB_ID, &job);
-	spank_get_item(sp, S_JOB_STEPID, &step);
 	if (step != SLURM_BATCH_SCRIPT && step != SLURM_INTERACTIVE_STEP)
 		return;
 	{
@@ -340,7 +353,7 @@ static void single_task_key(spank_t sp, char ***env)
 }
 
 /* Join the node's container; on failure, *e says why. */
-static int task_enter(spank_t sp, mpictr_err **e)
+static int task_enter(spank_t sp, uint32_t step, mpictr_err **e)
 {
 	char **job_env = NULL, **argv = NULL, **host = NULL, **env = NULL;
 	char *program = NULL;
@@ -355,8 +368,8 @@ static int task_enter(spank_t sp, mpictr_err **e)
 		return -1;
 	}
 	host = strv_dup(job_env);
-	single_task_key(sp, &host);
-	cfg = task_config(host, argc, argv, e);
+	single_task_key(sp, step, &host);
+	cfg = task_config(host, step, argc, argv, e);
 	if (cfg && mpictr_join_task(cfg, &env, &program, e) == 0) {
 		rc = apply_env(sp, job_env, env);
 		if (rc < 0)
@@ -387,7 +400,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		_exit(MPICTR_EXIT_FAILURE);
 	if (check_image() < 0)
 		_exit(MPICTR_EXIT_FAILURE);
-	if (task_enter(sp, &e) < 0) {
+	if (task_enter(sp, step, &e) < 0) {
 		/* Never let slurmstepd exec the command half-way in. */
 		int code = e ? mpictr_err_exit_code(e) : MPICTR_EXIT_FAILURE;
 

@@ -1,0 +1,191 @@
+#!/bin/bash
+# 90-spank.sh - the SPANK plugin mpictr-spank.so under real Slurm
+# (tests/slurm/cluster.sh writes the plugstack.conf line
+# `optional /var/lib/mpictr-spank/mpictr-spank.so`; this test installs the
+# tree's plugins there): `srun --container-image=IMAGE CMD` puts the tasks
+# of a node in one user and mount namespace, exec'd by slurmstepd itself;
+# Open MPI (pmix) and MPICH (pmi2); --container-mounts, -workdir, -env;
+# inert without options; `#SBATCH --container-image`; --container-name
+# shared by two steps; failures fail fast with their reason and leave
+# nothing; two nodes; the plugin from an installed prefix.
+. "$(dirname "$0")/lib.sh"
+. "$ROOT/tests/slurm/env.sh"
+
+T="timeout -k 5 90"
+MYUID=$(id -u)
+JDIR=/tmp/mpictr-join-$MYUID
+SPANK_DIR=${MPICTR_SPANK_DIR:-/var/lib/mpictr-spank}
+
+if ! slurm_up; then
+	need "single-node Slurm answers sinfo" "the Slurm cluster (sudo tests/slurm/cluster.sh start)"
+	done_testing
+	exit
+fi
+if ! [ -d "$SPANK_DIR" ] || ! [ -w "$SPANK_DIR" ] || ! grep -qs "$SPANK_DIR/mpictr-spank.so" "${SLURM_CONF%/*}/plugstack.conf"; then
+	need "plugstack.conf loads $SPANK_DIR/mpictr-spank.so, writable by the test user" \
+		"a cluster started by the current tests/slurm/cluster.sh (it writes plugstack.conf and $SPANK_DIR)"
+	done_testing
+	exit
+fi
+require_userns_fuse "user namespaces and /dev/fuse" "the plugin needs unprivileged user namespaces and a usable /dev/fuse"
+require_images all
+[ -f "$ROOT/build/plugins/mpictr-spank.so" ] || { need "mpictr-spank.so built" "libslurm-dev (Slurm's spank.h)"; done_testing; exit; }
+
+# install_plugins DIR: the plugins of DIR into SPANK_DIR, each replaced
+# atomically (other users' steps load the plugin at any time).
+install_plugins() {
+	local f
+	for f in "$1"/mpictr-*.so; do
+		cp "$f" "$SPANK_DIR/.new.$$" && mv -f "$SPANK_DIR/.new.$$" "$SPANK_DIR/${f##*/}" || return 1
+	done
+}
+ok "the tree's plugins installed where plugstack.conf names them" install_plugins "$ROOT/build/plugins"
+
+W=$(mktemp -d /var/tmp/mpictr-spank.XXXXXX) || exit 1
+chmod 0755 "$W"
+mkdir "$W/tmp" "$W/data"
+ln -s "$IMG/mpi.sif" "$W/mpi.sif"
+ln -s "$IMG/tiny.sif" "$W/tiny.sif"
+echo spank-data >"$W/data/file"
+trap 'install_plugins "$ROOT/build/plugins" 2>/dev/null; t_cleanup; rm -rf "$W"' EXIT
+cd "$W" || exit 1
+export TMPDIR=$W/tmp
+NAME=mps$$
+HOSTNS=$(readlink /proc/self/ns/user)
+
+# leftovers JOBID: what the job left (processes of the job's steps, the
+# keeper's rendezvous entries), if anything
+leftovers() {
+	pgrep -u "$MYUID" -af "slurmstepd: \[$1\." | grep -v "^$$ " || true
+	ls -A "$JDIR" 2>/dev/null | grep "^$1\." | sed 's/^/rendezvous entry /'
+}
+clean() {
+	local i
+	for i in $(seq 300); do
+		[ -z "$(leftovers "$1")" ] && return 0
+		sleep 0.1
+	done
+	leftovers "$1"
+	return 1
+}
+jobid() { sed -n 's/^JOB //p' "$W/job.$1" | tail -n 1; }
+# step SUFFIX SRUN-ARGS...: srun as job $NAME-SUFFIX; output in $W/out.SUFFIX
+step() {
+	local s=$1
+	shift
+	$T srun --job-name="$NAME-$s" "$@" >"$W/out.$s" 2>&1
+	local rc=$?
+	cat "$W/out.$s"
+	squeue -h -t all -n "$NAME-$s" -o 'JOB %i' >"$W/job.$s" 2>/dev/null
+	return $rc
+}
+count() { grep -cE "$2" "$W/out.$1"; }
+NSCMD='echo NS $(readlink /proc/self/ns/user) $(readlink /proc/self/ns/mnt)'
+# one_ns SUFFIX: the "NS" lines of a step are all equal and not the host's
+one_ns() {
+	[ "$(grep '^NS ' "$W/out.$1" | sort -u | wc -l)" = 1 ] || { grep '^NS ' "$W/out.$1"; return 1; }
+	! grep -qF "NS $HOSTNS " "$W/out.$1"
+}
+
+# ---- inert without options ----------------------------------------------------
+ok "plain srun (no --container-image): runs as before" step plain -O -n 2 sh -c "$NSCMD; echo PATH=\$PATH"
+check "... in the host's user namespace, PATH untouched" bash -c "[ \$(grep -cF 'NS $HOSTNS ' '$W/out.plain') = 2 ] && grep -qxF 'PATH=$PATH' '$W/out.plain'"
+
+# ---- MPI ---------------------------------------------------------------------------
+ok "srun --mpi=pmix -n 4 --container-image=mpi.sif hello (Open MPI)" \
+	step ompi -O --mpi=pmix -n 4 --container-image="$W/mpi.sif" /opt/mpictr/bin/hello
+check "... 4 ranks of 4, allreduce ok, the user's uid" \
+	test "$(count ompi "^hello rank [0-3]/4 .* allreduce 6 ok .* uid $MYUID\$")" = 4
+hello_ns() {
+	[ "$(sed -nE 's/^hello rank .* (userns [^ ]+ mntns [^ ]+) .*/\1/p' "$W/out.$1" | sort -u | wc -l)" = 1 ] &&
+		! grep -qF "userns $HOSTNS " "$W/out.$1"
+}
+check "... all 4 ranks in one user and one mount namespace (not the host's)" hello_ns ompi
+check "... nothing left behind (keeper, holder, rendezvous)" clean "$(jobid ompi)"
+
+ok "srun --mpi=pmi2 -n 4 --container-image=mpi.sif hello-mpich (MPICH)" \
+	step mpich -O --mpi=pmi2 -n 4 --container-image="$W/mpi.sif" /opt/mpictr/bin/hello-mpich
+check "... 4 ranks of 4, allreduce ok" test "$(count mpich '^hello rank [0-3]/4 .* allreduce 6 ok')" = 4
+check "... all 4 ranks in one user and one mount namespace" hello_ns mpich
+
+# ---- what a task sees ---------------------------------------------------------------
+SEECMD=$NSCMD'; echo PARENT $(cat /proc/$PPID/comm); echo TINY ${TINY_IMAGE:-none} ${TINY_ORDER:-none};
+echo PMIX ${PMIX_NAMESPACE:-none} ${PMIX_RANK:-none}; echo CWD $(pwd); echo CAPS $(grep CapEff /proc/self/status);
+[ -n "$PMI_FD" ] && [ -e /proc/self/fd/$PMI_FD ] && echo PMI_FD ok; echo VAR ${SPANK_T_VAR:-unset}'
+ok "srun --mpi=pmix -n 3 --container-image=tiny.sif (what a task sees)" \
+	step see -O --mpi=pmix -n 3 --container-image="$W/tiny.sif" sh -c "$SEECMD"
+check "... one user and one mount namespace" one_ns see
+check "... every task's parent is slurmstepd (no process in between)" test "$(count see '^PARENT slurmstepd$')" = 3
+check "... the image's env scripts ran, in order" test "$(count see '^TINY 1 10 90$')" = 3
+check "... PMIx namespace and rank reach the program" test "$(count see '^PMIX slurm\.pmix\.[0-9]+\.[0-9]+ [0-2]$')" = 3
+check "... start directory: the job's working directory" test "$(count see "^CWD $W\$")" = 3
+check "... no capabilities" test "$(count see '^CAPS CapEff:[[:space:]]+0+$')" = 3
+ok "srun --mpi=pmi2 --container-image=tiny.sif: PMI_FD open in the program" \
+	step pmi2 -O --mpi=pmi2 -n 2 --container-image="$W/tiny.sif" sh -c "$SEECMD"
+check "... PMI_FD ok in both tasks" test "$(count pmi2 '^PMI_FD ok$')" = 2
+
+# ---- options -------------------------------------------------------------------------
+ok "--container-mounts=$W/data:/data:ro --container-workdir=/data" \
+	step mnt -O -n 2 --container-image="$W/tiny.sif" --container-mounts="$W/data:/data:ro" \
+	--container-workdir=/data sh -c 'echo CWD $(pwd) $(cat file); touch x 2>/dev/null && echo WROTE; true'
+check "... both tasks start in /data and read the bound file" test "$(count mnt '^CWD /data spank-data$')" = 2
+check "... read-only: nothing written" test "$(count mnt '^WROTE')" = 0
+env_step() (
+	export SPANK_T_VAR=host-value
+	step env -O -n 1 --container-image="$W/tiny.sif" --container-env=SPANK_T_VAR sh -c 'echo VAR $SPANK_T_VAR'
+)
+ok "--container-env=SPANK_T_VAR: the host's value wins over the image's" env_step
+check "... SPANK_T_VAR=host-value inside" test "$(count env '^VAR host-value$')" = 1
+
+# ---- failures: fast, with the reason, nothing left -------------------------------------------
+fails_fast() { # SUFFIX PATTERN SRUN-ARGS...: non-zero within 30 s, PATTERN in the output
+	local s=$1 pat=$2 t0 rc
+	shift 2
+	t0=$(date +%s)
+	step "$s" "$@"
+	rc=$?
+	echo "rc=$rc in $(($(date +%s) - t0)) s"
+	[ $rc != 0 ] && [ $rc != 124 ] && [ $(($(date +%s) - t0)) -lt 30 ] && grep -qE "$pat" "$W/out.$s"
+}
+ok "missing image: srun fails before launching, naming the image" \
+	fails_fast noimg "mpictr: --container-image '$W/nope.sif': No such file or directory" -O -n 2 --container-image="$W/nope.sif" true
+check "... no job step ran" bash -c "! grep -q 'task' '$W/out.noimg'"
+ok "denied bind (a missing source): the tasks fail at once with the reason" \
+	fails_fast badbind "mpictr: .*$W/absent" -O -n 2 --container-image="$W/tiny.sif" --container-mounts="$W/absent:/x" true
+check "... nothing left behind" clean "$(jobid badbind)"
+ok "command not in the image: exit 127 with the container's PATH" \
+	fails_fast nocmd "command 'no-such-cmd' not found in the container" -O -n 2 --container-image="$W/tiny.sif" no-such-cmd
+check "... srun reports exit code 127" grep -q "exit code 127" "$W/out.nocmd"
+check "... nothing left behind" clean "$(jobid nocmd)"
+
+# ---- sbatch -----------------------------------------------------------------------------------
+batch() {
+	cat >"$W/job.sh" <<-EOF
+		#!/bin/sh
+		#SBATCH --container-image=$W/tiny.sif
+		#SBATCH --output=$W/out.batch
+		echo NS \$(readlink /proc/self/ns/user) \$(readlink /proc/self/ns/mnt)
+		echo TINY \$TINY_IMAGE
+		[ -x /bin/busybox ] && echo IMG ok
+	EOF
+	$T sbatch --wait -J "$NAME-batch" -n 1 "$W/job.sh" || return 1
+	cat "$W/out.batch"
+	grep -q '^TINY 1$' "$W/out.batch" && grep -q '^IMG ok$' "$W/out.batch" && one_ns batch
+}
+ok "#SBATCH --container-image: the batch script runs in the image" batch
+
+# ---- two nodes --------------------------------------------------------------------------------
+if slurm_multi_up 2; then
+	nn_step() (
+		export SLURM_CONF=$SLURM_CONF_MULTI
+		step nn -N 2 -n 4 --mpi=pmix --container-image="$W/mpi.sif" /opt/mpictr/bin/hello
+	)
+	ok "two nodes: srun -N 2 -n 4 --mpi=pmix --container-image=mpi.sif hello" nn_step
+	check "... 4 ranks of 4, allreduce ok" test "$(count nn '^hello rank [0-3]/4 .* allreduce 6 ok')" = 4
+	check "... one namespace set per node (2 in all)" \
+		test "$(sed -nE 's/^hello rank .* (userns [^ ]+ mntns [^ ]+) .*/\1/p' "$W/out.nn" | sort -u | wc -l)" = 2
+else
+	need "two nodes: srun -N 2 --container-image" "the 2-node cluster (sudo tests/slurm/cluster.sh start --nodes 2)"
+fi
+
+done_testing
