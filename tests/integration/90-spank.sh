@@ -14,14 +14,13 @@
 T="timeout -k 5 90"
 MYUID=$(id -u)
 JDIR=/tmp/mpictr-join-$MYUID
-SPANK_DIR=${MPICTR_SPANK_DIR:-/var/lib/mpictr-spank}
 
 if ! slurm_up; then
 	need "single-node Slurm answers sinfo" "the Slurm cluster (sudo tests/slurm/cluster.sh start)"
 	done_testing
 	exit
 fi
-if ! [ -d "$SPANK_DIR" ] || ! [ -w "$SPANK_DIR" ] || ! grep -qs "$SPANK_DIR/mpictr-spank.so" "${SLURM_CONF%/*}/plugstack.conf"; then
+if ! spank_ready; then
 	need "plugstack.conf loads $SPANK_DIR/mpictr-spank.so, writable by the test user" \
 		"a cluster started by the current tests/slurm/cluster.sh (it writes plugstack.conf and $SPANK_DIR)"
 	done_testing
@@ -31,15 +30,7 @@ require_userns_fuse "user namespaces and /dev/fuse" "the plugin needs unprivileg
 require_images all
 [ -f "$ROOT/build/plugins/mpictr-spank.so" ] || { need "mpictr-spank.so built" "libslurm-dev (Slurm's spank.h)"; done_testing; exit; }
 
-# install_plugins DIR: the plugins of DIR into SPANK_DIR, each replaced
-# atomically (other users' steps load the plugin at any time).
-install_plugins() {
-	local f
-	for f in "$1"/mpictr-*.so; do
-		cp "$f" "$SPANK_DIR/.new.$$" && mv -f "$SPANK_DIR/.new.$$" "$SPANK_DIR/${f##*/}" || return 1
-	done
-}
-ok "the tree's plugins installed where plugstack.conf names them" install_plugins "$ROOT/build/plugins"
+ok "the tree's plugins installed where plugstack.conf names them" spank_install "$ROOT/build/plugins"
 
 W=$(mktemp -d /var/tmp/mpictr-spank.XXXXXX) || exit 1
 chmod 0755 "$W"
@@ -47,7 +38,7 @@ mkdir "$W/tmp" "$W/data"
 ln -s "$IMG/mpi.sif" "$W/mpi.sif"
 ln -s "$IMG/tiny.sif" "$W/tiny.sif"
 echo spank-data >"$W/data/file"
-trap 'install_plugins "$ROOT/build/plugins" 2>/dev/null; t_cleanup; rm -rf "$W"' EXIT
+trap 'spank_install "$ROOT/build/plugins" 2>/dev/null; t_cleanup; rm -rf "$W"' EXIT
 cd "$W" || exit 1
 export TMPDIR=$W/tmp
 NAME=mps$$
