@@ -179,4 +179,21 @@ else
 	need "two nodes: srun -N 2 --container-image" "the 2-node cluster (sudo tests/slurm/cluster.sh start --nodes 2)"
 fi
 
+# ---- from an installed prefix ------------------------------------------------------------
+# `make install PREFIX=...` puts mpictr-spank.so beside the other plugins
+# (LIBDIR/mpictr); installed alone where plugstack.conf names it, it finds
+# them at the installed PLUGINDIR.
+P=$W/prefix
+prefix_step() {
+	spank_install "$P/lib/mpictr" && rm -f "$SPANK_DIR/mpictr-squash.so" "$SPANK_DIR/mpictr-pmix.so" &&
+		step prefix -O --mpi=pmix -n 2 --container-image="$W/mpi.sif" /opt/mpictr/bin/hello
+}
+ok "make install PREFIX=tmp installs mpictr-spank.so in lib/mpictr beside the other plugins" bash -c "
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C '$ROOT' install PREFIX='$P' >/dev/null &&
+	test -f '$P/lib/mpictr/mpictr-spank.so' -a -f '$P/lib/mpictr/mpictr-squash.so' -a -f '$P/lib/mpictr/mpictr-pmix.so'"
+ok "the installed plugin: srun --mpi=pmix -n 2 --container-image=mpi.sif hello" prefix_step
+check "... 2 ranks of 2, allreduce ok" test "$(count prefix '^hello rank [01]/2 .* allreduce 1 ok')" = 2
+check "... in one user and one mount namespace" hello_ns prefix
+ok "the tree's plugins installed again" spank_install "$ROOT/build/plugins"
+
 done_testing
