@@ -70,7 +70,8 @@ PLUGIN_SRCS_pmix := pmi/pmix_server.c pmi/pmix_gate.c pmi/upstream.c pmi/pmix_pl
 PLUGIN_SRCS_squash := sif/squash.c sif/squash_plugin.c
 PLUGIN_ONLY_SRCS := $(foreach p,$(PLUGIN_NAMES),$(PLUGIN_SRCS_$(p)))
 PLUGIN_BASE_OBJS := $(B)/obj-plugin/runtime/error.o $(B)/obj/runtime/util.o
-PLUGIN_EXTRA_pmix := $(B)/obj/pmi/job.o $(B)/obj/runtime/proc.o
+PLUGIN_EXTRA_pmix := $(B)/obj/pmi/job.o $(B)/obj/runtime/proc.o \
+	$(B)/obj/runtime/syscalls.o
 # The superblock check and compressor names (image.c, which reads SIF
 # partitions through sif.c): the ones the library uses.
 PLUGIN_EXTRA_squash := $(B)/obj/sif/image.o $(B)/obj/sif/sif.o

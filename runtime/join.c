@@ -23,7 +23,7 @@
  *
  * Rendezvous: DIR = /tmp/mpictr-join-UID (0700, owner and mode checked on
  * every use; the tasks never follow a symlink there), or a private name
- * nobody else can predict when another user took that one (join_dir). The
+ * nobody else can predict when another user took that one (keeper_dir). The
  * key is a hash of the uid, the boot id, the host name, the launcher's
  * job key and node, the image and the inputs that decide the container
  * (after a readable prefix, the launcher's job id): two steps, two jobs,
@@ -351,7 +351,7 @@ static int join_secret(char *const *env, uint8_t key[16], mpictr_err **err)
 
 /* The rendezvous directory of this user on this node (see above). notice:
  * log the fallback (one task per node does). */
-static int join_dir(char *const *env, char **out, bool notice, mpictr_err **err)
+int keeper_dir(char *const *env, char **out, bool notice, mpictr_err **err)
 {
 	unsigned uid = (unsigned)getuid();
 	cleanup_free char *dir = xasprintf("/tmp/mpictr-join-%u", uid);
@@ -574,11 +574,9 @@ static char *join_key(const struct launch_peers *pe, const char *image,
 			 (unsigned long long)h);
 }
 
-static int send_fds(int sock, int32_t status, uint64_t digest, int fd1, int fd2)
+int keeper_send(int sock, const void *buf, size_t len, const int *fds, int nfds)
 {
-	struct join_msg m = {
-	    .magic = JOIN_MAGIC, .status = status, .digest = digest};
-	struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
 	union {
 		char buf[CMSG_SPACE(2 * sizeof(int))];
 		struct cmsghdr align;
@@ -586,18 +584,63 @@ static int send_fds(int sock, int32_t status, uint64_t digest, int fd1, int fd2)
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
 	struct cmsghdr *c;
 
-	if (status == 0) {
+	if (nfds > 0) {
 		memset(&u, 0, sizeof(u));
 		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof(u.buf);
+		mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
 		c = CMSG_FIRSTHDR(&mh);
 		c->cmsg_level = SOL_SOCKET;
 		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(2 * sizeof(int));
-		memcpy(CMSG_DATA(c), (int[]){fd1, fd2}, 2 * sizeof(int));
+		c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
 	}
 	return TEMP_FAILURE_RETRY(sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 ? -1
 									: 0;
+}
+
+ssize_t keeper_recv(int sock, void *buf, size_t len, int *fds, int nfds)
+{
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	union {
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr mh = {.msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.buf,
+			    .msg_controllen = sizeof(u.buf)};
+	struct cmsghdr *c;
+	ssize_t n = TEMP_FAILURE_RETRY(
+	    recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_WAITALL));
+
+	for (int i = 0; i < nfds; i++)
+		fds[i] = -1;
+	c = CMSG_FIRSTHDR(&mh);
+	if (n <= 0 || !c || c->cmsg_level != SOL_SOCKET ||
+	    c->cmsg_type != SCM_RIGHTS)
+		return n;
+	for (int i = 0; i < 2; i++) {
+		int fd;
+
+		if (c->cmsg_len < CMSG_LEN((size_t)(i + 1) * sizeof(int)))
+			break;
+		memcpy(&fd, CMSG_DATA(c) + (size_t)i * sizeof(int),
+		       sizeof(int));
+		if (i < nfds)
+			fds[i] = fd;
+		else
+			close(fd); /* more than asked for */
+	}
+	return n;
+}
+
+static int send_fds(int sock, int32_t status, uint64_t digest, int fd1, int fd2)
+{
+	struct join_msg m = {
+	    .magic = JOIN_MAGIC, .status = status, .digest = digest};
+
+	return keeper_send(sock, &m, sizeof(m), (int[]){fd1, fd2},
+			   status == 0 ? 2 : 0);
 }
 
 /* The error for a refused claim: what was claimed, what the keeper has,
@@ -653,18 +696,11 @@ static int recv_fds(int sock, int *fd1, int *fd2, uint64_t *digest,
 		    mpictr_err **err)
 {
 	struct join_msg m;
-	struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
-	union {
-		char buf[CMSG_SPACE(2 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf)};
-	struct cmsghdr *c;
-	ssize_t n = TEMP_FAILURE_RETRY(recvmsg(sock, &mh, MSG_CMSG_CLOEXEC));
+	int fds[2];
+	ssize_t n = keeper_recv(sock, &m, sizeof(m), fds, 2);
 
+	*fd1 = fds[0];
+	*fd2 = fds[1];
 	if (n == 0 || (n < 0 && errno == ECONNRESET))
 		return 1; /* a keeper that was exiting closed it: retry */
 	if (n != (ssize_t)sizeof(m) || m.magic != JOIN_MAGIC)
@@ -675,19 +711,15 @@ static int recv_fds(int sock, int *fd1, int *fd2, uint64_t *digest,
 			       "the node's keeper could not set up the "
 			       "container (status %d)",
 			       (int)m.status);
-	c = CMSG_FIRSTHDR(&mh);
-	if (!c || c->cmsg_type != SCM_RIGHTS ||
-	    c->cmsg_len != CMSG_LEN(2 * sizeof(int)))
+	if (fds[0] < 0 || fds[1] < 0)
 		return err_set(err, EPROTO,
 			       "the node's keeper sent no "
 			       "namespace fds");
-	memcpy(fd1, CMSG_DATA(c), sizeof(int));
-	memcpy(fd2, CMSG_DATA(c) + sizeof(int), sizeof(int));
 	*digest = m.digest;
 	return 0;
 }
 
-static int sock_connect(const char *path)
+int keeper_connect(const char *path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -728,6 +760,13 @@ struct keeper {
 	char *sock_path, *lock_path;
 	int listen_fd;
 	sigset_t waitmask; /* the mask while the keeper waits */
+	/* An instance's keeper (keeper_start): its lifetime, its directory,
+	 * and whether its sweeper kills what is left in the namespaces. */
+	const struct keeper_life *life;
+	const char *dir;
+	bool kill_members;
+	pid_t sweeper; /* the sweeper; sweep_fd is its pipe's write end */
+	int sweep_fd;
 };
 
 /* The launcher daemons that fork every local task of a job and outlive
@@ -752,24 +791,17 @@ static bool launcher_daemon(const char *comm)
  * or failed before they reached mpictr. */
 static int stepd_pidfd(pid_t task)
 {
-	char path[64], *stat_txt, *rp, *comm;
-	int ppid = 0, fd;
+	char path[64], *comm;
+	pid_t ppid = proc_ppid(task);
+	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)task);
-	stat_txt = read_file(path, 4096, NULL);
-	if (!stat_txt)
+	if (ppid <= 1)
 		return -1;
-	rp = strrchr(stat_txt, ')'); /* comm may hold spaces and parens */
-	if (!rp || sscanf(rp + 1, " %*c %d", &ppid) != 1 || ppid <= 1) {
-		free(stat_txt);
-		return -1;
-	}
-	free(stat_txt);
 	fd = sys_pidfd_open(ppid, 0);
 	if (fd < 0)
 		return -1;
 	/* Checked after the pidfd is open: it cannot be a recycled pid. */
-	snprintf(path, sizeof(path), "/proc/%d/comm", ppid);
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)ppid);
 	comm = read_file(path, 64, NULL);
 	if (!comm || !launcher_daemon(comm)) {
 		free(comm);
@@ -786,6 +818,11 @@ static void keeper_on_term(int sig)
 {
 	(void)sig;
 	keeper_stop = 1;
+}
+
+bool keeper_stopping(void)
+{
+	return keeper_stop != 0;
 }
 
 /* The tasks that joined: a pidfd each while they live (they exec in
@@ -971,43 +1008,108 @@ static bool same_file(const char *path, const struct stat *was)
 /* A keeper killed with SIGKILL cannot remove its socket and lock. A small
  * sweeper waits on a pipe whose only writer is the keeper; when the keeper
  * is gone, however it ended, the sweeper removes the two files, unless a
- * new keeper of the same step has replaced them in the meantime. */
+ * new keeper of the same step has replaced them in the meantime. An
+ * instance's sweeper also removes its directory and, told the holder's
+ * user namespace over the pipe (sweep_tell), kills every process left in
+ * it: an instance never outlives its keeper. */
+struct sweep_ns {
+	uint64_t dev, ino;
+};
+
+static void sweeper_main(const struct keeper *k, int rfd,
+			 const struct stat *sock_st, const struct stat *lock_st)
+{
+	struct sweep_ns ns = {0, 0};
+	size_t got = 0;
+	ssize_t n;
+	char c;
+
+	close_all_fds_except(&rfd, 1);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	while (got < sizeof(ns) &&
+	       (n = TEMP_FAILURE_RETRY(
+		    read(rfd, (char *)&ns + got, sizeof(ns) - got))) > 0)
+		got += (size_t)n;
+	while (TEMP_FAILURE_RETRY(read(rfd, &c, 1)) > 0)
+		;
+	if (same_file(k->sock_path, sock_st))
+		unlink(k->sock_path);
+	if (same_file(k->lock_path, lock_st))
+		unlink(k->lock_path);
+	/* Processes may fork while we look: until none is found. */
+	for (int i = 0; k->kill_members && got == sizeof(ns) && i < 100; i++) {
+		if (proc_ns_signal((dev_t)ns.dev, (ino_t)ns.ino, 0, SIGKILL) ==
+		    0)
+			break;
+		usleep(20000);
+	}
+	if (k->dir)
+		rm_rf(k->dir);
+	_exit(0);
+}
+
 static void start_sweeper(struct keeper *k)
 {
 	struct stat sock_st, lock_st;
 	int p[2];
 	pid_t pid;
-	char c;
 
 	if (lstat(k->sock_path, &sock_st) < 0 ||
 	    lstat(k->lock_path, &lock_st) < 0 || pipe2(p, O_CLOEXEC) < 0)
 		return;
 	pid = fork();
-	if (pid != 0) {
-		close(p[0]);
-		if (pid < 0)
-			close(p[1]);
-		/* p[1] stays open in the keeper until it ends. */
+	if (pid == 0)
+		sweeper_main(k, p[0], &sock_st, &lock_st);
+	close(p[0]);
+	if (pid < 0) {
+		close(p[1]);
 		return;
 	}
-	close_all_fds_except(&p[0], 1);
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGINT, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	while (TEMP_FAILURE_RETRY(read(p[0], &c, 1)) > 0)
-		;
-	if (same_file(k->sock_path, &sock_st))
-		unlink(k->sock_path);
-	if (same_file(k->lock_path, &lock_st))
-		unlink(k->lock_path);
-	_exit(0);
+	/* p[1] stays open in the keeper until it ends. */
+	k->sweeper = pid;
+	k->sweep_fd = p[1];
 }
 
-static void keeper_main(struct keeper *k, int lock_fd, int ready_fd)
+/* Tell the sweeper the holder's user namespace. */
+static void sweep_tell(const struct keeper *k, const struct holder *h)
 {
-	struct holder h = {.pid = 0, .ctl = -1, .userns = -1, .mntns = -1};
+	struct stat st;
+	struct sweep_ns ns;
+
+	if (k->sweep_fd < 0 || fstat(h->userns, &st) < 0)
+		return;
+	ns.dev = (uint64_t)st.st_dev;
+	ns.ino = (uint64_t)st.st_ino;
+	if (write_full(k->sweep_fd, &ns, sizeof(ns)) < 0)
+		log_debug("tell the sweeper the namespace: %s",
+			  strerror(errno));
+}
+
+/* The end of a keeper: socket and lock gone first (a new one may start),
+ * then the holder, the sweeper and the directory. */
+static void keeper_end(struct keeper *k, struct holder *h)
+{
+	unlink(k->sock_path);
+	unlink(k->lock_path);
+	holder_stop(h);
+	if (k->sweep_fd >= 0)
+		close(k->sweep_fd);
+	if (k->sweeper > 0)
+		TEMP_FAILURE_RETRY(waitpid(k->sweeper, NULL, 0));
+	k->sweep_fd = -1;
+	k->sweeper = 0;
+	if (k->dir)
+		rm_rf(k->dir);
+}
+
+/* The keeper's first steps: detach from the task that started it, listen,
+ * start the sweeper. */
+static int keeper_setup(struct keeper *k, int lock_fd, int ready_fd,
+			mpictr_err **err)
+{
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	mpictr_err *err = NULL;
 	sigset_t none;
 	int nul;
 
@@ -1028,53 +1130,73 @@ static void keeper_main(struct keeper *k, int lock_fd, int ready_fd)
 		close(nul);
 	}
 	mpictr_set_log_sink(NULL, NULL, MPICTR_LOG_ERROR);
+	k->sweeper = 0;
+	k->sweep_fd = -1;
 	unlink(k->sock_path); /* a stale socket of a killed keeper */
 	k->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", k->sock_path);
 	if (k->listen_fd < 0 ||
 	    bind(k->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    listen(k->listen_fd, 128) < 0) {
-		err_set(&err, errno, "listen on '%s'", k->sock_path);
-		goto fail;
-	}
+	    listen(k->listen_fd, 128) < 0)
+		return err_set(err, errno, "listen on '%s'", k->sock_path);
 	start_sweeper(k);
+	if (k->life && k->life->setup && k->life->setup(k->life->data, err) < 0)
+		return -1;
+	return 0;
+}
+
+static void keeper_main(struct keeper *k, int lock_fd, int ready_fd)
+{
+	struct holder h = {.pid = 0, .ctl = -1, .userns = -1, .mntns = -1};
+	mpictr_err *err = NULL;
+	sigset_t none, term;
+
+	if (keeper_setup(k, lock_fd, ready_fd, &err) < 0)
+		goto fail;
+	sigemptyset(&none);
 	k->digest = join_plan_digest(k->plan);
 	if (holder_start(k->plan, k->nworkers, &none, &h, &err) < 0)
 		goto fail;
+	if (k->kill_members)
+		sweep_tell(k, &h);
 	relay_send_ready(ready_fd); /* the task may be gone: serve anyway */
 	close(ready_fd);
 	/* Its command line is the first task's: `pkill -f` aimed at the tasks
 	 * hits it too. End cleanly then, socket and lock removed. */
-	{
-		sigset_t term;
-
-		sigemptyset(&term);
-		sigaddset(&term, SIGTERM);
-		sigprocmask(SIG_BLOCK, &term, NULL);
-		k->waitmask = none;
-		sigaction(SIGTERM,
-			  &(struct sigaction){.sa_handler = keeper_on_term},
-			  NULL);
-	}
-	keeper_loop(k, &h);
-	unlink(k->sock_path);
-	unlink(k->lock_path);
-	holder_stop(&h);
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	sigprocmask(SIG_BLOCK, &term, NULL);
+	k->waitmask = none;
+	sigaction(SIGTERM, &(struct sigaction){.sa_handler = keeper_on_term},
+		  NULL);
+	if (k->life && k->life->serve)
+		k->life->serve(k->life->data, &(struct keeper_serve){
+						  .listen_fd = k->listen_fd,
+						  .h = &h,
+						  .waitmask = &k->waitmask});
+	else
+		keeper_loop(k, &h);
+	if (k->listen_fd >= 0)
+		close(k->listen_fd);
+	keeper_end(k, &h);
 	close(lock_fd);
+	if (k->life && k->life->done)
+		k->life->done(k->life->data);
 	_exit(0);
 fail:
 	relay_send(ready_fd, err);
-	unlink(k->sock_path);
-	unlink(k->lock_path);
-	holder_stop(&h);
+	keeper_end(k, &h);
 	_exit(1);
 }
 
 /* Start the keeper, detached (double fork); wait until it serves. */
 static int start_keeper(struct keeper *k, int lock_fd, mpictr_err **err)
 {
+	const char *who = k->life ? "instance's keeper" : "node's keeper";
 	int rfd, wfd, rc;
-	pid_t pid = proc_fork_relay(&rfd, &wfd, "the node's keeper", err);
+	pid_t pid = proc_fork_relay(
+	    &rfd, &wfd, k->life ? "the instance's keeper" : "the node's keeper",
+	    err);
 
 	if (pid < 0)
 		return -1;
@@ -1084,15 +1206,33 @@ static int start_keeper(struct keeper *k, int lock_fd, mpictr_err **err)
 		_exit(0);
 	}
 	TEMP_FAILURE_RETRY(waitpid(pid, NULL, 0));
-	rc = relay_recv_ready(rfd, "node's keeper", err);
+	rc = relay_recv_ready(rfd, who, err);
 	close(rfd);
 	return rc;
+}
+
+int keeper_start(const struct keeper_spec *ks, int lock_fd, mpictr_err **err)
+{
+	struct keeper k = {
+	    .plan = ks->plan,
+	    .nworkers = ks->nworkers,
+	    .expected = LAUNCHER_UNKNOWN,
+	    .sock_path = (char *)ks->sock_path,
+	    .lock_path = (char *)ks->lock_path,
+	    .listen_fd = -1,
+	    .life = ks->life,
+	    .dir = ks->dir,
+	    .kill_members = ks->kill_members,
+	    .sweep_fd = -1,
+	};
+
+	return start_keeper(&k, lock_fd, err);
 }
 
 /* True when lock_fd is still the file at path: the keeper unlinks its lock
  * when it exits, and a lock taken on the unlinked file would let a second
  * keeper start beside the one started on the new file. */
-static bool lock_current(int lock_fd, const char *path)
+bool keeper_lock_current(int lock_fd, const char *path)
 {
 	struct stat a, b;
 
@@ -1116,7 +1256,7 @@ static int join_connect(struct keeper *k, long deadline, mpictr_err **err)
 	useconds_t delay = 2000;
 
 	for (;;) {
-		int fd = sock_connect(k->sock_path), lock_fd;
+		int fd = keeper_connect(k->sock_path), lock_fd;
 
 		if (fd >= 0)
 			return fd;
@@ -1133,13 +1273,13 @@ static int join_connect(struct keeper *k, long deadline, mpictr_err **err)
 		if (lock_fd < 0)
 			return err_set(err, errno, "open '%s'", k->lock_path);
 		if (flock(lock_fd, LOCK_EX | LOCK_NB) == 0) {
-			if (!lock_current(lock_fd, k->lock_path)) {
+			if (!keeper_lock_current(lock_fd, k->lock_path)) {
 				close(lock_fd); /* an exiting keeper's */
 				continue;
 			}
 			/* We hold the lock: no keeper is starting. One may
 			 * have finished starting just before: try again. */
-			fd = sock_connect(k->sock_path);
+			fd = keeper_connect(k->sock_path);
 			if (fd < 0) {
 				int rc;
 
@@ -1285,9 +1425,56 @@ static int join_spawn(const struct plan *p, char **env, int userns, int mntns,
 	return 0;
 }
 
-/* The node's container for this task: the fds (fetched from the node's
- * keeper, which this task starts if first) and this task's plan, checked
- * against the keeper's, with its environment in *env. */
+/* The node's container of this task's job: the fds of its namespaces
+ * from the node's keeper (started if this task is the first), and the
+ * task's plan, checked against the keeper's. */
+static int join_node(struct keeper *k, const struct mpictr_config *cfg,
+		     const struct run_decision *d, int *userns, int *mntns,
+		     mpictr_err **err)
+{
+	const struct launch_peers *pe = &d->peers;
+	cleanup_free char *dir = NULL, *key = NULL, *image = NULL;
+	uint64_t digest = 0;
+
+	/* The key names the image as plan_build will (its real path); an
+	 * image that cannot be resolved fails there, with its message. */
+	image = realpath(cfg->image, NULL);
+	if (!image) {
+		if (build_plan(k, err) < 0)
+			return -1;
+		image = xstrdup(k->plan_store->image.path);
+	}
+	if (keeper_dir(cfg->host_env, &dir,
+		       pe->local_rank == 0 ||
+			   pe->local_rank == LAUNCHER_UNKNOWN,
+		       err) < 0)
+		return -1;
+	key = join_key(pe, image, join_inputs_digest(cfg));
+	k->nworkers = holder_fuse_workers(cfg);
+	k->expected = pe->local_size;
+	k->sock_path = xasprintf("%s/%s.sock", dir, key);
+	k->lock_path = xasprintf("%s/%s.lock", dir, key);
+	if (strlen(k->sock_path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return err_set(err, ENAMETOOLONG, "rendezvous socket '%s'",
+			       k->sock_path);
+	if (join_fetch(k, pe, userns, mntns, &digest, err) < 0 ||
+	    build_plan(k, err) < 0)
+		return -1;
+	if (join_plan_digest(k->plan_store) != digest) {
+		err_set(err, 0,
+			"this task's container would differ from the one the "
+			"node's keeper at '%s' set up for the job (mounts, "
+			"devices or identity): refusing to join it",
+			k->sock_path);
+		return err_hint(err, "give every task of the job the same "
+				     "options, or run with MPICTR_JOIN=0");
+	}
+	return 0;
+}
+
+/* This task's way into the container: the fds (of an instance, or of the
+ * node's container of the job, fetched from the node's keeper) and the
+ * task's plan, with its environment in env. */
 struct join_task {
 	struct plan plan;
 	int userns, mntns;
@@ -1305,14 +1492,13 @@ static void join_task_free(struct join_task *t)
 }
 
 static int join_prepare(const struct mpictr_config *cfg,
-			const struct run_decision *d, struct join_task *t,
+			const struct run_decision *d,
+			const struct instance_attach *inst, struct join_task *t,
 			mpictr_err **err)
 {
 	const struct launch_peers *pe = &d->peers;
 	struct keeper k = {
 	    .listen_fd = -1, .cfg = cfg, .d = d, .plan_store = &t->plan};
-	cleanup_free char *dir = NULL, *key = NULL, *image = NULL;
-	uint64_t digest = 0;
 	int rc = -1;
 
 	memset(t, 0, sizeof(*t));
@@ -1332,41 +1518,17 @@ static int join_prepare(const struct mpictr_config *cfg,
 			       "are supported",
 			       pe->name, rd, pe->local_size, JOIN_MAX_TASKS);
 	}
-	/* The key names the image as plan_build will (its real path); an
-	 * image that cannot be resolved fails there, with its message. */
-	image = realpath(cfg->image, NULL);
-	if (!image) {
+	if (inst) {
+		/* An instance's tasks enter it: no keeper of their own. */
+		t->userns = fcntl(inst->userns, F_DUPFD_CLOEXEC, 0);
+		t->mntns = fcntl(inst->mntns, F_DUPFD_CLOEXEC, 0);
+		if (t->userns < 0 || t->mntns < 0) {
+			err_set(err, errno, "instance '%s'", inst->name);
+			goto out;
+		}
 		if (build_plan(&k, err) < 0)
 			goto out;
-		image = xstrdup(t->plan.image.path);
-	}
-	if (join_dir(cfg->host_env, &dir,
-		     pe->local_rank == 0 || pe->local_rank == LAUNCHER_UNKNOWN,
-		     err) < 0)
-		goto out;
-	key = join_key(pe, image, join_inputs_digest(cfg));
-	k.nworkers = holder_fuse_workers(cfg);
-	k.expected = pe->local_size;
-	k.sock_path = xasprintf("%s/%s.sock", dir, key);
-	k.lock_path = xasprintf("%s/%s.lock", dir, key);
-	if (strlen(k.sock_path) >=
-	    sizeof(((struct sockaddr_un *)0)->sun_path)) {
-		err_set(err, ENAMETOOLONG, "rendezvous socket '%s'",
-			k.sock_path);
-		goto out;
-	}
-	if (join_fetch(&k, pe, &t->userns, &t->mntns, &digest, err) < 0)
-		goto out;
-	if (build_plan(&k, err) < 0)
-		goto out;
-	if (join_plan_digest(&t->plan) != digest) {
-		err_set(err, 0,
-			"this task's container would differ from the one the "
-			"node's keeper at '%s' set up for the job (mounts, "
-			"devices or identity): refusing to join it",
-			k.sock_path);
-		err_hint(err, "give every task of the job the same options, "
-			      "or run with MPICTR_JOIN=0");
+	} else if (join_node(&k, cfg, d, &t->userns, &t->mntns, err) < 0) {
 		goto out;
 	}
 	for (size_t i = 0; t->plan.notices && t->plan.notices[i]; i++)
@@ -1384,12 +1546,13 @@ out:
 }
 
 int join_run(const struct mpictr_config *cfg, const struct run_decision *d,
-	     bool exec_in_place, int *status, mpictr_err **err)
+	     const struct instance_attach *inst, bool exec_in_place,
+	     int *status, mpictr_err **err)
 {
 	struct join_task t;
 	int rc = -1;
 
-	if (join_prepare(cfg, d, &t, err) < 0)
+	if (join_prepare(cfg, d, inst, &t, err) < 0)
 		goto out;
 	if (exec_in_place) {
 		container_exec(&t.plan, t.env, t.userns, t.mntns,
@@ -1405,12 +1568,13 @@ out:
 }
 
 int join_enter(const struct mpictr_config *cfg, const struct run_decision *d,
-	       char ***env, char **program, mpictr_err **err)
+	       const struct instance_attach *inst, char ***env, char **program,
+	       mpictr_err **err)
 {
 	struct join_task t;
 	int rc = -1;
 
-	if (join_prepare(cfg, d, &t, err) == 0 &&
+	if (join_prepare(cfg, d, inst, &t, err) == 0 &&
 	    container_enter_task(&t.plan, &t.env, t.userns, t.mntns, program,
 				 err) == 0) {
 		*env = t.env;

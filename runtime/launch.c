@@ -43,6 +43,7 @@
 
 struct job {
 	const mpictr_config *cfg;
+	const struct instance_attach *inst; /* joined instance, or NULL */
 	struct plan plan;
 	char *run_dir;
 	int nranks; /* processes to start (1 without -n) */
@@ -238,6 +239,9 @@ static int make_run_dir(struct job *j, mpictr_err **err)
 		base = pmi_upstream_step_dir(j->upstream);
 	if (!base || base[0] != '/' || access(base, W_OK) < 0)
 		base = "/tmp";
+	/* An instance's ranks see its directory, bound in at the same path. */
+	if (j->inst)
+		base = j->inst->run_base;
 	j->run_dir = xasprintf("%s/mpictr-%u.XXXXXX", base, (unsigned)getuid());
 	if (strlen(j->run_dir) >= PATH_MAX)
 		return err_set(err, ENAMETOOLONG,
@@ -539,8 +543,29 @@ static void job_alloc(struct job *j)
 		j->status[r] = j->out_fd[r] = -1;
 }
 
+/* The job's namespaces: a holder of its own (one per rank with
+ * --no-share), or the instance's. */
+static int job_namespaces(struct job *j, mpictr_err **err)
+{
+	if (j->inst) {
+		j->holders[0].userns =
+		    fcntl(j->inst->userns, F_DUPFD_CLOEXEC, 0);
+		j->holders[0].mntns = fcntl(j->inst->mntns, F_DUPFD_CLOEXEC, 0);
+		if (j->holders[0].userns < 0 || j->holders[0].mntns < 0)
+			return err_set(err, errno, "instance '%s'",
+				       j->inst->name);
+		return 0;
+	}
+	for (size_t h = 0; h < j->nholders; h++)
+		if (holder_start(&j->plan, holder_fuse_workers(j->cfg),
+				 &j->old_mask, &j->holders[h], err) < 0)
+			return -1;
+	return 0;
+}
+
 int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
-	       int *status, mpictr_err **err)
+	       const struct instance_attach *inst, int *status,
+	       mpictr_err **err)
 {
 	struct job j;
 	sigset_t mask;
@@ -548,6 +573,7 @@ int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
 
 	memset(&j, 0, sizeof(j));
 	j.cfg = cfg;
+	j.inst = inst;
 	j.janitor_fd = j.sfd = j.abort_pipe[0] = j.abort_pipe[1] = -1;
 	j.supervisor = getpid();
 	j.nranks = cfg->nranks > 0 ? cfg->nranks : 1;
@@ -592,10 +618,8 @@ int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
 	job_alloc(&j);
 
 	/* Holders before the PMI server: fork while single-threaded. */
-	for (size_t h = 0; h < j.nholders; h++)
-		if (holder_start(&j.plan, holder_fuse_workers(cfg), &j.old_mask,
-				 &j.holders[h], err) < 0)
-			goto out;
+	if (job_namespaces(&j, err) < 0)
+		goto out;
 	if (j.with_pmi) {
 		struct pmi_job pj;
 		int prc;

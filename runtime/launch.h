@@ -4,12 +4,15 @@
 #define MPICTR_LAUNCH_H
 
 #include "config.h"
+#include "instance.h"
 #include "mode.h"
 
 /* Run cfg in d->mode (RUN_SINGLE, RUN_LAUNCH or RUN_NODE_DAEMON) to
  * completion: 0 with *status (the command's, or the first failing
- * rank's), -1 with *err. */
+ * rank's), -1 with *err. inst: the instance the ranks join instead of a
+ * holder of their own (its directory holds the job directory), or NULL. */
 int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
-	       int *status, mpictr_err **err);
+	       const struct instance_attach *inst, int *status,
+	       mpictr_err **err);
 
 #endif

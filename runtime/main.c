@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,8 +71,15 @@ static void print_help(void)
 	       "       %s sif create -o OUT.sif SOURCE [--deffile F] "
 	       "[--env-script F] [--labels F]\n"
 	       "       %s check\n"
+	       "       %s instance start [OPTIONS] [--linger SECONDS] IMAGE "
+	       "NAME\n"
+	       "       %s instance list [--json]\n"
+	       "       %s instance stop NAME|--all\n"
 	       "\n"
-	       "IMAGE is a SIF file, a squashfs file or a directory.\n"
+	       "IMAGE is a SIF file, a squashfs file, a directory or "
+	       "instance://NAME\n"
+	       "(a running instance, joined: -e and --pwd apply per "
+	       "command).\n"
 	       "\n"
 	       "options:\n"
 	       "  -n, --nranks N          launch N ranks on this node, one "
@@ -115,7 +123,8 @@ static void print_help(void)
 	       "not executable,\n"
 	       "127 not found, 255 when mpictr itself fails. See mpictr(1).\n",
 	       progname, progname, progname, progname, progname, progname,
-	       progname, progname, mpictr_site_config_path());
+	       progname, progname, progname, progname, progname,
+	       mpictr_site_config_path());
 }
 
 enum {
@@ -132,6 +141,7 @@ enum {
 	OPT_PROFILE,
 	OPT_CONFIG,
 	OPT_LIST_PROFILES,
+	OPT_LINGER,
 };
 
 /* Option identifiers are permanent: scripts depend on them. */
@@ -153,6 +163,7 @@ static const struct option run_options[] = {
     {"profile", required_argument, NULL, OPT_PROFILE},
     {"config", required_argument, NULL, OPT_CONFIG},
     {"list-profiles", no_argument, NULL, OPT_LIST_PROFILES},
+    {"linger", required_argument, NULL, OPT_LINGER},
     {"verbose", no_argument, NULL, 'v'},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
@@ -178,6 +189,8 @@ static const struct {
 struct run_opts {
 	int dry_run;
 	int list_profiles;
+	int instance_start; /* `instance start`: --linger is allowed */
+	long linger;
 };
 
 /* Option results: go on, or stop and exit with *code. */
@@ -233,6 +246,27 @@ static int set_transport_env(mpictr_config *cfg, const char *arg, int *code,
 				      strcmp(arg, "on") == 0, err);
 }
 
+static int set_linger(struct run_opts *o, const char *arg, int *code)
+{
+	char *end;
+
+	if (!o->instance_start) {
+		*code = usage_error("%s", "--linger is an option of 'instance "
+					  "start'");
+		return OPT_STOP;
+	}
+	errno = 0;
+	o->linger = strtol(arg, &end, 10);
+	if (errno || *end || end == arg || o->linger < 0 ||
+	    o->linger > 100000000L) {
+		*code = usage_error("invalid --linger '%s' (expected seconds, "
+				    ">= 0)",
+				    arg);
+		return OPT_STOP;
+	}
+	return OPT_GO_ON;
+}
+
 static int bad_option(char **argv)
 {
 	if (optopt)
@@ -283,6 +317,8 @@ static int run_option(mpictr_config *cfg, int c, char **argv,
 	case OPT_LIST_PROFILES:
 		o->list_profiles = 1;
 		return OPT_GO_ON;
+	case OPT_LINGER:
+		return set_linger(o, optarg, code);
 	case 'v':
 		if (verbosity < MPICTR_LOG_DEBUG)
 			verbosity++;
@@ -391,7 +427,7 @@ static int cmd_run(int argc, char **argv, int runscript)
 {
 	mpictr_config *cfg = mpictr_config_new();
 	mpictr_err *err = NULL;
-	struct run_opts o = {0, 0};
+	struct run_opts o = {0, 0, 0, 0};
 	const char *user_conf = getenv("MPICTR_CONF");
 	int code = 0;
 
@@ -420,6 +456,78 @@ static int cmd_run(int argc, char **argv, int runscript)
 out:
 	mpictr_config_free(cfg);
 	return code;
+}
+
+/* `mpictr instance start [OPTIONS] IMAGE NAME`. */
+static int instance_start(int argc, char **argv)
+{
+	mpictr_config *cfg = mpictr_config_new();
+	mpictr_err *err = NULL;
+	struct run_opts o = {0, 0, 1, 0};
+	const char *user_conf = getenv("MPICTR_CONF");
+	int code = 0;
+
+	if (mpictr_config_load_site(cfg, NULL, &err) < 0 ||
+	    (user_conf && *user_conf &&
+	     mpictr_config_add_config_file(cfg, user_conf, &err) < 0)) {
+		code = fail(err);
+		goto out;
+	}
+	if (parse_run_options(cfg, argc, argv, &o, &code) == OPT_STOP)
+		goto out;
+	mpictr_set_log_sink(stderr_sink, NULL, verbosity);
+	if (o.dry_run || o.list_profiles) {
+		code = usage_error("%s", "instance start takes neither "
+					 "--dry-run nor --list-profiles");
+		goto out;
+	}
+	if (argc - optind != 2) {
+		code = usage_error("%s", "usage: instance start [OPTIONS] "
+					 "IMAGE NAME");
+		goto out;
+	}
+	if (mpictr_config_set_image(cfg, argv[optind], &err) < 0 ||
+	    mpictr_instance_start(cfg, argv[optind + 1], o.linger, 0, &err) < 0)
+		code = fail(err);
+out:
+	mpictr_config_free(cfg);
+	return code;
+}
+
+/* `mpictr instance start|list|stop ...`. */
+static int cmd_instance(int argc, char **argv)
+{
+	const char *sub = argc > 1 ? argv[1] : NULL;
+	mpictr_err *err = NULL;
+	char *text = NULL;
+	int rc;
+
+	if (!sub)
+		return usage_error("%s", "missing instance subcommand (start, "
+					 "list or stop)");
+	if (strcmp(sub, "start") == 0)
+		return instance_start(argc - 1, argv + 1);
+	if (strcmp(sub, "list") == 0) {
+		bool json = argc == 3 && strcmp(argv[2], "--json") == 0;
+
+		if (argc > 3 || (argc == 3 && !json))
+			return usage_error("%s", "usage: instance list "
+						 "[--json]");
+		rc = mpictr_instance_list(NULL, json, &text, &err);
+		return print_and_free(rc, text, err);
+	}
+	if (strcmp(sub, "stop") == 0) {
+		if (argc != 3 ||
+		    (argv[2][0] == '-' && strcmp(argv[2], "--all") != 0))
+			return usage_error("%s", "usage: instance stop "
+						 "NAME|--all");
+		rc = mpictr_instance_stop(
+		    NULL, strcmp(argv[2], "--all") == 0 ? NULL : argv[2], &err);
+		return rc < 0 ? fail(err) : 0;
+	}
+	return usage_error("unknown instance subcommand '%s' (expected "
+			   "start, list or stop)",
+			   sub);
 }
 
 static int print_and_free(int rc, char *text, mpictr_err *err)
@@ -567,6 +675,8 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1, 1);
 	if (strcmp(verb, "sif") == 0)
 		return cmd_sif(argc - 1, argv + 1);
+	if (strcmp(verb, "instance") == 0)
+		return cmd_instance(argc - 1, argv + 1);
 	if (strcmp(verb, "check") == 0) {
 		mpictr_err *err = NULL;
 		char *report = NULL;

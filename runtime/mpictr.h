@@ -265,12 +265,53 @@ MPICTR_PUBLIC int mpictr_run_flags(mpictr_config *cfg, unsigned flags,
  * NULL when argv[0] of cfg's command is to be exec'ed as given (found on
  * *env's PATH in the container), else the program to exec in its place with
  * the same argv: it sources the image's environment scripts, then runs the
- * command. Must be called from a single-threaded process that is not in
- * join mode's sense "mpictr" (a task of the step, after the launcher set
- * its environment); -1 with *err (EINVAL when cfg's environment is not
- * one task of a launcher's job; 126/127 exit codes for the command). */
+ * command. cfg's image may name an instance ("instance://NAME", below):
+ * the task then enters it. Must be called from a single-threaded process
+ * (a task of the step, after the launcher set its environment); -1 with
+ * *err (EINVAL when cfg's environment is not one task of a launcher's
+ * job; 126/127 exit codes for the command). */
 MPICTR_PUBLIC int mpictr_join_task(mpictr_config *cfg, char ***env,
 				   char **program, mpictr_err **err);
+
+/* ---- instances (since 0.1) --------------------------------------------- */
+
+/* A named instance: the node container of cfg (its image and the options
+ * that decide the container: binds, --contain, devices, profiles, ...),
+ * kept running so that later runs join it. An image of the form
+ * "instance://NAME" given to mpictr_config_set_image() names a running
+ * instance: mpictr_run() then enters its namespaces instead of building a
+ * container (nothing is mounted); the environment, --env, --pwd and the
+ * command apply per run, and the options that would change the container
+ * (binds, the flags CONTAIN, FAKEROOT, GPU, INJECT_VERBS, NO_SHARE,
+ * devices, profiles) are refused with an error naming the option.
+ * Instances are private to their user: they live in the user's private
+ * rendezvous directory on the node, and both ends check the peer's uid.
+ * Names match ^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$. */
+
+/* Start instance name and return once it is ready. linger_s > 0: it ends
+ * after that many seconds without a process in it. watch_pid > 0: it ends
+ * when that process ends (a job's slurmstepd); 0: inside a Slurm job
+ * (SLURM_JOB_ID in cfg's host environment) the nearest slurmstepd above
+ * the caller, so that it ends with the batch script or step that started
+ * it (an error when there is none), and none outside a job. cfg needs no
+ * command. A running instance of that name is an error. */
+MPICTR_PUBLIC int mpictr_instance_start(mpictr_config *cfg, const char *name,
+					long linger_s, int watch_pid,
+					mpictr_err **err);
+/* Stop instance name (NULL: all of the user's on this node): SIGTERM to
+ * every process in it, SIGKILL after 2 s, then the mount, the namespaces,
+ * the socket and its directory go; returns when nothing is left. cfg (or
+ * NULL: environ) gives the host environment. */
+MPICTR_PUBLIC int mpictr_instance_stop(mpictr_config *cfg, const char *name,
+				       mpictr_err **err);
+/* The user's instances on this node into *out: a table (NAME, IMAGE,
+ * STARTED, MEMBERS, PID, LINGER, JOB) or, with json, a JSON array of
+ * objects with the keys name, image, started (ISO 8601 UTC), start_time
+ * (seconds since the epoch), members (processes in it now, not counting
+ * its holder), pid (the keeper's), linger (seconds, 0: none), job (the
+ * Slurm job id or null). */
+MPICTR_PUBLIC int mpictr_instance_list(mpictr_config *cfg, int json, char **out,
+				       mpictr_err **err);
 
 /* ---- preflight ------------------------------------------------------ */
 

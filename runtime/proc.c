@@ -5,6 +5,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "proc.h"
+#include "syscalls.h"
 #include "util.h"
 
 #define RELAY_MSG_MAX 1024
@@ -189,4 +191,71 @@ int rm_rf(const char *path)
 		return -1;
 	}
 	return 0;
+}
+
+pid_t proc_ppid(pid_t pid)
+{
+	char path[64], *txt, *rp;
+	int ppid = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	txt = read_file(path, 4096, NULL);
+	if (!txt)
+		return -1;
+	rp = strrchr(txt, ')'); /* comm may hold spaces and parens */
+	if (!rp || sscanf(rp + 1, " %*c %d", &ppid) != 1)
+		ppid = -1;
+	free(txt);
+	return (pid_t)ppid;
+}
+
+static bool in_userns(pid_t pid, dev_t dev, ino_t ino)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	return stat(path, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
+int proc_ns_signal(dev_t dev, ino_t ino, pid_t skip, int sig)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	uid_t uid = getuid();
+	pid_t self = getpid();
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		char path[64];
+		struct stat st;
+		long v;
+		pid_t pid;
+		int pfd;
+
+		if (parse_long(de->d_name, 2, INT_MAX, &v) < 0)
+			continue;
+		pid = (pid_t)v;
+		snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+		if (pid == self || pid == skip || stat(path, &st) < 0 ||
+		    st.st_uid != uid || !in_userns(pid, dev, ino) ||
+		    (skip > 0 && proc_ppid(pid) == skip))
+			continue;
+		if (sig <= 0) {
+			n++;
+			continue;
+		}
+		pfd = sys_pidfd_open(pid, 0);
+		if (pfd < 0)
+			continue;
+		if (in_userns(pid, dev, ino)) {
+			n++;
+			sys_pidfd_send_signal(pfd, sig);
+		}
+		close(pfd);
+	}
+	closedir(d);
+	return n;
 }

@@ -57,4 +57,12 @@ int exit_code_of(int status);
  * was there), -1 with errno of the first failure. */
 int rm_rf(const char *path);
 
+/* The parent of pid (from /proc/PID/stat), or -1. */
+pid_t proc_ppid(pid_t pid);
+/* The processes of our uid in the user namespace (dev, ino) (as
+ * /proc/PID/ns/user shows it), except pid `skip` and its children (a
+ * holder and its FUSE workers; 0: none): their number. With sig > 0 each
+ * one found is sent sig, through a pidfd opened before its namespace is
+ * checked again (never a recycled pid). */
+int proc_ns_signal(dev_t dev, ino_t ino, pid_t skip, int sig);
 #endif

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "instance.h"
 #include "join.h"
 #include "launch.h"
 #include "mode.h"
@@ -24,6 +25,7 @@ MPICTR_PUBLIC int mpictr_run_flags(mpictr_config *cfg, unsigned flags,
 				   int *status, mpictr_err **err)
 {
 	struct run_decision d;
+	struct instance_attach ia, *inst = NULL;
 	cleanup_free char *line = NULL;
 	int rc;
 
@@ -34,18 +36,27 @@ MPICTR_PUBLIC int mpictr_run_flags(mpictr_config *cfg, unsigned flags,
 			       flags);
 	if (refuse_privileged(err) < 0)
 		return -1;
+	/* instance://NAME: its namespaces, and cfg with its options. */
+	if (instance_is_ref(cfg->image)) {
+		if (instance_attach(cfg, &ia, err) < 0) {
+			instance_attach_free(&ia);
+			return -1;
+		}
+		inst = &ia;
+		cfg = &ia.cfg;
+	}
 	run_decide(cfg, &d);
 	line = run_describe(&d);
 	log_info("%s", line);
 	switch (d.mode) {
 	case RUN_JOIN:
-		rc = join_run(cfg, &d, flags & MPICTR_RUN_EXEC_IN_PLACE, status,
-			      err);
+		rc = join_run(cfg, &d, inst, flags & MPICTR_RUN_EXEC_IN_PLACE,
+			      status, err);
 		break;
 	case RUN_SINGLE:
 	case RUN_LAUNCH:
 	case RUN_NODE_DAEMON:
-		rc = launch_run(cfg, &d, status, err);
+		rc = launch_run(cfg, &d, inst, status, err);
 		break;
 	default:
 		rc = err_set(err, EINVAL, "mpictr_run: unknown mode %d",
@@ -53,6 +64,8 @@ MPICTR_PUBLIC int mpictr_run_flags(mpictr_config *cfg, unsigned flags,
 		break;
 	}
 	run_decision_free(&d);
+	if (inst)
+		instance_attach_free(inst);
 	return rc;
 }
 
@@ -65,7 +78,8 @@ MPICTR_PUBLIC int mpictr_join_task(mpictr_config *cfg, char ***env,
 				   char **program, mpictr_err **err)
 {
 	struct run_decision d;
-	int rc;
+	struct instance_attach ia, *inst = NULL;
+	int rc = -1;
 
 	if (!cfg || !env || !program)
 		return err_set(err, EINVAL,
@@ -74,6 +88,14 @@ MPICTR_PUBLIC int mpictr_join_task(mpictr_config *cfg, char ***env,
 	*program = NULL;
 	if (refuse_privileged(err) < 0)
 		return -1;
+	if (instance_is_ref(cfg->image)) {
+		if (instance_attach(cfg, &ia, err) < 0) {
+			instance_attach_free(&ia);
+			return -1;
+		}
+		inst = &ia;
+		cfg = &ia.cfg;
+	}
 	run_decide(cfg, &d);
 	if (d.mode != RUN_JOIN) {
 		cleanup_free char *line = run_describe(&d);
@@ -82,11 +104,12 @@ MPICTR_PUBLIC int mpictr_join_task(mpictr_config *cfg, char ***env,
 			"mpictr_join_task: not one task of a launcher's job "
 			"(%s)",
 			line);
-		run_decision_free(&d);
-		return -1;
+	} else {
+		rc = join_enter(cfg, &d, inst, env, program, err);
 	}
-	rc = join_enter(cfg, &d, env, program, err);
 	run_decision_free(&d);
+	if (inst)
+		instance_attach_free(inst);
 	return rc;
 }
 
@@ -94,19 +117,31 @@ MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
 				   mpictr_err **err)
 {
 	struct run_decision d;
+	struct instance_attach ia, *inst = NULL;
 	struct plan p;
+	int rc = 0;
 
 	if (!cfg || !json)
 		return err_set(err, EINVAL,
 			       "mpictr_plan_json: missing argument");
-	run_decide(cfg, &d);
-	if (plan_build(cfg, &d, NULL, &p, err) < 0) {
-		plan_free(&p);
-		run_decision_free(&d);
-		return -1;
+	/* instance://NAME: the plan of a command joining it (its mounts
+	 * are the instance's, made when it started). */
+	if (instance_is_ref(cfg->image)) {
+		if (instance_attach(cfg, &ia, err) < 0) {
+			instance_attach_free(&ia);
+			return -1;
+		}
+		inst = &ia;
+		cfg = &ia.cfg;
 	}
-	*json = plan_to_json(&p);
+	run_decide(cfg, &d);
+	if (plan_build(cfg, &d, NULL, &p, err) < 0)
+		rc = -1;
+	else
+		*json = plan_to_json(&p);
 	plan_free(&p);
 	run_decision_free(&d);
-	return 0;
+	if (inst)
+		instance_attach_free(inst);
+	return rc;
 }

@@ -36,6 +36,16 @@ int sys_pidfd_open(pid_t pid, unsigned int flags)
 #endif
 }
 
+int sys_pidfd_send_signal(int pidfd, int sig)
+{
+#ifdef __NR_pidfd_send_signal
+	return (int)syscall(__NR_pidfd_send_signal, pidfd, sig, NULL, 0);
+#else
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
 int sys_openat2(int dirfd, const char *path, int flags, mode_t mode,
 		uint64_t resolve)
 {

@@ -47,6 +47,8 @@ struct mount_attr {
 #define MPICTR_RESOLVE_IN_ROOT 0x10
 
 int sys_pidfd_open(pid_t pid, unsigned int flags);
+/* pidfd_send_signal(pidfd, sig, NULL, 0) (Linux 5.1+). */
+int sys_pidfd_send_signal(int pidfd, int sig);
 int sys_pivot_root(const char *new_root, const char *put_old);
 int sys_mount_setattr(int dfd, const char *path, unsigned int flags,
 		      struct mount_attr *attr, size_t size);
