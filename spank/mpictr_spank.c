@@ -27,6 +27,7 @@
  * as `optional` in plugstack.conf, and would then run the command on the
  * host.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -40,6 +41,7 @@
 #include <slurm/spank.h>
 
 #include "mpictr.h"
+#include "proc.h"
 #include "util.h"
 
 SPANK_PLUGIN(mpictr, 1)
@@ -224,12 +226,34 @@ static int check_image(void)
 	return 0;
 }
 
+/* The instance is named JOBID.NAME (at most 32 characters). */
+static bool name_ok(const char *n)
+{
+	size_t len = strlen(n);
+
+	if (len < 1 || len > 20 || !isalnum((unsigned char)n[0]))
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!isalnum((unsigned char)n[i]) && !strchr("_.-", n[i]))
+			return false;
+	return true;
+}
+
 int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 {
 	spank_context_t ctx = spank_context();
 
 	if (!enabled())
 		return 0;
+	if (opts.name && !name_ok(opts.name)) {
+		slurm_error("mpictr: --container-name '%s': at most 20 of "
+			    "A-Z a-z 0-9 _ . -, starting with a letter or "
+			    "digit",
+			    opts.name);
+		if (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR)
+			exit(1);
+		return -1;
+	}
 	if (!opts.image) {
 		slurm_error("mpictr: --container-name needs --container-image");
 		if (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR)
@@ -288,25 +312,108 @@ static int add_batch_script(mpictr_config *cfg, uint32_t step,
 	return mpictr_config_add_bind(cfg, spec, e);
 }
 
-/* The configuration of this task's container from the options, the site
- * file and the task's environment and command. */
-static mpictr_config *task_config(char **env, uint32_t step, int argc,
-				  char **argv, mpictr_err **e)
+/* The configuration of this task from the options, the site file and
+ * the task's environment and command. image: the image, or a named
+ * instance (instance://NAME), which takes nothing that decides the
+ * container (its starter had them: full). */
+static mpictr_config *task_config(char **env, const char *image, bool full,
+				  uint32_t step, int argc, char **argv,
+				  mpictr_err **e)
 {
 	mpictr_config *cfg = mpictr_config_new();
 
 	if (mpictr_config_set_host_env(cfg, env, e) < 0 ||
-	    add_batch_script(cfg, step, argv[0], e) < 0 ||
+	    (full && add_batch_script(cfg, step, argv[0], e) < 0) ||
 	    mpictr_config_load_site(cfg, NULL, e) < 0 ||
-	    mpictr_config_set_image(cfg, opts.image, e) < 0 ||
+	    mpictr_config_set_image(cfg, image, e) < 0 ||
 	    mpictr_config_set_command(cfg, argc, argv, e) < 0 ||
-	    (opts.mounts && mpictr_config_add_bind(cfg, opts.mounts, e) < 0) ||
+	    (full && opts.mounts &&
+	     mpictr_config_add_bind(cfg, opts.mounts, e) < 0) ||
 	    (opts.workdir && mpictr_config_set_pwd(cfg, opts.workdir, e) < 0) ||
 	    add_container_env(cfg, env, e) < 0) {
 		mpictr_config_free(cfg);
 		return NULL;
 	}
 	return cfg;
+}
+
+/* The slurmstepd that lives as long as job on this node: the extern
+ * step's (PrologFlags=Contain), else the batch script's; 0 when neither
+ * runs here (the instance then ends with the step that started it). */
+static pid_t job_stepd(uint32_t job)
+{
+	cleanup_free char *ext = xasprintf("slurmstepd: [%u.extern]", job);
+	cleanup_free char *bat = xasprintf("slurmstepd: [%u.batch]", job);
+	char **names = dir_names("/proc");
+	pid_t found = 0;
+
+	for (size_t i = 0; names && names[i] && found <= 0; i++) {
+		cleanup_free char *path =
+		    xasprintf("/proc/%s/cmdline", names[i]);
+		cleanup_free char *cmd = NULL;
+		long pid;
+
+		if (parse_long(names[i], 1, INT_MAX, &pid) < 0)
+			continue;
+		cmd = read_file(path, 256, NULL);
+		if (cmd && strcmp(cmd, ext) == 0)
+			found = (pid_t)pid;
+		else if (cmd && strcmp(cmd, bat) == 0)
+			found =
+			    -(pid_t)pid; /* unless an extern step is found */
+	}
+	strv_free(names);
+	return found < 0 ? -found : found;
+}
+
+static bool err_starts(const mpictr_err *e, const char *prefix)
+{
+	return e && strncmp(mpictr_err_message(e), prefix, strlen(prefix)) == 0;
+}
+
+/* --container-name=NAME: every step of the job that names it joins the
+ * instance JOBID.NAME on the node, started by the first task that finds
+ * none; it ends with the job (job_stepd). */
+static int join_named(spank_t sp, char **host, uint32_t step, int argc,
+		      char **argv, char ***env, char **program, mpictr_err **e)
+{
+	uint32_t job = 0;
+	cleanup_free char *name = NULL, *ref = NULL;
+	long deadline = mono_ms() + 120 * 1000L;
+
+	spank_get_item(sp, S_JOB_ID, &job);
+	name = xasprintf("%u.%s", job, opts.name);
+	ref = xasprintf("instance://%s", name);
+	for (;;) {
+		mpictr_config *cfg =
+		    task_config(host, ref, false, step, argc, argv, e);
+		int rc = cfg ? mpictr_join_task(cfg, env, program, e) : -1;
+
+		mpictr_config_free(cfg);
+		if (rc == 0 || !err_starts(*e, "no instance '"))
+			return rc;
+		mpictr_err_free(*e);
+		*e = NULL;
+		cfg = task_config(host, opts.image, true, step, argc, argv, e);
+		rc = cfg ? mpictr_instance_start(cfg, name, 0,
+						 (int)job_stepd(job), e)
+			 : -1;
+		mpictr_config_free(cfg);
+		if (rc == 0)
+			continue;
+		if (!*e || !strstr(mpictr_err_message(*e), "already exists"))
+			return -1;
+		/* another task of the node is starting it */
+		mpictr_err_free(*e);
+		*e = NULL;
+		if (mono_ms() > deadline) {
+			slurm_error("mpictr: --container-name=%s: the "
+				    "container '%s' did not come up",
+				    opts.name, name);
+			return -1;
+		}
+		usleep(20000);
+	}
 }
 
 /* Make the task's environment exactly env. */
@@ -358,7 +465,6 @@ static int task_enter(spank_t sp, uint32_t step, mpictr_err **e)
 	char **job_env = NULL, **argv = NULL, **host = NULL, **env = NULL;
 	char *program = NULL;
 	int argc = 0, rc = -1;
-	mpictr_config *cfg = NULL;
 
 	if (spank_get_item(sp, S_JOB_ENV, &job_env) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS ||
@@ -369,8 +475,16 @@ static int task_enter(spank_t sp, uint32_t step, mpictr_err **e)
 	}
 	host = strv_dup(job_env);
 	single_task_key(sp, step, &host);
-	cfg = task_config(host, step, argc, argv, e);
-	if (cfg && mpictr_join_task(cfg, &env, &program, e) == 0) {
+	if (opts.name && step != SLURM_BATCH_SCRIPT) {
+		rc = join_named(sp, host, step, argc, argv, &env, &program, e);
+	} else {
+		mpictr_config *cfg =
+		    task_config(host, opts.image, true, step, argc, argv, e);
+
+		rc = cfg ? mpictr_join_task(cfg, &env, &program, e) : -1;
+		mpictr_config_free(cfg);
+	}
+	if (rc == 0) {
 		rc = apply_env(sp, job_env, env);
 		if (rc < 0)
 			slurm_error("mpictr: cannot set the task's "
@@ -381,7 +495,6 @@ static int task_enter(spank_t sp, uint32_t step, mpictr_err **e)
 	free(program);
 	strv_free(env);
 	strv_free(host);
-	mpictr_config_free(cfg);
 	return rc;
 }
 

@@ -165,6 +165,31 @@ batch() {
 }
 ok "#SBATCH --container-image: the batch script runs in the image" batch
 
+# ---- --container-name: the job's steps share one container ------------------------------------
+named() {
+	cat >"$W/named.sh" <<-EOF
+		#!/bin/sh
+		#SBATCH --output=$W/out.named
+		srun -n 2 --container-name=c1 --container-image=$W/tiny.sif sh -c '$NSCMD; touch /dev/shm/s\$SLURM_PROCID'
+		srun -n 2 --container-name=c1 --container-image=$W/tiny.sif sh -c '$NSCMD; echo SHM \$(ls /dev/shm | tr "\\n" " ")'
+		srun -n 1 --container-image=$W/tiny.sif sh -c 'echo OTHER \$(readlink /proc/self/ns/user)'
+	EOF
+	$T sbatch --wait -J "$NAME-named" -n 2 "$W/named.sh" || return 1
+	cat "$W/out.named"
+	squeue -h -t all -n "$NAME-named" -o 'JOB %i' >"$W/job.named" 2>/dev/null
+	[ "$(grep -c '^NS ' "$W/out.named")" = 4 ] && one_ns named
+}
+ok "sbatch: two steps with --container-name=c1 share one container (namespaces)" named
+check "... and its /dev/shm: the second step sees both files of the first" grep -q '^SHM s0 s1$' "$W/out.named"
+other_ns() {
+	local ns o
+	ns=$(awk '/^NS / { print $2; exit }' "$W/out.named")
+	o=$(awk '/^OTHER / { print $2 }' "$W/out.named")
+	[ -n "$o" ] && [ "$o" != "$ns" ] && [ "$o" != "$HOSTNS" ]
+}
+check "... a step without the name gets a container of its own" other_ns
+check "... the named container ended with the job" clean "$(jobid named)"
+
 # ---- two nodes --------------------------------------------------------------------------------
 if slurm_multi_up 2; then
 	nn_step() (
