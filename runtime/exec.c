@@ -85,9 +85,9 @@ bool exec_image_has_env_scripts(void)
 /* The shell text that sources the image's env scripts (Apptainer's
  * order) and exports the user's variables again afterwards, so they win,
  * then checks the command named by `cmd` (a shell word: "$1" or a
- * variable) and execs it with `args`. Names are validated, values travel
- * in the environment (*env gains them), so nothing user-supplied is parsed
- * by the shell. */
+ * variable) and execs `args` (the words of the exec). Names are validated,
+ * values travel in the environment (*env gains them), so nothing user-supplied
+ * is parsed by the shell. */
 static char *env_script_text(char ***env, char *const *user_env,
 			     const char *cmd, const char *args)
 {
@@ -112,8 +112,8 @@ static char *env_script_text(char ***env, char *const *user_env,
 	sb_printf(&sb,
 		  "command -v %s >/dev/null 2>&1 || { echo \"mpictr: "
 		  "command '\"%s\"' not found in the container "
-		  "(PATH=$PATH)\" >&2; exit 127; }; exec %s %s",
-		  cmd, cmd, cmd, args);
+		  "(PATH=$PATH)\" >&2; exit 127; }; exec %s",
+		  cmd, cmd, args);
 	return sb_steal(&sb);
 }
 
@@ -165,7 +165,8 @@ static int wrapper_script(char ***env, const struct plan *p, char **program,
 	cleanup_free char *text = NULL, *body = NULL;
 	int fd, low;
 
-	body = env_script_text(env, p->user_env, "\"$__mpictr_c\"", "\"$@\"");
+	body = env_script_text(env, p->user_env, "\"$__mpictr_c\"",
+			       "\"$__mpictr_c\" \"$@\"");
 	fd = memfd_create("mpictr-env", 0);
 	if (fd < 0)
 		return err_set(err, errno, "create the env-script wrapper");
