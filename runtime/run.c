@@ -21,6 +21,24 @@ static int refuse_privileged(mpictr_err **err)
 	return 0;
 }
 
+/* instance://NAME: attach to it (its namespaces, and cfg with its
+ * options, which *cfg then points at). 0 (also when cfg names no
+ * instance), or -1 with nothing left. */
+static int attach_instance(mpictr_config **cfg, struct instance_attach *ia,
+			   struct instance_attach **inst, mpictr_err **err)
+{
+	*inst = NULL;
+	if (!instance_is_ref((*cfg)->image))
+		return 0;
+	if (instance_attach(*cfg, ia, err) < 0) {
+		instance_attach_free(ia);
+		return -1;
+	}
+	*inst = ia;
+	*cfg = &ia->cfg;
+	return 0;
+}
+
 MPICTR_PUBLIC int mpictr_run_flags(mpictr_config *cfg, unsigned flags,
 				   int *status, mpictr_err **err)
 {
@@ -37,14 +55,8 @@ MPICTR_PUBLIC int mpictr_run_flags(mpictr_config *cfg, unsigned flags,
 	if (refuse_privileged(err) < 0)
 		return -1;
 	/* instance://NAME: its namespaces, and cfg with its options. */
-	if (instance_is_ref(cfg->image)) {
-		if (instance_attach(cfg, &ia, err) < 0) {
-			instance_attach_free(&ia);
-			return -1;
-		}
-		inst = &ia;
-		cfg = &ia.cfg;
-	}
+	if (attach_instance(&cfg, &ia, &inst, err) < 0)
+		return -1;
 	run_decide(cfg, &d);
 	line = run_describe(&d);
 	log_info("%s", line);
@@ -88,14 +100,8 @@ MPICTR_PUBLIC int mpictr_join_task(mpictr_config *cfg, char ***env,
 	*program = NULL;
 	if (refuse_privileged(err) < 0)
 		return -1;
-	if (instance_is_ref(cfg->image)) {
-		if (instance_attach(cfg, &ia, err) < 0) {
-			instance_attach_free(&ia);
-			return -1;
-		}
-		inst = &ia;
-		cfg = &ia.cfg;
-	}
+	if (attach_instance(&cfg, &ia, &inst, err) < 0)
+		return -1;
 	run_decide(cfg, &d);
 	if (d.mode != RUN_JOIN) {
 		cleanup_free char *line = run_describe(&d);
@@ -126,14 +132,8 @@ MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
 			       "mpictr_plan_json: missing argument");
 	/* instance://NAME: the plan of a command joining it (its mounts
 	 * are the instance's, made when it started). */
-	if (instance_is_ref(cfg->image)) {
-		if (instance_attach(cfg, &ia, err) < 0) {
-			instance_attach_free(&ia);
-			return -1;
-		}
-		inst = &ia;
-		cfg = &ia.cfg;
-	}
+	if (attach_instance(&cfg, &ia, &inst, err) < 0)
+		return -1;
 	run_decide(cfg, &d);
 	if (plan_build(cfg, &d, NULL, &p, err) < 0)
 		rc = -1;

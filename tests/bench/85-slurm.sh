@@ -19,19 +19,12 @@ mpicc -O2 -o hello "$ROOT/tests/mpi/hello.c" || exit 1
 mpicc.mpich -O2 -o hello-mpich "$ROOT/tests/mpi/hello.c" || exit 1
 
 NAMES=(true-native true-join ompi-native ompi-join mpich-native mpich-join)
-# The peer: Charliecloud's ch-run --join on the same image (its squashfs;
-# ch-run mounts it with the squashfuse binary, and ignores the image's
-# environment scripts, which mpictr sources).
-HAVE_CH=0
-if command -v ch-run >/dev/null && [ "${BENCH_NO_CH:-0}" = 0 ]; then
-	HAVE_CH=1
-	NAMES+=(true-ch)
-fi
+with_ch
 cmd() {
 	case $1 in
 	true-native) srun -O -n "$NT" /bin/true ;;
 	true-join) srun -O -n "$NT" "$MPICTR" "$IMG/tiny.sif" /bin/true ;;
-	true-ch) USER=${USER:-$(id -un)} srun -O -n "$NT" ch-run --join "$IMG/tiny.sqfs" -- /bin/true ;;
+	true-ch) ch_true ;;
 	ompi-native) srun -O --mpi=pmix -n "$NM" ./hello ;;
 	ompi-join) srun -O --mpi=pmix -n "$NM" "$MPICTR" "$IMG/mpi.sif" /opt/mpictr/bin/hello ;;
 	mpich-native) srun -O --mpi=pmi2 -n "$NM" ./hello-mpich ;;

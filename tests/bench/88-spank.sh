@@ -29,18 +29,14 @@ if command -v mksquashfs >/dev/null; then
 	NAMES+=(true-spank-noenv)
 fi
 export W
-HAVE_CH=0
-if command -v ch-run >/dev/null && [ "${BENCH_NO_CH:-0}" = 0 ]; then
-	HAVE_CH=1
-	NAMES+=(true-ch)
-fi
+with_ch
 cmd() {
 	case $1 in
 	true-native) srun -O -n "$NT" /bin/true ;;
 	true-spank) srun -O -n "$NT" --container-image="$IMG/tiny.sif" /bin/true ;;
 	true-spank-noenv) srun -O -n "$NT" --container-image="$W/tiny-noenv.sqfs" /bin/true ;;
 	true-join) srun -O -n "$NT" "$MPICTR" "$IMG/tiny.sif" /bin/true ;;
-	true-ch) USER=${USER:-$(id -un)} srun -O -n "$NT" ch-run --join "$IMG/tiny.sqfs" -- /bin/true ;;
+	true-ch) ch_true ;;
 	esac
 }
 rounds

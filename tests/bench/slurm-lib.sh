@@ -39,7 +39,7 @@ one() {
 	for try in 1 2 3 4 5; do
 		c0=$(busy_ms)
 		t0=$(date +%s%N)
-		if timeout -k 5 120 bash -c "$(declare -f cmd); cmd $1" >"$W/o" 2>&1; then
+		if timeout -k 5 120 bash -c "$(declare -f cmd ch_true); cmd $1" >"$W/o" 2>&1; then
 			t1=$(date +%s%N)
 			c1=$(busy_ms)
 			echo $(((t1 - t0) / 1000000)) >>"$W/t.$1"
@@ -50,8 +50,17 @@ one() {
 		cat "$W/o"
 		[ "${1%-ch}" != "$1" ] || return 1
 		echo x >>"$W/f.$1"
+		ch_stale
 	done
 	return 1
+}
+# A failed `ch-run --join` can leave its join state in /dev/shm (named by
+# the step id only, so every later step 0 fails on it): remove it when no
+# ch-run of ours runs.
+ch_stale() {
+	pgrep -u "$(id -u)" -x ch-run >/dev/null && return 0
+	find /dev/shm -maxdepth 1 -user "$(id -u)" \( -name 'ch-run_shm-*' -o -name 'sem.ch-run_sem-*' \) -delete 2>/dev/null
+	return 0
 }
 median() { sort -n "$W/t.$1" | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : int((a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }
 ratio() { awk -v a="$(median "$1")" -v b="$(median "$2")" 'BEGIN { printf "%.2fx", b / a }'; }
@@ -67,6 +76,19 @@ rounds() {
 		for n in "${NAMES[@]}"; do one "$n" || exit 1; done
 	done
 }
+# with_ch: add the peer's variant true-ch to NAMES where ch-run is
+# installed (BENCH_NO_CH=1: never): Charliecloud's ch-run --join on the same
+# image (its squashfs; ch-run mounts it with the squashfuse binary, and
+# ignores the image's environment scripts, which mpictr sources). Sets
+# HAVE_CH.
+HAVE_CH=0
+with_ch() {
+	if command -v ch-run >/dev/null && [ "${BENCH_NO_CH:-0}" = 0 ]; then
+		HAVE_CH=1
+		NAMES+=(true-ch)
+	fi
+}
+ch_true() { USER=${USER:-$(id -un)} srun -O -n "$NT" ch-run --join "$IMG/tiny.sqfs" -- /bin/true; }
 # peer_failures NAME: the note on the peer's failed runs, if any
 peer_failures() {
 	[ -s "$W/f.$1" ] || return 0

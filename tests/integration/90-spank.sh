@@ -10,16 +10,13 @@
 # nothing; two nodes; the plugin from an installed prefix.
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/slurm/env.sh"
+. "$ROOT/tests/integration/slurm-steps.sh"
 
 T="timeout -k 5 90"
 MYUID=$(id -u)
 JDIR=/tmp/mpictr-join-$MYUID
 
-if ! slurm_up; then
-	need "single-node Slurm answers sinfo" "the Slurm cluster (sudo tests/slurm/cluster.sh start)"
-	done_testing
-	exit
-fi
+require_slurm
 if ! spank_ready; then
 	need "plugstack.conf loads $SPANK_DIR/mpictr-spank.so, writable by the test user" \
 		"a cluster started by the current tests/slurm/cluster.sh (it writes plugstack.conf and $SPANK_DIR)"
@@ -42,40 +39,12 @@ trap 'spank_install "$ROOT/build/plugins" 2>/dev/null; t_cleanup; rm -rf "$W"' E
 cd "$W" || exit 1
 export TMPDIR=$W/tmp
 NAME=mps$$
-HOSTNS=$(readlink /proc/self/ns/user)
 
 # leftovers JOBID: what the job left (processes of the job's steps, the
 # keeper's rendezvous entries), if anything
 leftovers() {
 	pgrep -u "$MYUID" -af "slurmstepd: \[$1\." | grep -v "^$$ " || true
 	ls -A "$JDIR" 2>/dev/null | grep "^$1\." | sed 's/^/rendezvous entry /'
-}
-clean() {
-	local i
-	for i in $(seq 300); do
-		[ -z "$(leftovers "$1")" ] && return 0
-		sleep 0.1
-	done
-	leftovers "$1"
-	return 1
-}
-jobid() { sed -n 's/^JOB //p' "$W/job.$1" | tail -n 1; }
-# step SUFFIX SRUN-ARGS...: srun as job $NAME-SUFFIX; output in $W/out.SUFFIX
-step() {
-	local s=$1
-	shift
-	$T srun --job-name="$NAME-$s" "$@" >"$W/out.$s" 2>&1
-	local rc=$?
-	cat "$W/out.$s"
-	squeue -h -t all -n "$NAME-$s" -o 'JOB %i' >"$W/job.$s" 2>/dev/null
-	return $rc
-}
-count() { grep -cE "$2" "$W/out.$1"; }
-NSCMD='echo NS $(readlink /proc/self/ns/user) $(readlink /proc/self/ns/mnt)'
-# one_ns SUFFIX: the "NS" lines of a step are all equal and not the host's
-one_ns() {
-	[ "$(grep '^NS ' "$W/out.$1" | sort -u | wc -l)" = 1 ] || { grep '^NS ' "$W/out.$1"; return 1; }
-	! grep -qF "NS $HOSTNS " "$W/out.$1"
 }
 
 # ---- inert without options ----------------------------------------------------
