@@ -158,43 +158,37 @@ static int container_enter(const struct plan *p, int userns_fd, int mntns_fd,
 /* The env-script wrapper as a shell script in a memfd, for a launcher that
  * execs argv itself: *program is /proc/self/fd/N (kept open across the
  * exec; the kernel hands it to the script's #!/bin/sh), and the original
- * command travels in __mpictr_cmd. */
+ * command travels in __mpictr_cmd. The memfd is sealed and N is a
+ * read-only descriptor of it: the command inherits N (a shell cannot
+ * close a descriptor above 9, and those below are taken by the launcher's
+ * close-on-exec ones), but cannot change the script. */
 static int wrapper_script(char ***env, const struct plan *p, char **program,
 			  mpictr_err **err)
 {
-	cleanup_free char *text = NULL, *body = NULL;
-	int fd, low;
+	cleanup_free char *text = NULL, *body = NULL, *path = NULL;
+	int fd, ro;
 
 	body = env_script_text(env, p->user_env, "\"$__mpictr_c\"",
 			       "\"$__mpictr_c\" \"$@\"");
-	fd = memfd_create("mpictr-env", 0);
+	text = xasprintf("#!/bin/sh\n__mpictr_c=$__mpictr_cmd; "
+			 "unset __mpictr_cmd; %s\n",
+			 body);
+	fd = memfd_create("mpictr-env", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return err_set(err, errno, "create the env-script wrapper");
-	/* On a descriptor below 10 the script can close it (`exec N<&-`)
-	 * before the command runs: the command inherits nothing of it. */
-	low = fcntl(fd, F_DUPFD, 3);
-	if (low >= 0 && low <= 9) {
-		close(fd);
-		fd = low;
-	} else if (low >= 0) {
-		close(low);
-	}
-	if (fd <= 9)
-		text = xasprintf(
-		    "#!/bin/sh\nexec %d<&-; __mpictr_c=$__mpictr_cmd; "
-		    "unset __mpictr_cmd; %s\n",
-		    fd, body);
-	else
-		text = xasprintf("#!/bin/sh\n__mpictr_c=$__mpictr_cmd; "
-				 "unset __mpictr_cmd; %s\n",
-				 body);
-	if (write_full(fd, text, strlen(text)) < 0 || fchmod(fd, 0500) < 0) {
+	path = xasprintf("/proc/self/fd/%d", fd);
+	if (write_full(fd, text, strlen(text)) < 0 || fchmod(fd, 0500) < 0 ||
+	    fcntl(fd, F_ADD_SEALS,
+		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) <
+		0 ||
+	    (ro = open(path, O_RDONLY)) < 0) {
 		err_set(err, errno, "write the env-script wrapper");
 		close(fd);
 		return -1;
 	}
+	close(fd);
 	env_set(env, "__mpictr_cmd", p->argv[0]);
-	*program = xasprintf("/proc/self/fd/%d", fd);
+	*program = xasprintf("/proc/self/fd/%d", ro);
 	return 0;
 }
 
