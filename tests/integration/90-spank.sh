@@ -118,6 +118,38 @@ ok "command not in the image: exit 127 with the container's PATH" \
 check "... srun reports exit code 127" grep -q "exit code 127" "$W/out.nocmd"
 check "... nothing left behind" clean "$(jobid nocmd)"
 
+# ---- site policy: plugstack.conf's image_dirs, the site file -------------------------------------
+# srun reads plugstack.conf beside its SLURM_CONF: a copy of the cluster's
+# with image_dirs= checks the image in srun, before anything is launched
+# (on its real path: a symbolic link into image_dirs is not enough).
+policy_conf() {
+	mkdir -p "$W/conf" "$W/allowed" && cp "$SLURM_CONF" "$W/conf/slurm.conf" &&
+		cp "$IMG/tiny.sif" "$W/allowed/tiny.sif" &&
+		echo "optional $SPANK_DIR/mpictr-spank.so image_dirs=$W/allowed:/nonexistent" >"$W/conf/plugstack.conf"
+}
+policy_step() { # SUFFIX IMAGE
+	(export SLURM_CONF=$W/conf/slurm.conf && step "$1" -O -n 1 --container-image="$2" sh -c 'echo IN $TINY_IMAGE')
+}
+ok "a plugstack.conf with image_dirs=$W/allowed (a copy read by srun)" policy_conf
+ok_fail "an image outside image_dirs: srun refuses before launching" policy_step outside "$W/tiny.sif"
+check "... naming the site's directories" grep -q "images must come from $W/allowed:/nonexistent (the site's image_dirs)" "$W/out.outside"
+ok "an image inside image_dirs runs" policy_step inside "$W/allowed/tiny.sif"
+check "... in the image" grep -qx 'IN 1' "$W/out.inside"
+# The site file applies in the task (MPICTR_TEST_SITE_CONF stands in for
+# /etc/mpictr/mpictr.conf where that does not exist): a denied bind fails.
+if [ -e /etc/mpictr/mpictr.conf ]; then
+	need "the site file's deny_bind applies to --container-mounts" "/etc/mpictr/mpictr.conf exists: MPICTR_TEST_SITE_CONF is ignored"
+else
+	denied() {
+		mkdir -p "$W/secret" && printf 'deny_bind = %s\n' "$W/secret" >"$W/site.conf" &&
+			MPICTR_TEST_SITE_CONF=$W/site.conf fails_fast denied "deny_bind|denied" -O -n 2 \
+				--container-image="$W/tiny.sif" --container-mounts="$W/secret:/s" true
+	}
+	ok "the site file's deny_bind: --container-mounts of a denied path fails at once" denied
+	check "... naming the rule and the path" grep -q "$W/secret" "$W/out.denied"
+	check "... nothing left behind" clean "$(jobid denied)"
+fi
+
 # ---- sbatch -----------------------------------------------------------------------------------
 batch() {
 	cat >"$W/job.sh" <<-EOF
