@@ -110,7 +110,7 @@ fails_fast() { # SUFFIX PATTERN SRUN-ARGS...: non-zero within 30 s, PATTERN in t
 ok "missing image: srun fails before launching, naming the image" \
 	fails_fast noimg "mpictr: --container-image '$W/nope.sif': No such file or directory" -O -n 2 --container-image="$W/nope.sif" true
 check "... no job step ran" bash -c "! grep -q 'task' '$W/out.noimg'"
-ok "denied bind (a missing source): the tasks fail at once with the reason" \
+ok "a bind whose source is missing: the tasks fail at once with the reason" \
 	fails_fast badbind "mpictr: .*$W/absent" -O -n 2 --container-image="$W/tiny.sif" --container-mounts="$W/absent:/x" true
 check "... nothing left behind" clean "$(jobid badbind)"
 ok "command not in the image: exit 127 with the container's PATH" \
