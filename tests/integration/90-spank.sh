@@ -118,6 +118,25 @@ ok "command not in the image: exit 127 with the container's PATH" \
 check "... srun reports exit code 127" grep -q "exit code 127" "$W/out.nocmd"
 check "... nothing left behind" clean "$(jobid nocmd)"
 
+# scancel while the tasks run in the container: the keeper sees its tasks
+# go and ends; the holder and the mount go with it.
+cancelled() {
+	local pid i
+	srun --job-name="$NAME-cancel" -O -n 2 --container-image="$W/tiny.sif" sh -c "$NSCMD; sleep 60" >"$W/out.cancel" 2>&1 &
+	pid=$!
+	for i in $(seq 300); do
+		[ "$(grep -c '^NS ' "$W/out.cancel")" = 2 ] && break
+		sleep 0.1
+	done
+	squeue -h -t all -n "$NAME-cancel" -o 'JOB %i' >"$W/job.cancel"
+	scancel -n "$NAME-cancel"
+	wait $pid
+	cat "$W/out.cancel"
+	[ "$(grep -c '^NS ' "$W/out.cancel")" = 2 ]
+}
+ok "scancel of a running step in the container" cancelled
+check "... nothing left behind (keeper, holder, FUSE worker, rendezvous)" clean "$(jobid cancel)"
+
 # ---- site policy: plugstack.conf's image_dirs, the site file -------------------------------------
 # srun reads plugstack.conf beside its SLURM_CONF: a copy of the cluster's
 # with image_dirs= checks the image in srun, before anything is launched
