@@ -171,7 +171,7 @@ static long blob_long(const char *blob, size_t len, const char *key)
 
 struct inst {
 	char *name, *image, *job;
-	char *spec; /* the JOIN blob */
+	char *spec; /* the JOIN blob (the holder's pid added once known) */
 	size_t spec_len;
 	time_t started;
 	long linger_s;
@@ -220,9 +220,9 @@ static char *inst_info(const struct inst *in, size_t *len)
 	return sb_steal(&sb);
 }
 
-/* One connection: true when it asked to stop (then it is kept in
- * in->stop_fd, to be answered once everything is gone). */
-static bool inst_serve_one(struct inst *in, const struct holder *h, int c)
+/* One connection: its request (INST_STOP: the connection is kept in
+ * in->stop_fd, to be answered once everything is gone), or 0. */
+static uint32_t inst_serve_one(struct inst *in, const struct holder *h, int c)
 {
 	struct inst_req q;
 	struct ucred cr;
@@ -234,27 +234,27 @@ static bool inst_serve_one(struct inst *in, const struct holder *h, int c)
 
 	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
 	    cr.uid != getuid())
-		return false; /* never another user's */
+		return 0; /* never another user's */
 	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (TEMP_FAILURE_RETRY(recv(c, &q, sizeof(q), MSG_WAITALL)) !=
 		(ssize_t)sizeof(q) ||
 	    q.magic != INST_MAGIC)
-		return false;
+		return 0;
 	switch (q.op) {
 	case INST_JOIN:
 		inst_reply(c, 0, in->spec, in->spec_len,
 			   (int[]){h->userns, h->mntns}, 2);
-		return false;
+		return INST_JOIN;
 	case INST_INFO:
 		info = inst_info(in, &len);
 		inst_reply(c, 0, info, len, NULL, 0);
-		return false;
+		return INST_INFO;
 	case INST_STOP:
 		in->stop_fd = c;
-		return true;
+		return INST_STOP;
 	default:
 		inst_reply(c, EINVAL, NULL, 0, NULL, 0);
-		return false;
+		return 0;
 	}
 }
 
@@ -297,6 +297,20 @@ static int inst_setup(void *data, mpictr_err **err)
 	return 0;
 }
 
+static size_t add_holder(char **spec, size_t len, pid_t holder)
+{
+	struct strbuf sb = STRBUF_INIT;
+	char num[32];
+
+	sb_add(&sb, *spec, len);
+	snprintf(num, sizeof(num), "%d", (int)holder);
+	blob_put(&sb, "holder", num);
+	free(*spec);
+	len = sb.len;
+	*spec = sb_steal(&sb);
+	return len;
+}
+
 static void inst_serve(void *data, struct keeper_serve *ks)
 {
 	struct inst *in = data;
@@ -305,6 +319,7 @@ static void inst_serve(void *data, struct keeper_serve *ks)
 	long idle_since = mono_ms();
 
 	in->holder = ks->h->pid;
+	in->spec_len = add_holder(&in->spec, in->spec_len, in->holder);
 	if (fstat(ks->h->userns, &st) == 0) {
 		in->ns_dev = st.st_dev;
 		in->ns_ino = st.st_ino;
@@ -325,12 +340,14 @@ static void inst_serve(void *data, struct keeper_serve *ks)
 		if (pfd[0].revents & POLLIN) {
 			int c =
 			    accept4(ks->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+			uint32_t op = c >= 0 ? inst_serve_one(in, ks->h, c) : 0;
 
-			if (c >= 0 && inst_serve_one(in, ks->h, c))
+			if (op == INST_STOP)
 				break;
 			if (c >= 0)
 				close(c);
-			idle_since = mono_ms(); /* a joiner may be entering */
+			if (op == INST_JOIN) /* it may not have entered yet */
+				idle_since = mono_ms();
 		}
 		if (pfd[1].revents || pfd[2].revents)
 			break; /* the job ended, or the holder died */
@@ -854,6 +871,7 @@ static void attach_options(struct instance_attach *a, const char *b, size_t len)
 	a->cfg.fakeroot = blob_long(b, len, "fakeroot") != 0;
 	a->cfg.gpu = blob_long(b, len, "gpu") != 0;
 	a->cfg.inject_verbs = blob_long(b, len, "verbs") != 0;
+	a->holder = (pid_t)blob_long(b, len, "holder");
 }
 
 int instance_attach(const struct mpictr_config *cfg, struct instance_attach *a,
@@ -887,6 +905,24 @@ int instance_attach(const struct mpictr_config *cfg, struct instance_attach *a,
 	a->cfg = *cfg;
 	attach_options(a, blob, len);
 	return 0;
+}
+
+void instance_rank_env(const struct instance_attach *a, char ***env)
+{
+	const char *d = env_get(*env, "PMIX_SERVER_TMPDIR");
+	cleanup_free char *path = NULL;
+
+	if (!d || d[0] != '/' || env_get(*env, "PMIX_MCA_gds") ||
+	    a->holder <= 0)
+		return;
+	path = xasprintf("/proc/%d/root%s", (int)a->holder, d);
+	if (access(path, F_OK) == 0)
+		return;
+	log_info("the launcher's PMIx server directory '%s' "
+		 "(PMIX_SERVER_TMPDIR) is not in instance '%s': "
+		 "PMIX_MCA_gds=hash",
+		 d, a->name);
+	env_set(env, "PMIX_MCA_gds", "hash");
 }
 
 void instance_attach_free(struct instance_attach *a)

@@ -82,6 +82,7 @@ struct instance_attach {
 	struct mpictr_config cfg;
 	char *image, *devices; /* owned copies behind cfg */
 	char **profiles;
+	pid_t holder; /* the instance's holder (its root: /proc/PID/root) */
 };
 
 /* Connect to the instance named by cfg->image, check the caller's options
@@ -91,5 +92,11 @@ struct instance_attach {
 int instance_attach(const struct mpictr_config *cfg, struct instance_attach *a,
 		    mpictr_err **err);
 void instance_attach_free(struct instance_attach *a);
+/* Adjust a joining rank's environment to the instance: a launcher's PMIx
+ * server directory (PMIX_SERVER_TMPDIR, made by srun or mpirun after the
+ * instance started) that is not visible inside it makes the PMIx client
+ * use its hash store (PMIX_MCA_gds=hash, unless set) instead of failing
+ * to attach to the shared-memory one with an error per rank. */
+void instance_rank_env(const struct instance_attach *a, char ***env);
 
 #endif

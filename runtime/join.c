@@ -1538,6 +1538,8 @@ static int join_prepare(const struct mpictr_config *cfg,
 	t->env = plan_rank_env(&t->plan, pe->local_rank != LAUNCHER_UNKNOWN
 					     ? (int)pe->local_rank
 					     : 0);
+	if (inst)
+		instance_rank_env(inst, &t->env);
 	rc = 0;
 out:
 	free(k.sock_path);

@@ -422,26 +422,37 @@ static int run_or_dry_run(mpictr_config *cfg, int dry_run)
 	return status;
 }
 
+/* The site's file, MPICTR_CONF, then the options: OPT_GO_ON, or OPT_STOP
+ * with *code. The site's file first: user files may add to it, never lift
+ * its restrictions. */
+static int configure(mpictr_config *cfg, int argc, char **argv,
+		     struct run_opts *o, int *code)
+{
+	const char *user_conf = getenv("MPICTR_CONF");
+	mpictr_err *err = NULL;
+
+	if (mpictr_config_load_site(cfg, NULL, &err) < 0 ||
+	    (user_conf && *user_conf &&
+	     mpictr_config_add_config_file(cfg, user_conf, &err) < 0)) {
+		*code = fail(err);
+		return OPT_STOP;
+	}
+	if (parse_run_options(cfg, argc, argv, o, code) == OPT_STOP)
+		return OPT_STOP;
+	mpictr_set_log_sink(stderr_sink, NULL, verbosity);
+	return OPT_GO_ON;
+}
+
 /* `mpictr [exec|run] ...` and `mpictr -n N ...`. */
 static int cmd_run(int argc, char **argv, int runscript)
 {
 	mpictr_config *cfg = mpictr_config_new();
 	mpictr_err *err = NULL;
 	struct run_opts o = {0, 0, 0, 0};
-	const char *user_conf = getenv("MPICTR_CONF");
 	int code = 0;
 
-	/* The site's file first: user files may add to it, never lift its
-	 * restrictions. */
-	if (mpictr_config_load_site(cfg, NULL, &err) < 0 ||
-	    (user_conf && *user_conf &&
-	     mpictr_config_add_config_file(cfg, user_conf, &err) < 0)) {
-		code = fail(err);
+	if (configure(cfg, argc, argv, &o, &code) == OPT_STOP)
 		goto out;
-	}
-	if (parse_run_options(cfg, argc, argv, &o, &code) == OPT_STOP)
-		goto out;
-	mpictr_set_log_sink(stderr_sink, NULL, verbosity);
 	if (o.list_profiles) {
 		char *text = NULL;
 		int rc = mpictr_config_list_profiles(cfg, &text, &err);
@@ -464,18 +475,10 @@ static int instance_start(int argc, char **argv)
 	mpictr_config *cfg = mpictr_config_new();
 	mpictr_err *err = NULL;
 	struct run_opts o = {0, 0, 1, 0};
-	const char *user_conf = getenv("MPICTR_CONF");
 	int code = 0;
 
-	if (mpictr_config_load_site(cfg, NULL, &err) < 0 ||
-	    (user_conf && *user_conf &&
-	     mpictr_config_add_config_file(cfg, user_conf, &err) < 0)) {
-		code = fail(err);
+	if (configure(cfg, argc, argv, &o, &code) == OPT_STOP)
 		goto out;
-	}
-	if (parse_run_options(cfg, argc, argv, &o, &code) == OPT_STOP)
-		goto out;
-	mpictr_set_log_sink(stderr_sink, NULL, verbosity);
 	if (o.dry_run || o.list_profiles) {
 		code = usage_error("%s", "instance start takes neither "
 					 "--dry-run nor --list-profiles");

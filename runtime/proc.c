@@ -193,20 +193,33 @@ int rm_rf(const char *path)
 	return 0;
 }
 
-pid_t proc_ppid(pid_t pid)
+/* The state letter and the parent of pid (from /proc/PID/stat): 0, or -1
+ * when it is gone. */
+static int proc_stat(pid_t pid, char *state, pid_t *ppid)
 {
 	char path[64], *txt, *rp;
-	int ppid = -1;
+	int pp = -1;
+	int rc = -1;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	txt = read_file(path, 4096, NULL);
 	if (!txt)
 		return -1;
 	rp = strrchr(txt, ')'); /* comm may hold spaces and parens */
-	if (!rp || sscanf(rp + 1, " %*c %d", &ppid) != 1)
-		ppid = -1;
+	if (rp && sscanf(rp + 1, " %c %d", state, &pp) == 2) {
+		*ppid = (pid_t)pp;
+		rc = 0;
+	}
 	free(txt);
-	return (pid_t)ppid;
+	return rc;
+}
+
+pid_t proc_ppid(pid_t pid)
+{
+	char state;
+	pid_t ppid;
+
+	return proc_stat(pid, &state, &ppid) == 0 ? ppid : -1;
 }
 
 static bool in_userns(pid_t pid, dev_t dev, ino_t ino)
@@ -232,16 +245,19 @@ int proc_ns_signal(dev_t dev, ino_t ino, pid_t skip, int sig)
 		char path[64];
 		struct stat st;
 		long v;
-		pid_t pid;
+		pid_t pid, ppid;
+		char state;
 		int pfd;
 
 		if (parse_long(de->d_name, 2, INT_MAX, &v) < 0)
 			continue;
 		pid = (pid_t)v;
 		snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+		/* A zombie has ended: whoever reaps it, it is no member. */
 		if (pid == self || pid == skip || stat(path, &st) < 0 ||
 		    st.st_uid != uid || !in_userns(pid, dev, ino) ||
-		    (skip > 0 && proc_ppid(pid) == skip))
+		    proc_stat(pid, &state, &ppid) < 0 || state == 'Z' ||
+		    state == 'X' || (skip > 0 && ppid == skip))
 			continue;
 		if (sig <= 0) {
 			n++;

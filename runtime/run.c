@@ -21,9 +21,8 @@ static int refuse_privileged(mpictr_err **err)
 	return 0;
 }
 
-/* instance://NAME: attach to it (its namespaces, and cfg with its
- * options, which *cfg then points at). 0 (also when cfg names no
- * instance), or -1 with nothing left. */
+/* instance://NAME: attach to it (*ia), and point *cfg at the config with
+ * its options; *inst is ia then, else NULL. */
 static int attach_instance(mpictr_config **cfg, struct instance_attach *ia,
 			   struct instance_attach **inst, mpictr_err **err)
 {
@@ -43,7 +42,7 @@ MPICTR_PUBLIC int mpictr_run_flags(mpictr_config *cfg, unsigned flags,
 				   int *status, mpictr_err **err)
 {
 	struct run_decision d;
-	struct instance_attach ia, *inst = NULL;
+	struct instance_attach ia, *inst;
 	cleanup_free char *line = NULL;
 	int rc;
 
@@ -123,7 +122,7 @@ MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
 				   mpictr_err **err)
 {
 	struct run_decision d;
-	struct instance_attach ia, *inst = NULL;
+	struct instance_attach ia, *inst;
 	struct plan p;
 	int rc = 0;
 

@@ -41,18 +41,11 @@ fi
 OUTD=$ROOT/build/bench
 mkdir -p "$OUTD"
 
-for t in mpirun python3; do
-	command -v $t >/dev/null || { echo "50-launch: needs $t; skipped"; exit 0; }
-done
-[ -x "$MPICTR" ] || { echo "50-launch: build $MPICTR first (make)"; exit 1; }
-"$ROOT/tests/images/build.sh" "$IMG" mpi >/dev/null ||
-	{ echo "50-launch: building the mpi image failed"; exit 1; }
-BIN=$IMG/mpi/opt/mpictr/bin
+. "$(dirname "$0")/lib.sh"
+bench_mpi 50-launch
 for p in pingpong alltoall hello; do
 	[ -x "$BIN/$p" ] || { echo "50-launch: $BIN/$p missing"; exit 1; }
 done
-
-. "$(dirname "$0")/lib.sh"
 
 timed() { # ROUNDS VARIANTS OUT.json [--capture]
 	(cd "$W" && "${AS[@]}" env HOME="$W" USER="$RUNUSER" python3 "$HERE/interleave.py" \

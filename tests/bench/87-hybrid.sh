@@ -26,15 +26,8 @@ fi
 OUTD=$ROOT/build/bench
 mkdir -p "$OUTD"
 
-for t in mpirun python3; do
-	command -v $t >/dev/null || { echo "87-hybrid: needs $t; skipped"; exit 0; }
-done
-[ -x "$MPICTR" ] || { echo "87-hybrid: build $MPICTR first (make)"; exit 1; }
-"$ROOT/tests/images/build.sh" "$IMG" mpi >/dev/null ||
-	{ echo "87-hybrid: building the mpi image failed"; exit 1; }
-BIN=$IMG/mpi/opt/mpictr/bin
-
 . "$(dirname "$0")/lib.sh"
+bench_mpi 87-hybrid
 
 {
 	echo "native mpirun -n 8 --oversubscribe $BIN/hello"

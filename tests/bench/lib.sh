@@ -17,3 +17,16 @@ if [ "$(id -u)" = 0 ]; then
 fi
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 START=$(date -u '+%Y-%m-%d %H:%M UTC')
+# bench_mpi NAME: what an MPI benchmark needs before it runs: mpirun and
+# python3 (else it is skipped: exit 0), the built mpictr ($MPICTR), the mpi
+# test image in $IMG; sets BIN, the image's MPI programs.
+bench_mpi() {
+	local t
+	for t in mpirun python3; do
+		command -v $t >/dev/null || { echo "$1: needs $t; skipped"; exit 0; }
+	done
+	[ -x "$MPICTR" ] || { echo "$1: build $MPICTR first (make)"; exit 1; }
+	"$ROOT/tests/images/build.sh" "$IMG" mpi >/dev/null ||
+		{ echo "$1: building the mpi image failed"; exit 1; }
+	BIN=$IMG/mpi/opt/mpictr/bin
+}

@@ -36,25 +36,11 @@ as() {
 		SLURM_PROCID=0 SLURM_LOCALID=0 SLURM_STEP_TASKS_PER_NODE="$tpn" \
 		"$MPICTR" "$W/tiny.sif" "$@"
 }
-# connect USER SOCKET: try to get namespace fds from a keeper as USER;
-# prints "connect ERRNO" or "got N bytes M fds"; 0 only when fds came
-cat >"$W/connect.py" <<'EOF'
-import array, socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-try:
-    s.connect(sys.argv[1])
-except OSError as e:
-    print("connect", e.errno, e.strerror)
-    sys.exit(2)
-msg, anc, _, _ = s.recvmsg(64, socket.CMSG_SPACE(4 * array.array("i").itemsize))
-fds = array.array("i")
-for level, kind, data in anc:
-    if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-        fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
-print("got", len(msg), "bytes", len(fds), "fds")
-sys.exit(0 if len(fds) else 1)
-EOF
-connect() { runuser -u "$1" -- python3 "$W/connect.py" "$2"; }
+# connect USER SOCKET: try to get namespace fds from a keeper as USER
+# (keeper-peek.py: "connect ERRNO" or "got N bytes M fds"; 0 only when fds
+# came)
+cp "$ROOT/tests/integration-root/keeper-peek.py" "$W/"
+connect() { runuser -u "$1" -- python3 "$W/keeper-peek.py" "$2"; }
 LAST=$W/last
 keep() { cp "$T_OUT" "$LAST"; }
 # gone: V's keeper (and all of V's processes of this test) and its

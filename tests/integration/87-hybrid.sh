@@ -43,15 +43,7 @@ B=/opt/mpictr/bin
 UCX="--mca pml ucx --mca pml_ucx_devices any --mca pml_ucx_tls any --mca btl ^vader,openib,uct -x UCX_TLS=self,posix,cma"
 VADER="--mca pml ob1 --mca btl self,vader --mca btl_vader_single_copy_mechanism cma"
 
-# run NAME CMD...: run with a timeout, output in $W/out.NAME, its status
-run() {
-	local n=$1
-	shift
-	$T "$@" >"$W/out.$n" 2>&1
-	local rc=$?
-	cat "$W/out.$n"
-	return $rc
-}
+# run NAME CMD...: lib.sh's (with the timeout $T, output in $W/out.NAME)
 count() { grep -cE "$2" "$W/out.$1"; }
 # one_ns NAME N: the N hello lines of NAME show one user and one mount
 # namespace, not this shell's

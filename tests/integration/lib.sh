@@ -51,6 +51,29 @@ need() {
 last_out() { cat "$T_OUT"; }
 done_testing() { echo "1..$T_N"; [ "$T_FAIL" = 0 ]; }
 
+# run NAME CMD...: CMD (under $T, a timeout prefix, when set) with its
+# output in $W/out.NAME, then printed; CMD's status.
+run() {
+	local n=$1 rc
+	shift
+	${T:-} "$@" >"$W/out.$n" 2>&1
+	rc=$?
+	cat "$W/out.$n"
+	return $rc
+}
+# settle TENTHS CMD...: run CMD every 0.1 s until it prints nothing, at most
+# TENTHS times; 1 (with CMD's last output) when it never did.
+settle() {
+	local n=$1 i
+	shift
+	for i in $(seq "$n"); do
+		[ -z "$("$@")" ] && return 0
+		sleep 0.1
+	done
+	"$@"
+	return 1
+}
+
 # Environment probes.
 have_userns() { unshare -U true 2>/dev/null; }
 have_fuse() { [ -r /dev/fuse ] && [ -w /dev/fuse ]; }

@@ -1,0 +1,231 @@
+#!/bin/bash
+# 89-instance.sh - named instances: `mpictr instance start IMAGE NAME`,
+# `instance list [--json]`, `instance stop NAME|--all`, and instance://NAME
+# joined by `mpictr exec|run`, `mpictr -n N`, `srun mpictr` (pmix, pmi2) and
+# `mpirun -np N mpictr`: every process in the instance's user and mount
+# namespaces; options that would change the container refused; names
+# checked; stop, --linger, a killed keeper and the end of a batch job leave
+# nothing behind. A second user: tests/integration-root/40-instance-users.sh.
+. "$(dirname "$0")/lib.sh"
+. "$ROOT/tests/slurm/env.sh"
+
+T="timeout -k 5 90"
+MYUID=$(id -u)
+JDIR=/tmp/mpictr-join-$MYUID
+require_userns_fuse "user namespaces and /dev/fuse" "instances mount the image through FUSE in a user namespace"
+require_images all
+
+# Everything lives under $W (in /var/tmp); TMPDIR=$W/tmp (mpirun's session
+# directory) is inside the instance because $W, the working directory at
+# its start, is bound in.
+W=$(mktemp -d /var/tmp/mpictr-instance.XXXXXX) || exit 1
+chmod 0755 "$W"
+mkdir "$W/tmp"
+ln -s "$IMG/mpi.sif" "$W/mpi.sif"
+ln -s "$IMG/tiny.sif" "$W/tiny.sif"
+cd "$W" || exit 1
+export TMPDIR=$W/tmp
+B=/opt/mpictr/bin
+N=i$$ # this test's instance names start with it
+trap '"$MPICTR" instance stop $N >/dev/null 2>&1; for n in a b c l k; do "$MPICTR" instance stop $N$n >/dev/null 2>&1; done; t_cleanup; rm -rf "$W"' EXIT
+
+# run NAME CMD...: lib.sh's (with the timeout $T, output in $W/out.NAME)
+count() { grep -cE "$2" "$W/out.$1"; }
+NSCMD='echo NS $(readlink /proc/self/ns/user) $(readlink /proc/self/ns/mnt)'
+HOSTNS="NS $(readlink /proc/self/ns/user) $(readlink /proc/self/ns/mnt)"
+# in_ns OUT [N]: every "NS ..." or hello line of OUT shows the instance's
+# namespaces ($W/out.ns0), N of them
+in_ns() {
+	local ns
+	ns=$(sed -n 's/^NS //p' "$W/out.ns0")
+	[ -n "$ns" ] || return 1
+	if [ -n "${2:-}" ] && [ "$(grep -cE '^(NS |hello rank )' "$W/out.$1")" != "$2" ]; then
+		cat "$W/out.$1"
+		return 1
+	fi
+	sed -nE 's/^NS (.*)/\1/p; s/^hello rank .* userns ([^ ]+) mntns ([^ ]+) .*/\1 \2/p' "$W/out.$1" |
+		sort -u | grep -qvxF "$ns" && { cat "$W/out.$1"; echo "expected $ns"; return 1; }
+	return 0
+}
+# leftovers NAME: what an ended instance left: processes of this test
+# (the keeper, holder, FUSE workers and members carry its marker), its
+# rendezvous entries
+leftovers() {
+	marked_procs
+	ls -A "$JDIR" 2>/dev/null | grep -F "inst-$1." | sed 's/^/rendezvous entry /'
+}
+# gone NAME: bounded wait (10 s) until nothing of the instance is left
+gone() { settle 100 leftovers "$1"; }
+
+# ---- start, list, exec --------------------------------------------------------
+ok "instance start mpi.sif $N" "$MPICTR" instance start "$W/mpi.sif" $N
+check "... its socket, lock and directory in the private rendezvous directory" \
+	test -S "$JDIR/inst-$N.sock" -a -f "$JDIR/inst-$N.lock" -a -d "$JDIR/inst-$N.run"
+check "... the rendezvous directory is 0700 and ours" test "$(stat -c '%a %u' "$JDIR")" = "700 $MYUID"
+ok "instance list" run list "$MPICTR" instance list
+check "... shows the name, the image and no members" \
+	grep -qE "^$N +$IMG/mpi.sif +[0-9-]+T[0-9:]+Z +0 " "$W/out.list"
+ok "instance list --json" run json "$MPICTR" instance list --json
+json_ok() {
+	python3 -c 'import json,sys; v=[i for i in json.load(open(sys.argv[1])) if i["name"]==sys.argv[2]]; i=v[0]; assert i["image"]==sys.argv[3] and i["members"]==0 and i["pid"]>1 and i["linger"]==0 and i["job"] is None and i["start_time"]>0 and i["started"].endswith("Z")' \
+		"$W/out.json" $N "$IMG/mpi.sif"
+}
+check "... valid JSON with name, image, started, members, pid, linger, job" json_ok
+ok "exec instance://$N (first)" run ns0 "$MPICTR" exec instance://$N sh -c "$NSCMD"
+ok "exec instance://$N (second)" run ns1 "$MPICTR" instance://$N sh -c "$NSCMD"
+check "... both in the same user and mount namespace" in_ns ns1 1
+check "... which are not the host's" test "$(cat "$W/out.ns0")" != "$HOSTNS"
+ok "-e and --pwd apply per command" run env "$MPICTR" exec -e FOO=bar --pwd /opt instance://$N sh -c 'echo "$FOO $PWD"'
+check "... FOO=bar in /opt" grep -qx "bar /opt" "$W/out.env"
+ok_status "a missing command: 127" 127 "$MPICTR" exec instance://$N no-such-command
+
+# ---- MPI inside -------------------------------------------------------------------
+ok "mpictr -n 2 instance://$N hello" run n2 "$MPICTR" -n 2 instance://$N $B/hello
+check "... 2 ranks of 2, allreduce ok" test "$(count n2 '^hello rank [01]/2 .* allreduce 1 ok')" = 2
+check "... in the instance's namespaces" in_ns n2 2
+check "... no job directory left in the instance's directory" test -z "$(ls -A "$JDIR/inst-$N.run")"
+if command -v mpirun >/dev/null; then
+	ok "mpirun -np 2 mpictr instance://$N hello" run mpirun mpirun -np 2 "$MPICTR" instance://$N $B/hello
+	check "... 2 ranks of 2, in the instance's namespaces" in_ns mpirun 2
+else
+	need "mpirun -np 2 mpictr instance://$N hello" "the host's Open MPI (tests/deps/debian-packages.txt)"
+fi
+if slurm_up; then
+	ok "srun -O --mpi=pmix -n 2 mpictr instance://$N hello" \
+		run srun srun -O --mpi=pmix -n 2 "$MPICTR" instance://$N $B/hello
+	check "... 2 ranks of 2, in the instance's namespaces" in_ns srun 2
+	check "... no PMIx dstore error (the hash store, PMIX_SERVER_TMPDIR is not inside)" \
+		bash -c "! grep -q 'PMIX ERROR' '$W/out.srun'"
+	ok "srun -O --mpi=pmi2 -n 2 mpictr instance://$N hello-mpich" \
+		run pmi2 srun -O --mpi=pmi2 -n 2 "$MPICTR" instance://$N $B/hello-mpich
+	check "... 2 ranks of 2, in the instance's namespaces" in_ns pmi2 2
+else
+	need "srun mpictr instance://$N" "the Slurm cluster (sudo tests/slurm/cluster.sh start)"
+fi
+
+# ---- refusals -------------------------------------------------------------------
+refused() { # OPTION ARGS...: refused with 255, the message names OPTION
+	local o=$1
+	shift
+	"$MPICTR" "$@" instance://$N true >"$W/out.ref" 2>&1
+	local rc=$?
+	[ $rc = 255 ] && grep -qF -- "$o cannot be used with instance://$N" "$W/out.ref" || { cat "$W/out.ref"; echo "rc $rc"; return 1; }
+}
+ok "-B is refused with instance://" refused -B/--bind exec -B /etc:/mnt
+ok "--contain is refused with instance://" refused --contain --contain
+ok "--fakeroot is refused with instance://" refused --fakeroot --fakeroot
+ok "--devices is refused with instance://" refused --devices --devices=none
+ok "--gpu is refused with instance://" refused --gpu --gpu
+ok_status "a second instance of the same name: 255" 255 "$MPICTR" instance start "$W/tiny.sif" $N
+cp "$T_OUT" "$W/out.last"
+check "... says it exists" grep -q "instance '$N' already exists" "$W/out.last"
+for bad in "a/b" ".x" "-x" "a b" "$(printf 'x%.0s' $(seq 33))" ""; do
+	ok_status "invalid name '$bad': 255" 255 "$MPICTR" instance start "$W/tiny.sif" "$bad"
+done
+cp "$T_OUT" "$W/out.last"
+check "... the message gives the rule" grep -q "invalid instance name" "$W/out.last"
+ok_status "exec instance://a/b: 255" 255 "$MPICTR" exec instance://a/b true
+ok_status "exec instance://nosuch$N: 255" 255 "$MPICTR" exec instance://nosuch$N true
+cp "$T_OUT" "$W/out.last"
+check "... names the instance" grep -q "no instance 'nosuch$N'" "$W/out.last"
+ok_status "--linger outside instance start: 255" 255 "$MPICTR" exec --linger 3 "$W/tiny.sif" true
+
+# ---- stop -------------------------------------------------------------------------
+"$MPICTR" exec instance://$N sleep 300 >/dev/null 2>&1 &
+MEMBER=$!
+members_one() {
+	local i
+	for i in $(seq 50); do
+		"$MPICTR" instance list --json | grep -q "\"name\": \"$N\".*\"members\": 1," && return 0
+		sleep 0.1
+	done
+	"$MPICTR" instance list
+	return 1
+}
+check "a running command counts as a member" members_one
+ok "instance stop $N" "$MPICTR" instance stop $N
+member_ended() { wait $MEMBER; [ $? = 143 ]; }
+check "... the member was ended with SIGTERM (143)" member_ended
+check "... nothing left (processes, socket, lock, directory)" gone $N
+ok_status "... exec instance://$N afterwards: 255" 255 "$MPICTR" exec instance://$N true
+ok_status "instance stop of a missing instance: 255" 255 "$MPICTR" instance stop $N
+
+ok "instance stop --all" bash -c "'$MPICTR' instance start '$W/tiny.sif' ${N}a && '$MPICTR' instance start '$W/tiny.sif' ${N}b && '$MPICTR' instance stop --all"
+check "... both gone" bash -c "! '$MPICTR' instance list | grep -q '^$N[ab] ' && ! ls '$JDIR' | grep -q 'inst-$N[ab]\.'"
+
+# ---- the container options of the start apply to every joiner ------------
+ok "instance start --contain -B $W:/data:ro" "$MPICTR" instance start --contain -B "$W:/data:ro" "$W/mpi.sif" ${N}c
+ok "... exec: the start directory is the empty home, /data is bound" \
+	run contain "$MPICTR" exec instance://${N}c sh -c 'echo "$PWD $(ls -A | wc -l)"; test -L /data/mpi.sif && echo DATA'
+check "... (\$HOME empty, /data there)" bash -c "grep -qx '$HOME 0' '$W/out.contain' && grep -qx DATA '$W/out.contain'"
+ok "... -n 2 hello (the job directory in the instance's directory, /tmp private)" \
+	run contain2 "$MPICTR" -n 2 instance://${N}c $B/hello
+check "... 2 ranks of 2" test "$(count contain2 '^hello rank [01]/2 .* allreduce 1 ok')" = 2
+ok "... stop" "$MPICTR" instance stop ${N}c
+check "... nothing left" gone ${N}c
+
+# ---- --linger ---------------------------------------------------------------------
+ok "instance start --linger 2" "$MPICTR" instance start --linger 2 "$W/tiny.sif" ${N}l
+ok "run instance://${N}l a b (the image's runscript)" run rs "$MPICTR" run instance://${N}l a b
+check "... the runscript ran with the arguments" grep -qx "runscript: a b" "$W/out.rs"
+ok "... a member for 3 s" "$MPICTR" exec instance://${N}l sleep 3
+check "... still there right after it left" bash -c "'$MPICTR' instance list | grep -q '^${N}l '"
+lingered() {
+	local i
+	for i in $(seq 80); do
+		"$MPICTR" instance list | grep -q "^${N}l " || return 0
+		sleep 0.1
+	done
+	return 1
+}
+check "... gone 2 s after its last member (within 8 s)" lingered
+check "... nothing left" gone ${N}l
+
+# ---- a killed keeper ------------------------------------------------------------
+ok "instance start (to be killed)" "$MPICTR" instance start "$W/mpi.sif" ${N}k
+"$MPICTR" exec instance://${N}k sleep 300 >/dev/null 2>&1 &
+MEMBER=$!
+sleep 0.5
+KEEPER=$("$MPICTR" instance list --json | python3 -c 'import json,sys; print([i["pid"] for i in json.load(sys.stdin) if i["name"]==sys.argv[1]][0])' ${N}k)
+ok "kill -9 of its keeper ($KEEPER)" kill -9 "$KEEPER"
+member_killed() { wait $MEMBER; [ $? = 137 ]; }
+check "... its member is killed (137)" member_killed
+check "... nothing left (holder, FUSE workers, socket, lock, directory)" gone ${N}k
+ok_status "... the next joiner: 255" 255 "$MPICTR" exec instance://${N}k true
+cp "$T_OUT" "$W/out.last"
+check "... with an error naming the instance" grep -q "no instance '${N}k'" "$W/out.last"
+
+# The keeper killed together with its sweeper (and holder): the socket,
+# lock and directory stay until the next command finds them stale.
+ok "instance start (to be killed with its sweeper)" "$MPICTR" instance start "$W/tiny.sif" ${N}k
+KEEPER=$("$MPICTR" instance list --json | python3 -c 'import json,sys; print([i["pid"] for i in json.load(sys.stdin) if i["name"]==sys.argv[1]][0])' ${N}k)
+# Stopped first: it must not see its holder die and end cleanly.
+kill_all() { kill -STOP "$1" && kill -9 $(pgrep -P "$1") && kill -9 "$1"; }
+ok "kill -9 of its keeper, its sweeper and its holder" kill_all "$KEEPER"
+check "... its files stay behind" settle 50 bash -c "[ -S '$JDIR/inst-${N}k.sock' ] || echo gone"
+ok_status "... the next joiner: 255" 255 "$MPICTR" exec instance://${N}k true
+cp "$T_OUT" "$W/out.last"
+check "... says its keeper was killed" grep -q "no instance '${N}k'.*its keeper was killed" "$W/out.last"
+check "... and nothing is left" gone ${N}k
+
+# ---- a batch job ------------------------------------------------------------------
+if slurm_up; then
+	# The member escapes the batch script's process tree (setsid, its
+	# parent gone): proctrack/linuxproc does not end it; the instance does.
+	cat >"$W/job.sh" <<EOF
+#!/bin/bash
+"$MPICTR" instance start "$W/mpi.sif" ${N}b || exit 1
+setsid -f "$MPICTR" exec instance://${N}b sleep 600 >/dev/null 2>&1
+srun -O --mpi=pmix -n 2 "$MPICTR" instance://${N}b $B/hello
+"$MPICTR" instance list --json
+EOF
+	ok "sbatch: a batch script starts an instance, srun -n 2 hello in it" \
+		run batch sbatch --wait -O -n 2 -o "$W/out.job" "$W/job.sh"
+	check "... 2 ranks said hello, the instance knew its job" \
+		bash -c "[ \$(grep -c '^hello rank [01]/2 .* allreduce 1 ok' '$W/out.job') = 2 ] && grep -q '\"job\": \"[0-9]' '$W/out.job'"
+	check "... after the job: nothing left (keeper, members, socket, directory)" gone ${N}b
+else
+	need "sbatch: an instance ends with its job" "the Slurm cluster (sudo tests/slurm/cluster.sh start)"
+fi
+
+done_testing
