@@ -84,6 +84,19 @@ ok "srun --mpi=pmi2 --container-image=tiny.sif: PMI_FD open in the program" \
 	step pmi2 -O --mpi=pmi2 -n 2 --container-image="$W/tiny.sif" sh -c "$SEECMD"
 check "... PMI_FD ok in both tasks" test "$(count pmi2 '^PMI_FD ok$')" = 2
 
+# An image without env scripts: slurmstepd execs the command itself, found
+# on the container's PATH (no shell in between, no wrapper descriptor).
+noenv_step() {
+	rm -rf "$W/noenv" && cp -a "$IMG/tiny" "$W/noenv" && rm -f "$W"/noenv/.singularity.d/env/*.sh &&
+		mksquashfs "$W/noenv" "$W/noenv.sqfs" -quiet -noappend -all-root >/dev/null &&
+		step noenv -O -n 2 --container-image="$W/noenv.sqfs" busybox sh -c \
+			'echo EXE $(readlink /proc/$$/exe) PARENT $(cat /proc/$PPID/comm) TINY ${TINY_IMAGE:-none}; ls -l /proc/$$/fd 2>/dev/null | grep -c mpictr-env; true'
+}
+ok "an image without env scripts: srun --container-image=noenv.sqfs busybox sh -c ..." noenv_step
+check "... the command (a name looked up on the container's PATH) is slurmstepd's child" \
+	test "$(count noenv '^EXE /usr/bin/busybox PARENT slurmstepd TINY none$')" = 2
+check "... no env-script wrapper descriptor" test "$(count noenv '^0$')" = 2
+
 # ---- options -------------------------------------------------------------------------
 ok "--container-mounts=$W/data:/data:ro --container-workdir=/data" \
 	step mnt -O -n 2 --container-image="$W/tiny.sif" --container-mounts="$W/data:/data:ro" \
