@@ -27,6 +27,12 @@ require_userns_fuse "user namespaces and /dev/fuse" "the plugin needs unprivileg
 require_images all
 [ -f "$ROOT/build/plugins/mpictr-spank.so" ] || { need "mpictr-spank.so built" "libslurm-dev (Slurm's spank.h)"; done_testing; exit; }
 
+spank_exports() {
+	nm -D --defined-only "$ROOT/build/plugins/mpictr-spank.so" | awk '{ print $3 }' | sort | tr '\n' ' '
+	[ "$(nm -D --defined-only "$ROOT/build/plugins/mpictr-spank.so" | awk '{ print $3 }' | sort | tr '\n' ' ')" = \
+		"plugin_name plugin_type plugin_version slurm_spank_init slurm_spank_init_post_opt slurm_spank_task_init spank_plugin_version " ]
+}
+ok "mpictr-spank.so exports the SPANK symbols only (libmpictr inside stays local)" spank_exports
 ok "the tree's plugins installed where plugstack.conf names them" spank_install "$ROOT/build/plugins"
 
 W=$(mktemp -d /var/tmp/mpictr-spank.XXXXXX) || exit 1
