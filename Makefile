@@ -80,6 +80,14 @@ PLUGIN_LIBS_pmix := $(PMIX_LIBS)
 PLUGIN_LIBS_squash := $(FUSE_LIBS)
 PLUGINS := $(PLUGIN_NAMES:%=$(B)/plugins/mpictr-%.so)
 
+# The Slurm SPANK plugin (runtime/spank/): built where Slurm's spank.h is
+# installed (Debian: libslurm-dev). It links libmpictr statically, so that
+# slurmstepd needs no library path for it; its only exports are the SPANK
+# symbols (runtime/spank/spank.map). The slurm_* functions it calls are srun's and
+# slurmstepd's own.
+SLURM_INCLUDE ?= /usr/include
+SPANK_PLUGIN := $(if $(wildcard $(SLURM_INCLUDE)/slurm/spank.h),$(B)/plugins/mpictr-spank.so)
+
 LIB_SRCS := $(sort $(filter-out runtime/main.c $(PLUGIN_ONLY_SRCS),$(wildcard runtime/*.c sif/*.c pmi/*.c)))
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
 HELPER_SRCS := $(wildcard runtime/helpers/*.c)
@@ -92,7 +100,7 @@ CLI        := $(B)/mpictr
 
 .PHONY: all lib cli check check-root unit integration bench reliability fuzz install uninstall \
 	clean format format-check test-images
-all: lib cli $(PLUGINS) $(HELPERS) $(B)/mpictr.pc
+all: lib cli $(PLUGINS) $(SPANK_PLUGIN) $(HELPERS) $(B)/mpictr.pc
 
 lib: $(STATIC_LIB) $(SHARED_LIB)
 cli: $(CLI)
@@ -124,6 +132,12 @@ $(B)/plugins/mpictr-$(1).so: $(PLUGIN_SRCS_$(1):%.c=$(B)/obj/%.o) $(PLUGIN_EXTRA
 		-o $$@ $$(filter %.o,$$^) $$(PLUGIN_LIBS_$(1))
 endef
 $(foreach p,$(PLUGIN_NAMES),$(eval $(call plugin_rule,$(p))))
+
+$(B)/obj/runtime/spank/%.o: EXTRA_CFLAGS := -I$(SLURM_INCLUDE) -fvisibility=default
+$(B)/plugins/mpictr-spank.so: $(B)/obj/runtime/spank/mpictr_spank.o $(STATIC_LIB) runtime/spank/spank.map
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,--version-script=runtime/spank/spank.map $(LDFLAGS_ALL) -o $@ \
+		$(B)/obj/runtime/spank/mpictr_spank.o $(STATIC_LIB) $(DEP_LIBS)
 
 $(STATIC_LIB): $(LIB_OBJS)
 	@mkdir -p $(B)
@@ -250,7 +264,7 @@ install: all
 		$(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(LIBEXECDIR) \
 		$(DESTDIR)$(PLUGINDIR)
 	install -m 0755 $(CLI) $(DESTDIR)$(BINDIR)/mpictr
-	install -m 0644 $(PLUGINS) $(DESTDIR)$(PLUGINDIR)/
+	install -m 0644 $(PLUGINS) $(SPANK_PLUGIN) $(DESTDIR)$(PLUGINDIR)/
 	install -m 0644 $(STATIC_LIB) $(DESTDIR)$(LIBDIR)/libmpictr.a
 	install -m 0755 $(SHARED_LIB) $(DESTDIR)$(LIBDIR)/
 	ln -sf libmpictr.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
@@ -270,11 +284,11 @@ uninstall:
 clean:
 	rm -rf $(B)
 
-FORMAT_SRCS = $(wildcard runtime/*.[ch] sif/*.[ch] pmi/*.[ch])
+FORMAT_SRCS = $(wildcard runtime/*.[ch] sif/*.[ch] pmi/*.[ch] runtime/spank/*.[ch])
 format:
 	clang-format --style=file:docs/clang-format -i $(FORMAT_SRCS)
 format-check:
 	clang-format --style=file:docs/clang-format --dry-run --Werror $(FORMAT_SRCS)
 
--include $(LIB_OBJS:.o=.d) $(B)/obj/runtime/main.d \
+-include $(LIB_OBJS:.o=.d) $(B)/obj/runtime/main.d $(B)/obj/runtime/spank/mpictr_spank.d \
 	$(PLUGIN_ONLY_SRCS:%.c=$(B)/obj/%.d) $(B)/obj-plugin/runtime/error.d

@@ -1472,18 +1472,37 @@ static int join_node(struct keeper *k, const struct mpictr_config *cfg,
 	return 0;
 }
 
-int join_run(const struct mpictr_config *cfg, const struct run_decision *d,
-	     const struct instance_attach *inst, bool exec_in_place,
-	     int *status, mpictr_err **err)
+/* This task's way into the container: the fds (of an instance, or of the
+ * node's container of the job, fetched from the node's keeper) and the
+ * task's plan, with its environment in env. */
+struct join_task {
+	struct plan plan;
+	int userns, mntns;
+	char **env;
+};
+
+static void join_task_free(struct join_task *t)
+{
+	if (t->userns >= 0)
+		close(t->userns);
+	if (t->mntns >= 0)
+		close(t->mntns);
+	strv_free(t->env);
+	plan_free(&t->plan); /* zeroed, partly built (on failure) or built */
+}
+
+static int join_prepare(const struct mpictr_config *cfg,
+			const struct run_decision *d,
+			const struct instance_attach *inst, struct join_task *t,
+			mpictr_err **err)
 {
 	const struct launch_peers *pe = &d->peers;
-	struct plan plan;
 	struct keeper k = {
-	    .listen_fd = -1, .cfg = cfg, .d = d, .plan_store = &plan};
-	int userns = -1, mntns = -1, rc = -1;
-	char **env = NULL;
+	    .listen_fd = -1, .cfg = cfg, .d = d, .plan_store = &t->plan};
+	int rc = -1;
 
-	memset(&plan, 0, sizeof(plan));
+	memset(t, 0, sizeof(*t));
+	t->userns = t->mntns = -1;
 	if (d->launcher_err) {
 		err_set(err, 0, "%s", mpictr_err_message(d->launcher_err));
 		err_wrap(err, "join the node's container");
@@ -1501,42 +1520,69 @@ int join_run(const struct mpictr_config *cfg, const struct run_decision *d,
 	}
 	if (inst) {
 		/* An instance's tasks enter it: no keeper of their own. */
-		userns = fcntl(inst->userns, F_DUPFD_CLOEXEC, 0);
-		mntns = fcntl(inst->mntns, F_DUPFD_CLOEXEC, 0);
-		if (userns < 0 || mntns < 0) {
+		t->userns = fcntl(inst->userns, F_DUPFD_CLOEXEC, 0);
+		t->mntns = fcntl(inst->mntns, F_DUPFD_CLOEXEC, 0);
+		if (t->userns < 0 || t->mntns < 0) {
 			err_set(err, errno, "instance '%s'", inst->name);
 			goto out;
 		}
 		if (build_plan(&k, err) < 0)
 			goto out;
-	} else if (join_node(&k, cfg, d, &userns, &mntns, err) < 0) {
+	} else if (join_node(&k, cfg, d, &t->userns, &t->mntns, err) < 0) {
 		goto out;
 	}
-	for (size_t i = 0; plan.notices && plan.notices[i]; i++)
-		log_notice("%s", plan.notices[i]);
-	plan.nlocal =
+	for (size_t i = 0; t->plan.notices && t->plan.notices[i]; i++)
+		log_notice("%s", t->plan.notices[i]);
+	t->plan.nlocal =
 	    pe->local_size != LAUNCHER_UNKNOWN ? (int)pe->local_size : 1;
-	env = plan_rank_env(&plan, pe->local_rank != LAUNCHER_UNKNOWN
-				       ? (int)pe->local_rank
-				       : 0);
+	t->env = plan_rank_env(&t->plan, pe->local_rank != LAUNCHER_UNKNOWN
+					     ? (int)pe->local_rank
+					     : 0);
 	if (inst)
-		instance_rank_env(inst, &env);
-	if (exec_in_place) {
-		container_exec(&plan, env, userns, mntns, pmi_fd(cfg->host_env),
-			       err);
-		rc = -1; /* only returns on failure */
-	} else {
-		rc = join_spawn(&plan, env, userns, mntns,
-				pmi_fd(cfg->host_env), status, err);
-	}
-	strv_free(env);
+		instance_rank_env(inst, &t->env);
+	rc = 0;
 out:
-	if (userns >= 0)
-		close(userns);
-	if (mntns >= 0)
-		close(mntns);
 	free(k.sock_path);
 	free(k.lock_path);
-	plan_free(&plan); /* zeroed, partly built (on failure) or built */
+	return rc;
+}
+
+int join_run(const struct mpictr_config *cfg, const struct run_decision *d,
+	     const struct instance_attach *inst, bool exec_in_place,
+	     int *status, mpictr_err **err)
+{
+	struct join_task t;
+	int rc = -1;
+
+	if (join_prepare(cfg, d, inst, &t, err) < 0)
+		goto out;
+	if (exec_in_place) {
+		container_exec(&t.plan, t.env, t.userns, t.mntns,
+			       pmi_fd(cfg->host_env), err);
+		rc = -1; /* only returns on failure */
+	} else {
+		rc = join_spawn(&t.plan, t.env, t.userns, t.mntns,
+				pmi_fd(cfg->host_env), status, err);
+	}
+out:
+	join_task_free(&t);
+	return rc;
+}
+
+int join_enter(const struct mpictr_config *cfg, const struct run_decision *d,
+	       const struct instance_attach *inst, char ***env, char **program,
+	       mpictr_err **err)
+{
+	struct join_task t;
+	int rc = -1;
+
+	if (join_prepare(cfg, d, inst, &t, err) == 0 &&
+	    container_enter_task(&t.plan, &t.env, t.userns, t.mntns, program,
+				 err) == 0) {
+		*env = t.env;
+		t.env = NULL;
+		rc = 0;
+	}
+	join_task_free(&t);
 	return rc;
 }

@@ -23,6 +23,13 @@
 int join_run(const struct mpictr_config *cfg, const struct run_decision *d,
 	     const struct instance_attach *inst, bool exec_in_place,
 	     int *status, mpictr_err **err);
+/* As join_run, for a launcher that execs the command itself (the SPANK
+ * plugin): join the container and return, this process in its namespaces
+ * and start directory without capabilities; *env the command's
+ * environment, *program as container_enter_task. */
+int join_enter(const struct mpictr_config *cfg, const struct run_decision *d,
+	       const struct instance_attach *inst, char ***env, char **program,
+	       mpictr_err **err);
 /* Digest of what in plan p decides the container (image, mounts, devices,
  * identity, injected MPI), not the per-task command, environment and start
  * directory: tasks whose digests differ never share a container. */

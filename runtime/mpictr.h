@@ -260,6 +260,25 @@ enum mpictr_run_flags {
 MPICTR_PUBLIC int mpictr_run_flags(mpictr_config *cfg, unsigned flags,
 				   int *status, mpictr_err **err);
 
+/* For a plugin of the launcher that execs each task itself (Slurm's SPANK
+ * task_init hook; since 0.1): do what join mode does for this task of the
+ * launcher's job (start the node's keeper if first, claim the local rank,
+ * the same checks) and return instead of executing the command. On 0 the
+ * calling process is in the node container's namespaces and start
+ * directory, with no capabilities and no_new_privs; *env (NULL-terminated,
+ * each string and the array malloc'ed) is the environment to exec the
+ * command with (the launcher's PMI_FD and PMIX_* included); *program is
+ * NULL when argv[0] of cfg's command is to be exec'ed as given (found on
+ * *env's PATH in the container), else the program to exec in its place with
+ * the same argv: it sources the image's environment scripts, then runs the
+ * command. cfg's image may name an instance ("instance://NAME", below):
+ * the task then enters it. Must be called from a single-threaded process
+ * (a task of the step, after the launcher set its environment); -1 with
+ * *err (EINVAL when cfg's environment is not one task of a launcher's
+ * job; 126/127 exit codes for the command). */
+MPICTR_PUBLIC int mpictr_join_task(mpictr_config *cfg, char ***env,
+				   char **program, mpictr_err **err);
+
 /* ---- instances (since 0.1) --------------------------------------------- */
 
 /* A named instance: the node container of cfg (its image and the options

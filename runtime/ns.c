@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -64,6 +65,14 @@ int ns_create(uid_t uid_in, gid_t gid_in, mpictr_err **err)
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
 
+	/* A process that a root daemon forked and then setuid to the user
+	 * (a Slurm task, where the SPANK plugin runs) is not dumpable: its
+	 * /proc/self files stay root's and the maps below cannot be written.
+	 * The holder holds nothing but the user's own data (docs/security.md),
+	 * so it may be dumpable as any process the user starts. */
+	if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0 &&
+	    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+		return err_set(err, errno, "make the holder dumpable");
 	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0) {
 		int e = errno;
 		err_set(err, e, "create user and mount namespace");

@@ -63,7 +63,7 @@ static const void *plugin_open(const char *name, mpictr_err **err)
 {
 	cleanup_free char *dir = self_dir();
 	cleanup_free char *tried = NULL;
-	char *cands[5] = {NULL, NULL, NULL, NULL, NULL};
+	char *cands[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
 	const char *why = NULL;
 	const void *table = NULL;
 	void *h = NULL;
@@ -77,6 +77,8 @@ static const void *plugin_open(const char *name, mpictr_err **err)
 		/* a relocated installation: LIBDIR/libmpictr.so and
 		 * PREFIX/bin/mpictr next to LIBDIR/mpictr/ */
 		cands[n++] = xasprintf("%s/mpictr/mpictr-%s.so", dir, name);
+		/* beside mpictr-spank.so (LIBDIR/mpictr/) */
+		cands[n++] = xasprintf("%s/mpictr-%s.so", dir, name);
 		cands[n++] =
 		    xasprintf("%s/../lib/mpictr/mpictr-%s.so", dir, name);
 	}

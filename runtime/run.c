@@ -86,6 +86,39 @@ MPICTR_PUBLIC int mpictr_run(mpictr_config *cfg, int *status, mpictr_err **err)
 	return mpictr_run_flags(cfg, 0, status, err);
 }
 
+MPICTR_PUBLIC int mpictr_join_task(mpictr_config *cfg, char ***env,
+				   char **program, mpictr_err **err)
+{
+	struct run_decision d;
+	struct instance_attach ia, *inst = NULL;
+	int rc = -1;
+
+	if (!cfg || !env || !program)
+		return err_set(err, EINVAL,
+			       "mpictr_join_task: missing argument");
+	*env = NULL;
+	*program = NULL;
+	if (refuse_privileged(err) < 0)
+		return -1;
+	if (attach_instance(&cfg, &ia, &inst, err) < 0)
+		return -1;
+	run_decide(cfg, &d);
+	if (d.mode != RUN_JOIN) {
+		cleanup_free char *line = run_describe(&d);
+
+		err_set(err, EINVAL,
+			"mpictr_join_task: not one task of a launcher's job "
+			"(%s)",
+			line);
+	} else {
+		rc = join_enter(cfg, &d, inst, env, program, err);
+	}
+	run_decision_free(&d);
+	if (inst)
+		instance_attach_free(inst);
+	return rc;
+}
+
 MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
 				   mpictr_err **err)
 {

@@ -12,17 +12,14 @@
 # /bin/true` in the repetition test.
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/slurm/env.sh"
+. "$ROOT/tests/integration/slurm-steps.sh"
 
 T="timeout -k 5 90"
 REPEAT=${MPICTR_TEST_REPEAT:-100}
 MYUID=$(id -u)
 JDIR=/tmp/mpictr-join-$MYUID
 
-if ! slurm_up; then
-	need "single-node Slurm answers sinfo" "the Slurm cluster (sudo tests/slurm/cluster.sh start)"
-	done_testing
-	exit
-fi
+require_slurm
 require_userns_fuse "user namespaces and /dev/fuse" "join mode needs unprivileged user namespaces and a usable /dev/fuse"
 require_images all
 
@@ -52,39 +49,7 @@ leftovers() {
 	ls -A "$JDIR" 2>/dev/null | grep "^$1\." | sed 's/^/rendezvous entry /'
 	ls -A "$W/tmp" | sed 's/^/tmp entry /'
 }
-# clean JOBID: bounded wait (30 s) until the job left nothing behind
-clean() {
-	local i
-	for i in $(seq 300); do
-		[ -z "$(leftovers "$1")" ] && return 0
-		sleep 0.1
-	done
-	leftovers "$1"
-	return 1
-}
-# jobid NAME-SUFFIX: the id of the last job of that name (also finished)
-jobid() { sed -n 's/^JOB //p' "$W/job.$1" | tail -n 1; }
-# step SUFFIX SRUN-ARGS...: srun as job $NAME-SUFFIX; output in $W/out.SUFFIX
-step() {
-	local s=$1
-	shift
-	$T srun --job-name="$NAME-$s" "$@" >"$W/out.$s" 2>&1
-	local rc=$?
-	cat "$W/out.$s"
-	squeue -h -t all -n "$NAME-$s" -o 'JOB %i' >"$W/job.$s" 2>/dev/null
-	return $rc
-}
 out() { cat "$W/out.$1"; }
-count() { grep -cE "$2" "$W/out.$1"; }
-# one_ns SUFFIX: the lines "NS <userns> <mntns>" of a step are all equal
-# and differ from this shell's namespaces
-one_ns() {
-	local n
-	n=$(grep '^NS ' "$W/out.$1" | sort -u | wc -l)
-	[ "$n" = 1 ] || { grep '^NS ' "$W/out.$1"; return 1; }
-	! grep -q "^NS $(readlink /proc/self/ns/user) " "$W/out.$1"
-}
-NSCMD='echo NS $(readlink /proc/self/ns/user) $(readlink /proc/self/ns/mnt)'
 
 # ---- MPI programs ----------------------------------------------------------
 ok "srun -O --mpi=pmix -n 4 mpictr mpi.sif hello (Open MPI)" \

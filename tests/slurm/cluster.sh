@@ -12,6 +12,13 @@
 #       user's srun reaches the nodes. Nothing is routed off the machine.
 #       Clients: SLURM_CONF=/etc/slurm-mpictr-nn/slurm.conf
 #
+# SPANK: both clusters' plugstack.conf (beside slurm.conf) loads
+# $SPANK_DIR/mpictr-spank.so with `optional` (a missing file is not an
+# error). SPANK_DIR is owned by the test user (MPICTR_SPANK_USER, default
+# mpictr-test) so that the tests install the plugin of the tree they test
+# (tests/integration/90-spank.sh). That gives the test user root through
+# slurmstepd: a test machine only, never a real site (docs/slurm.md).
+#
 # Both clusters can run at the same time (ports 16817/16818 in different
 # network namespaces) and share one private munged
 # (/run/munge-mpictr/munge.socket.2). Everything has mpictr in its name.
@@ -26,6 +33,8 @@ MUNGE_RUN=/run/munge-mpictr
 MUNGE_SOCK=$MUNGE_RUN/munge.socket.2
 NET=10.77.0
 NS=mpictr-nn
+SPANK_DIR=/var/lib/mpictr-spank
+SPANK_USER=${MPICTR_SPANK_USER:-mpictr-test}
 WAIT_S=${MPICTR_SLURM_WAIT:-60}
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
@@ -184,6 +193,23 @@ EOF
 	chmod 0644 "$SLURM_CONF"
 }
 
+# The plugstack.conf of the cluster: written on every start (also when the
+# cluster runs already: slurmstepd and srun read it for every step).
+write_plugstack() {
+	mkdir -p "$ETC" "$SPANK_DIR"
+	if id "$SPANK_USER" >/dev/null 2>&1; then
+		chown "$SPANK_USER": "$SPANK_DIR"
+	fi
+	chmod 0755 "$SPANK_DIR"
+	cat >"$ETC/plugstack.conf.new" <<EOF
+# written by tests/slurm/cluster.sh: mpictr's SPANK plugin, installed by
+# the tests (tests/integration/90-spank.sh); inert without its options
+optional $SPANK_DIR/mpictr-spank.so
+EOF
+	chmod 0644 "$ETC/plugstack.conf.new"
+	mv "$ETC/plugstack.conf.new" "$ETC/plugstack.conf"
+}
+
 # ---- waiting -------------------------------------------------------------------------
 nodes_idle() { # all NODES nodes idle/mixed/allocated
 	local n
@@ -238,6 +264,7 @@ start_single() {
 		alive "$RUN/slurmctld.pid" || slurmctld -f "$SLURM_CONF" || { fail_logs; die "slurmctld failed to start"; }
 		alive "$RUN/slurmd.pid" || slurmd -f "$SLURM_CONF" || { fail_logs; die "slurmd failed to start"; }
 	fi
+	write_plugstack
 	wait_idle || die "single-node cluster did not come up"
 	say "single-node cluster up: node $n, SLURM_CONF=$SLURM_CONF"
 }
@@ -325,6 +352,7 @@ start_multi() {
 			echo $! >"$RUN/slurmd-node$i.fg.pid"
 		done
 	fi
+	write_plugstack
 	wait_idle || die "$NODES-node cluster did not come up"
 	say "$NODES-node cluster up: node1..node$NODES ($NET.11..), login $NET.1, SLURM_CONF=$SLURM_CONF"
 }

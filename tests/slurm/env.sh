@@ -20,3 +20,20 @@ _slurm_usable_nodes() { # CONF
 }
 slurm_up() { [ "$(_slurm_usable_nodes "$SLURM_CONF")" -ge 1 ]; }
 slurm_multi_up() { [ "$(_slurm_usable_nodes "$SLURM_CONF_MULTI")" -ge "${1:-2}" ]; }
+
+# The SPANK plugin: cluster.sh's plugstack.conf loads
+# $SPANK_DIR/mpictr-spank.so (optional), a directory the test user owns.
+#   spank_ready         true when plugstack.conf names it and it is ours
+#   spank_install DIR   copy DIR's mpictr-*.so there, each replaced
+#                       atomically (other users' steps load it any time)
+SPANK_DIR=${MPICTR_SPANK_DIR:-/var/lib/mpictr-spank}
+spank_ready() {
+	[ -d "$SPANK_DIR" ] && [ -w "$SPANK_DIR" ] &&
+		grep -qs "$SPANK_DIR/mpictr-spank.so" "${SLURM_CONF%/*}/plugstack.conf"
+}
+spank_install() {
+	local f
+	for f in "$1"/mpictr-*.so; do
+		cp "$f" "$SPANK_DIR/.new.$$" && mv -f "$SPANK_DIR/.new.$$" "$SPANK_DIR/${f##*/}" || return 1
+	done
+}
