@@ -74,8 +74,10 @@ PLUGIN_BASE_OBJS := $(B)/obj-plugin/runtime/error.o $(B)/obj/runtime/util.o
 PLUGIN_EXTRA_pmix := $(B)/obj/pmi/job.o $(B)/obj/pmi/pubstore.o $(B)/obj/pmi/spawnreq.o \
 	$(B)/obj/runtime/proc.o $(B)/obj/runtime/syscalls.o
 # The superblock check and compressor names (image.c, which reads SIF
-# partitions through sif.c): the ones the library uses.
-PLUGIN_EXTRA_squash := $(B)/obj/sif/image.o $(B)/obj/sif/sif.o
+# partitions through sif.c): the ones the library uses; the process layer
+# for the FUSE workers' fork.
+PLUGIN_EXTRA_squash := $(B)/obj/sif/image.o $(B)/obj/sif/sif.o \
+	$(B)/obj/runtime/proc.o $(B)/obj/runtime/syscalls.o
 PLUGIN_LIBS_pmix := $(PMIX_LIBS)
 PLUGIN_LIBS_squash := $(FUSE_LIBS)
 PLUGINS := $(PLUGIN_NAMES:%=$(B)/plugins/mpictr-%.so)
@@ -240,7 +242,7 @@ FUZZERS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
 # The pure parsers of untrusted input and what they need; no namespaces,
 # FUSE or PMIx in the fuzzers.
 FUZZ_LIB_SRCS := runtime/error.c runtime/util.c runtime/config.c runtime/bindspec.c \
-	runtime/ldcache.c runtime/proc.c \
+	runtime/ldcache.c runtime/proc.c runtime/syscalls.c \
 	runtime/slurm.c runtime/launcher.c pmi/pmi1_wire.c \
 	$(filter-out sif/squash%,$(wildcard sif/*.c)) \
 	$(wildcard runtime/siteconf.c)

@@ -49,6 +49,7 @@
 
 #include "error.h"
 #include "image.h"
+#include "proc.h"
 #include "squash.h"
 #include "util.h"
 
@@ -741,7 +742,7 @@ static void squash_close_fds(int a, int b)
 
 /* The body of one worker: never returns. */
 static _Noreturn void squash_worker(struct fuse_session *se,
-				    struct squash_ctx *c, pid_t parent)
+				    struct squash_ctx *c)
 {
 	/* SIGTERM, SIGUSR1/2 too: sent to a whole process group (`timeout`,
 	 * `kill -- -PGID`) they are meant for the job, whose supervisor
@@ -750,26 +751,14 @@ static _Noreturn void squash_worker(struct fuse_session *se,
 				      SIGTSTP, SIGTTIN, SIGTTOU, SIGTERM,
 				      SIGUSR1, SIGUSR2};
 	struct fuse_buf fbuf = {.mem = NULL};
-	struct sigaction sa;
-	sigset_t none;
 	int fd, r = 0;
 
-	/* Die with the caller; if it is already gone, don't start. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
-		_exit(1);
+	/* proc_fork_child: the caller's handlers reset, no signal blocked,
+	 * dead with the caller. Terminal and group signals are for the
+	 * payload, and the caller's death reaches us. */
 	prctl(PR_SET_NAME, "mpictr-sqfs");
-
-	/* The caller's handlers make no sense here; terminal and group
-	 * signals are for the payload, and the caller's death reaches us. */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	for (int s = 1; s < NSIG; s++)
-		sigaction(s, &sa, NULL);
-	sa.sa_handler = SIG_IGN;
 	for (size_t i = 0; i < ARRAY_SIZE(ignored); i++)
-		sigaction(ignored[i], &sa, NULL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(ignored[i], SIG_IGN);
 
 	/* Hold no descriptor of the caller's (a pipe kept open here would
 	 * hide an EOF the caller's peers wait for). */
@@ -919,16 +908,17 @@ static int squash_fork_workers(struct fuse_session *se, struct squash_ctx *c,
 			       int nworkers, struct squash_mount *m,
 			       mpictr_err **err)
 {
-	pid_t self = getpid();
+	sigset_t none;
 
+	sigemptyset(&none);
 	m->pids = xcalloc((size_t)nworkers, sizeof(pid_t));
 	for (int i = 0; i < nworkers; i++) {
-		pid_t pid = fork();
+		pid_t pid = proc_fork_child(&none, "squashfs worker", err);
 
 		if (pid < 0)
-			return err_set(err, errno, "fork squashfs worker");
+			return -1;
 		if (pid == 0)
-			squash_worker(se, c, self);
+			squash_worker(se, c);
 		m->pids[m->npids++] = pid;
 	}
 	return 0;
