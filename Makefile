@@ -254,11 +254,22 @@ FUZZ_SRCS_fuzz_siteconf := runtime/siteconf.c runtime/config.c runtime/bindspec.
 	runtime/error.c runtime/util.c runtime/syscalls.c
 FUZZ_SRCS_fuzz_bind := runtime/bindspec.c runtime/error.c runtime/util.c
 FUZZ_SRCS_fuzz_ldcache := runtime/ldcache.c runtime/error.c runtime/util.c
+# The squash plugin's image reader, linked with libsquashfuse (not
+# instrumented) as the plugin is; the directory image reader alone.
+FUZZ_SRCS_fuzz_squash := sif/squash.c sif/image.c sif/sif.c runtime/error.c \
+	runtime/util.c runtime/proc.c runtime/syscalls.c
+FUZZ_CFLAGS_fuzz_squash := $(FUSE_CFLAGS)
+FUZZ_LIBS_fuzz_squash := $(FUSE_LIBS)
+FUZZ_SRCS_fuzz_imgread := runtime/imgread.c sif/squash_stub.c runtime/plugin.c \
+	runtime/error.c runtime/util.c runtime/syscalls.c runtime/proc.c
 fuzz: $(FUZZERS)
+$(B)/fuzz/fuzz_squash: $(FUZZ_SRCS_fuzz_squash)
+$(B)/fuzz/fuzz_imgread: $(FUZZ_SRCS_fuzz_imgread)
 $(B)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRCS)
 	@mkdir -p $(dir $@)
-	$(CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $< $(or $(FUZZ_SRCS_$*),$(FUZZ_LIB_SRCS)) \
-		$(shell $(PKG_CONFIG) --libs libcap) -lpthread
+	$(CLANG) $(FUZZ_FLAGS) $(FUZZ_CFLAGS_$*) -fsanitize=fuzzer -o $@ $< \
+		$(or $(FUZZ_SRCS_$*),$(FUZZ_LIB_SRCS)) \
+		$(shell $(PKG_CONFIG) --libs libcap) $(FUZZ_LIBS_$*) -lpthread
 
 # ---- install ----------------------------------------------------------------
 install: all

@@ -53,6 +53,12 @@
 #include "squash.h"
 #include "util.h"
 
+/* A directory entry's name as libsquashfuse reads it (sqfs_dir_next,
+ * sqfs_dir_lookup): the entry's 16-bit size plus one, not checked against
+ * SQUASHFS_NAME_LEN, then a NUL, so a crafted image overflows a sqfs_name
+ * (257 bytes) (found by tests/fuzz/fuzz_squash.c). Room for the largest. */
+typedef char squash_name[65536 + 2];
+
 /* The image is immutable: let the kernel cache names, attributes, negative
  * lookups, directory listings and file pages for as long as it likes. */
 #define SQUASH_TIMEOUT (86400.0 * 365)
@@ -238,7 +244,7 @@ static void squash_op_lookup(fuse_req_t req, fuse_ino_t parent,
 	struct fuse_entry_param e;
 	sqfs_inode dir, in;
 	sqfs_dir_entry ent;
-	sqfs_name namebuf;
+	squash_name namebuf;
 	bool found = false;
 	size_t len = strlen(name);
 
@@ -397,7 +403,7 @@ static void squash_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 	struct squash_ctx *c = fuse_req_userdata(req);
 	sqfs_err serr = SQFS_OK;
 	sqfs_dir_entry ent;
-	sqfs_name namebuf;
+	squash_name namebuf;
 	sqfs_inode dir;
 	sqfs_dir d;
 	size_t used = 0;
@@ -1195,7 +1201,7 @@ static int squash_step(struct squash_image *h, struct squash_walk *w,
 		       char **next, mpictr_err **err)
 {
 	sqfs_dir_entry ent;
-	sqfs_name nb;
+	squash_name nb;
 	sqfs_inode dir, in;
 	bool found = false;
 
@@ -1265,12 +1271,23 @@ static int squash_resolve(struct squash_image *h, const char *path,
 	return rc;
 }
 
+/* A name a directory may hold: one component, no NUL in it. */
+static bool squash_name_ok(sqfs_dir_entry *ent)
+{
+	const char *name = sqfs_dentry_name(ent);
+	size_t len = sqfs_dentry_name_size(ent);
+
+	return len > 0 && len <= SQUASHFS_NAME_LEN && strlen(name) == len &&
+	       !strchr(name, '/') && strcmp(name, ".") != 0 &&
+	       strcmp(name, "..") != 0;
+}
+
 int squash_image_list(struct squash_image *h, const char *path, size_t max,
 		      char ***names, mpictr_err **err)
 {
 	sqfs_err serr = SQFS_OK;
 	sqfs_dir_entry ent;
-	sqfs_name nb;
+	squash_name nb;
 	sqfs_inode dir;
 	sqfs_dir d;
 	size_t n = 0;
@@ -1292,6 +1309,14 @@ int squash_image_list(struct squash_image *h, const char *path, size_t max,
 				       "image '%s': directory '%s' has more "
 				       "than %zu entries",
 				       h->name, path, max);
+		}
+		if (!squash_name_ok(&ent)) {
+			strv_free(*names);
+			*names = NULL;
+			return err_set(err, EIO,
+				       "image '%s': directory '%s': a corrupt "
+				       "entry",
+				       h->name, path);
 		}
 		strv_push(names, sqfs_dentry_name(&ent));
 	}
@@ -1359,7 +1384,8 @@ int squash_image_read(struct squash_image *h, const char *path, size_t max,
 			       h->name, path, max);
 	n = (sqfs_off_t)in.xtra.reg.file_size;
 	*buf = xmalloc((size_t)n + 1);
-	if (n && sqfs_read_range(&h->c.fs, &in, 0, &n, *buf) != SQFS_OK) {
+	if (n && (sqfs_read_range(&h->c.fs, &in, 0, &n, *buf) != SQFS_OK ||
+		  n != (sqfs_off_t)in.xtra.reg.file_size)) {
 		free(*buf);
 		*buf = NULL;
 		return err_set(err, EIO, "image '%s': read '%s'", h->name,
