@@ -265,7 +265,7 @@ FUZZ_SRCS_fuzz_imgread := runtime/imgread.c sif/squash_stub.c runtime/plugin.c \
 fuzz: $(FUZZERS)
 $(B)/fuzz/fuzz_squash: $(FUZZ_SRCS_fuzz_squash)
 $(B)/fuzz/fuzz_imgread: $(FUZZ_SRCS_fuzz_imgread)
-$(B)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRCS)
+$(B)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_check.h $(FUZZ_LIB_SRCS)
 	@mkdir -p $(dir $@)
 	$(CLANG) $(FUZZ_FLAGS) $(FUZZ_CFLAGS_$*) -fsanitize=fuzzer -o $@ $< \
 		$(or $(FUZZ_SRCS_$*),$(FUZZ_LIB_SRCS)) \

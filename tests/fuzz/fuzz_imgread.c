@@ -24,33 +24,12 @@
 #include "syscalls.h"
 #include "util.h"
 
+#include "fuzz_check.h"
+
 #define SECRET "the secret outside the root"
 #define MAX_LINES 64
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* A failure: its error has a message; *err is reset for the next call. */
-static void check_failed(mpictr_err **err)
-{
-	if (!*err || !mpictr_err_message(*err)[0])
-		abort();
-	mpictr_err_free(*err);
-	*err = NULL;
-}
-
-static void check_canon(const char *canon)
-{
-	const char *s = canon;
-
-	if (canon[0] != '/')
-		abort();
-	while ((s = strchr(s, '/'))) {
-		s++;
-		if (s[0] == '.' && (s[1] == '/' || !s[1] ||
-				    (s[1] == '.' && (s[2] == '/' || !s[2]))))
-			abort();
-	}
-}
 
 /* Create what one d/f/l line says, in its parent resolved in the root. */
 static void make_entry(int root, char kind, char *path, const char *arg)

@@ -20,36 +20,13 @@
 #include "squash.h"
 #include "util.h"
 
+#include "fuzz_check.h"
+
 #define WALK_DEPTH 6
 #define WALK_ENTRIES 32
 #define READ_MAX (64 * 1024)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* A failure: its error has a message; *err is reset for the next call. */
-static void check_failed(mpictr_err **err)
-{
-	if (!*err || !mpictr_err_message(*err)[0])
-		abort();
-	mpictr_err_free(*err);
-	*err = NULL;
-}
-
-static void check_canon(const char *canon)
-{
-	const char *s = canon;
-
-	if (canon[0] != '/')
-		abort();
-	while ((s = strchr(s, '/'))) {
-		s++;
-		if ((s[0] == '.' && (s[1] == '/' || !s[1])) ||
-		    (s[0] == '.' && s[1] == '.' && (s[2] == '/' || !s[2])))
-			abort();
-		if (s[0] == '/')
-			abort(); /* "//": an empty component */
-	}
-}
 
 /* stat (with canon), then read a regular file and compare its size. */
 static void visit(struct squash_image *h, const char *path)
