@@ -59,6 +59,61 @@
  * (257 bytes) (found by tests/fuzz/fuzz_squash.c). Room for the largest. */
 typedef char squash_name[65536 + 2];
 
+/* Is the metadata cursor (block at table + block, offset) inside its
+ * block? libsquashfuse's sqfs_md_read takes it on trust and copies from
+ * past the block's end when it is not (found by fuzz_squash). */
+static bool squash_cursor_ok(sqfs *fs, uint64_t table, uint64_t block,
+			     size_t offset)
+{
+	sqfs_off_t pos = (sqfs_off_t)(table + block);
+	sqfs_block *b;
+
+	if (table + block < table || table + block >= fs->sb.bytes_used)
+		return false;
+	/* (a block that failed to read may come back as NULL) */
+	return sqfs_md_cache(fs, &pos, &b) == SQFS_OK && b && offset < b->size;
+}
+
+/* sqfs_inode_get with the inode's cursor, and a directory's listing
+ * cursor, checked first (squash_cursor_ok). */
+static sqfs_err squash_inode_get(sqfs *fs, sqfs_inode *in, sqfs_inode_id id)
+{
+	sqfs_err e;
+
+	if (!squash_cursor_ok(fs, fs->sb.inode_table_start, id >> 16,
+			      id & 0xffff))
+		return SQFS_ERR;
+	e = sqfs_inode_get(fs, in, id);
+	if (e == SQFS_OK && S_ISREG(in->base.mode) &&
+	    in->xtra.reg.frag_idx != SQUASHFS_INVALID_FRAG &&
+	    in->xtra.reg.frag_idx >= fs->sb.fragments)
+		return SQFS_ERR; /* sqfs_table_get does not check the index */
+	if (e == SQFS_OK && S_ISDIR(in->base.mode) &&
+	    in->xtra.dir.dir_size > 3 &&
+	    !squash_cursor_ok(fs, fs->sb.directory_table_start,
+			      in->xtra.dir.start_block, in->xtra.dir.offset))
+		return SQFS_ERR;
+	return e;
+}
+
+/* sqfs_read_range, the file's tail in its fragment block checked first
+ * when the read reaches it: libsquashfuse copies the tail from
+ * frag_off of the block without looking at the block's size. */
+static sqfs_err squash_read_range(sqfs *fs, sqfs_inode *in, sqfs_off_t off,
+				  sqfs_off_t *n, void *buf)
+{
+	uint64_t size = in->xtra.reg.file_size;
+	size_t foff, flen;
+	sqfs_block *b;
+
+	if (in->xtra.reg.frag_idx != SQUASHFS_INVALID_FRAG &&
+	    (uint64_t)off + (uint64_t)*n > size - size % fs->sb.block_size &&
+	    (sqfs_frag_block(fs, in, &foff, &flen, &b) != SQFS_OK || !b ||
+	     foff > b->size || flen > b->size - foff))
+		return SQFS_ERR;
+	return sqfs_read_range(fs, in, off, n, buf);
+}
+
 /* The image is immutable: let the kernel cache names, attributes, negative
  * lookups, directory listings and file pages for as long as it likes. */
 #define SQUASH_TIMEOUT (86400.0 * 365)
@@ -160,7 +215,7 @@ static int squash_iget(fuse_req_t req, fuse_ino_t ino, sqfs_inode *in)
 {
 	struct squash_ctx *c = fuse_req_userdata(req);
 
-	if (sqfs_inode_get(&c->fs, in, squash_node_to_id(c, ino)) == SQFS_OK)
+	if (squash_inode_get(&c->fs, in, squash_node_to_id(c, ino)) == SQFS_OK)
 		return 0;
 	fuse_reply_err(req, EIO);
 	return -1;
@@ -269,7 +324,7 @@ static void squash_op_lookup(fuse_req_t req, fuse_ino_t parent,
 		return;
 	}
 	e.ino = squash_id_to_node(c, sqfs_dentry_inode(&ent));
-	if (sqfs_inode_get(&c->fs, &in, sqfs_dentry_inode(&ent)) != SQFS_OK ||
+	if (squash_inode_get(&c->fs, &in, sqfs_dentry_inode(&ent)) != SQFS_OK ||
 	    squash_stat(c, &in, e.ino, &e.attr)) {
 		fuse_reply_err(req, EIO);
 		return;
@@ -365,7 +420,7 @@ static void squash_op_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	if (sqfs_read_range(&c->fs, &in, off, &n, buf) != SQFS_OK) {
+	if (squash_read_range(&c->fs, &in, off, &n, buf) != SQFS_OK) {
 		fuse_reply_err(req, EIO);
 		return;
 	}
@@ -437,8 +492,8 @@ static void squash_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 
 			memset(&e, 0, sizeof(e));
 			e.ino = node;
-			if (sqfs_inode_get(&c->fs, &in,
-					   sqfs_dentry_inode(&ent)) !=
+			if (squash_inode_get(&c->fs, &in,
+					     sqfs_dentry_inode(&ent)) !=
 				SQFS_OK ||
 			    squash_stat(c, &in, node, &e.attr)) {
 				serr = SQFS_ERR;
@@ -709,7 +764,8 @@ static int squash_open_image(struct squash_ctx *c, const char *image,
 			       ": cannot read the inode, id or fragment tables "
 			       "(corrupt image, squashfuse error %d)",
 			       image, offset, (int)serr);
-	if (sqfs_inode_get(&c->fs, &root, sqfs_inode_root(&c->fs)) != SQFS_OK ||
+	if (squash_inode_get(&c->fs, &root, sqfs_inode_root(&c->fs)) !=
+		SQFS_OK ||
 	    !S_ISDIR(root.base.mode)) {
 		sqfs_destroy(&c->fs);
 		return err_set(
@@ -1207,13 +1263,13 @@ static int squash_step(struct squash_image *h, struct squash_walk *w,
 
 	*next = NULL;
 	sqfs_dentry_init(&ent, nb);
-	if (sqfs_inode_get(&h->c.fs, &dir, w->id[w->depth]) != SQFS_OK ||
+	if (squash_inode_get(&h->c.fs, &dir, w->id[w->depth]) != SQFS_OK ||
 	    !S_ISDIR(dir.base.mode))
 		return err_set(err, ENOTDIR, "image '%s': '%s'", h->name, path);
 	if (sqfs_dir_lookup(&h->c.fs, &dir, name, strlen(name), &ent, &found) !=
 		SQFS_OK ||
 	    !found ||
-	    sqfs_inode_get(&h->c.fs, &in, sqfs_dentry_inode(&ent)) != SQFS_OK)
+	    squash_inode_get(&h->c.fs, &in, sqfs_dentry_inode(&ent)) != SQFS_OK)
 		return err_set(err, ENOENT, "image '%s': '%s'", h->name, path);
 	if (S_ISLNK(in.base.mode)) {
 		*next = squash_link_path(h, &in, rest, path, err);
@@ -1263,7 +1319,8 @@ static int squash_resolve(struct squash_image *h, const char *path,
 		buf = next;
 		rest = buf;
 	}
-	if (rc == 0 && sqfs_inode_get(&h->c.fs, out, w.id[w.depth]) != SQFS_OK)
+	if (rc == 0 &&
+	    squash_inode_get(&h->c.fs, out, w.id[w.depth]) != SQFS_OK)
 		rc = err_set(err, EIO, "image '%s': '%s'", h->name, path);
 	if (rc == 0 && canon)
 		*canon = w.cp.len ? sb_steal(&w.cp) : xstrdup("/");
@@ -1357,8 +1414,8 @@ int squash_image_pread(struct squash_image *h, const char *path, void *buf,
 		return err_set(err, EINVAL,
 			       "image '%s': '%s': read beyond the end", h->name,
 			       path);
-	if (n && (sqfs_read_range(&h->c.fs, &in, (sqfs_off_t)off, &got, buf) !=
-		      SQFS_OK ||
+	if (n && (squash_read_range(&h->c.fs, &in, (sqfs_off_t)off, &got,
+				    buf) != SQFS_OK ||
 		  got != (sqfs_off_t)n))
 		return err_set(err, EIO, "image '%s': read '%s'", h->name,
 			       path);
@@ -1384,7 +1441,7 @@ int squash_image_read(struct squash_image *h, const char *path, size_t max,
 			       h->name, path, max);
 	n = (sqfs_off_t)in.xtra.reg.file_size;
 	*buf = xmalloc((size_t)n + 1);
-	if (n && (sqfs_read_range(&h->c.fs, &in, 0, &n, *buf) != SQFS_OK ||
+	if (n && (squash_read_range(&h->c.fs, &in, 0, &n, *buf) != SQFS_OK ||
 		  n != (sqfs_off_t)in.xtra.reg.file_size)) {
 		free(*buf);
 		*buf = NULL;
