@@ -74,8 +74,10 @@ PLUGIN_BASE_OBJS := $(B)/obj-plugin/runtime/error.o $(B)/obj/runtime/util.o
 PLUGIN_EXTRA_pmix := $(B)/obj/pmi/job.o $(B)/obj/pmi/pubstore.o $(B)/obj/pmi/spawnreq.o \
 	$(B)/obj/runtime/proc.o $(B)/obj/runtime/syscalls.o
 # The superblock check and compressor names (image.c, which reads SIF
-# partitions through sif.c): the ones the library uses.
-PLUGIN_EXTRA_squash := $(B)/obj/sif/image.o $(B)/obj/sif/sif.o
+# partitions through sif.c): the ones the library uses; the process layer
+# for the FUSE workers' fork.
+PLUGIN_EXTRA_squash := $(B)/obj/sif/image.o $(B)/obj/sif/sif.o \
+	$(B)/obj/runtime/proc.o $(B)/obj/runtime/syscalls.o
 PLUGIN_LIBS_pmix := $(PMIX_LIBS)
 PLUGIN_LIBS_squash := $(FUSE_LIBS)
 PLUGINS := $(PLUGIN_NAMES:%=$(B)/plugins/mpictr-%.so)
@@ -240,7 +242,7 @@ FUZZERS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
 # The pure parsers of untrusted input and what they need; no namespaces,
 # FUSE or PMIx in the fuzzers.
 FUZZ_LIB_SRCS := runtime/error.c runtime/util.c runtime/config.c runtime/bindspec.c \
-	runtime/ldcache.c runtime/proc.c \
+	runtime/ldcache.c runtime/proc.c runtime/syscalls.c \
 	runtime/slurm.c runtime/launcher.c pmi/pmi1_wire.c \
 	$(filter-out sif/squash%,$(wildcard sif/*.c)) \
 	$(wildcard runtime/siteconf.c)
@@ -252,11 +254,22 @@ FUZZ_SRCS_fuzz_siteconf := runtime/siteconf.c runtime/config.c runtime/bindspec.
 	runtime/error.c runtime/util.c runtime/syscalls.c
 FUZZ_SRCS_fuzz_bind := runtime/bindspec.c runtime/error.c runtime/util.c
 FUZZ_SRCS_fuzz_ldcache := runtime/ldcache.c runtime/error.c runtime/util.c
+# The squash plugin's image reader, linked with libsquashfuse (not
+# instrumented) as the plugin is; the directory image reader alone.
+FUZZ_SRCS_fuzz_squash := sif/squash.c sif/image.c sif/sif.c runtime/error.c \
+	runtime/util.c runtime/proc.c runtime/syscalls.c
+FUZZ_CFLAGS_fuzz_squash := $(FUSE_CFLAGS)
+FUZZ_LIBS_fuzz_squash := $(FUSE_LIBS)
+FUZZ_SRCS_fuzz_imgread := runtime/imgread.c sif/squash_stub.c runtime/plugin.c \
+	runtime/error.c runtime/util.c runtime/syscalls.c runtime/proc.c
 fuzz: $(FUZZERS)
-$(B)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB_SRCS)
+$(B)/fuzz/fuzz_squash: $(FUZZ_SRCS_fuzz_squash)
+$(B)/fuzz/fuzz_imgread: $(FUZZ_SRCS_fuzz_imgread)
+$(B)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_check.h $(FUZZ_LIB_SRCS)
 	@mkdir -p $(dir $@)
-	$(CLANG) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $< $(or $(FUZZ_SRCS_$*),$(FUZZ_LIB_SRCS)) \
-		$(shell $(PKG_CONFIG) --libs libcap) -lpthread
+	$(CLANG) $(FUZZ_FLAGS) $(FUZZ_CFLAGS_$*) -fsanitize=fuzzer -o $@ $< \
+		$(or $(FUZZ_SRCS_$*),$(FUZZ_LIB_SRCS)) \
+		$(shell $(PKG_CONFIG) --libs libcap) $(FUZZ_LIBS_$*) -lpthread
 
 # ---- install ----------------------------------------------------------------
 install: all

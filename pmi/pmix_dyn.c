@@ -2,20 +2,23 @@
  * spawn (handed to the launcher), connect/disconnect, and the name service
  * of publish/lookup/unpublish (pubstore.c). Every upcall runs on libpmix's
  * progress thread and returns at once; a lookup that must wait for a
- * publish is answered by that publish. See docs/pmi.md, "Dynamic
+ * publish is answered by that publish, or with PMIX_ERR_TIMEOUT by the
+ * timer thread once its PMIX_TIMEOUT has passed. See docs/pmi.md, "Dynamic
  * processes". */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pmix_dyn.h"
+#include "proc.h"
 #include "pubstore.h"
 #include "util.h"
 
-/* A lookup waiting for its keys to be published (PMIX_WAIT). */
+/* A lookup waiting for its keys to be published (PMIX_WAIT), queued in the
+ * store (pubstore_wait) with its PMIX_TIMEOUT. */
 struct lookup_wait {
-	struct lookup_wait *next;
 	pmix_proc_t proc;
 	char **keys;
 	size_t want; /* keys that must be found */
@@ -35,10 +38,13 @@ struct spawn_reply {
 static struct {
 	pthread_mutex_t lock; /* guards what follows */
 	struct pubstore *store;
-	struct lookup_wait *waits;
 	char **spawned; /* registered namespaces of spawns */
 	struct pmi_hooks hooks;
 	bool multi_node;
+	/* the timer thread: started by the first lookup with a timeout */
+	pthread_t timer;
+	pthread_cond_t timer_cond; /* on CLOCK_MONOTONIC, under lock */
+	bool timer_running, timer_stop;
 } d = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void value_free(void *v)
@@ -144,33 +150,75 @@ static void lookup_answer(struct lookup_wait *w, pmix_status_t status)
 	free(w);
 }
 
-/* Under the lock: unlink the waits a publish has made answerable. */
-static struct lookup_wait *take_answerable(void)
+static bool answerable(void *data, void *arg)
 {
-	struct lookup_wait *ready = NULL, **pp = &d.waits;
-
-	while (*pp) {
-		struct lookup_wait *w = *pp;
-
-		if (lookup_fill(w)) {
-			*pp = w->next;
-			w->next = ready;
-			ready = w;
-		} else {
-			pp = &w->next;
-		}
-	}
-	return ready;
+	return lookup_fill(data);
 }
 
-static void answer_all(struct lookup_wait *ready, pmix_status_t status)
+/* Answer and free the waits of a pubstore_take_* array. */
+static void answer_all(void **ready, pmix_status_t status)
 {
-	while (ready) {
-		struct lookup_wait *next = ready->next;
+	for (size_t i = 0; ready && ready[i]; i++)
+		lookup_answer(ready[i], status);
+	free(ready);
+}
 
-		lookup_answer(ready, status);
-		ready = next;
+/* The timer thread: answers each waiting lookup whose PMIX_TIMEOUT has
+ * passed with PMIX_ERR_TIMEOUT (as PRRTE's data server does). */
+static void *timer_main(void *arg)
+{
+	pthread_mutex_lock(&d.lock);
+	while (!d.timer_stop) {
+		long next = d.store ? pubstore_next_deadline(d.store) : 0;
+		long now = mono_ms();
+		struct timespec ts;
+		void **expired;
+
+		if (!next) {
+			pthread_cond_wait(&d.timer_cond, &d.lock);
+			continue;
+		}
+		if (next > now) {
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_sec += (next - now) / 1000;
+			ts.tv_nsec += (next - now) % 1000 * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&d.timer_cond, &d.lock, &ts);
+			continue;
+		}
+		expired = pubstore_take_expired(d.store, now);
+		pthread_mutex_unlock(&d.lock);
+		log_debug("pmix: a waiting lookup timed out");
+		answer_all(expired, PMIX_ERR_TIMEOUT);
+		pthread_mutex_lock(&d.lock);
 	}
+	pthread_mutex_unlock(&d.lock);
+	return NULL;
+}
+
+/* Under the lock: wake the timer thread, starting it first if needed. A
+ * thread that cannot start leaves the lookup waiting, as before. */
+static void timer_kick(void)
+{
+	pthread_condattr_t ca;
+
+	if (d.timer_running) {
+		pthread_cond_signal(&d.timer_cond);
+		return;
+	}
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&d.timer_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	d.timer_stop = false;
+	if (pthread_create(&d.timer, NULL, timer_main, NULL) == 0)
+		d.timer_running = true;
+	else
+		log_warn("pmix: no timer thread: lookups wait without a "
+			 "timeout");
 }
 
 pmix_status_t pmix_dyn_publish(const pmix_proc_t *proc,
@@ -178,7 +226,7 @@ pmix_status_t pmix_dyn_publish(const pmix_proc_t *proc,
 			       pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
 	pmix_status_t rc = PMIX_SUCCESS;
-	struct lookup_wait *ready;
+	void **ready;
 	enum pub_range range;
 	bool once = read_once(info, ninfo);
 
@@ -204,7 +252,8 @@ pmix_status_t pmix_dyn_publish(const pmix_proc_t *proc,
 			PMIX_VALUE_RELEASE(v);
 		}
 	}
-	ready = take_answerable();
+	ready = d.store ? pubstore_take_answerable(d.store, answerable, NULL)
+			: NULL;
 	pthread_mutex_unlock(&d.lock);
 	answer_all(ready, PMIX_SUCCESS);
 	cbfunc(rc, cbdata);
@@ -236,20 +285,41 @@ static size_t wait_count(const pmix_info_t info[], size_t ninfo, size_t nkeys)
 	return 0;
 }
 
+/* PMIX_TIMEOUT in seconds (an int, as Open MPI and PRRTE pass it), 0 for
+ * none or a value <= 0 (wait for ever). */
+static long timeout_sec(const pmix_info_t info[], size_t ninfo)
+{
+	for (size_t i = 0; i < ninfo; i++) {
+		const pmix_value_t *v = &info[i].value;
+
+		if (!PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT))
+			continue;
+		if (v->type == PMIX_INT)
+			return v->data.integer > 0 ? v->data.integer : 0;
+		if (v->type == PMIX_UINT32)
+			return (long)v->data.uint32;
+		if (v->type == PMIX_INT32)
+			return v->data.int32 > 0 ? v->data.int32 : 0;
+		return 0;
+	}
+	return 0;
+}
+
 pmix_status_t pmix_dyn_lookup(const pmix_proc_t *proc, char **keys,
 			      const pmix_info_t info[], size_t ninfo,
 			      pmix_lookup_cbfunc_t cbfunc, void *cbdata)
 {
 	struct lookup_wait *w = xcalloc(1, sizeof(*w));
 	size_t nkeys = strv_len(keys), wait = wait_count(info, ninfo, nkeys);
+	long timeout = wait ? timeout_sec(info, ninfo) : 0;
 
 	if (nkeys == 0) {
 		free(w);
 		return PMIX_ERR_BAD_PARAM;
 	}
-	log_debug("pmix: lookup of '%s'%s by %s:%u%s", keys[0],
+	log_debug("pmix: lookup of '%s'%s by %s:%u%s, timeout %ld s", keys[0],
 		  nkeys > 1 ? " ..." : "", proc->nspace, proc->rank,
-		  wait ? " (waits)" : "");
+		  wait ? " (waits)" : "", timeout);
 	PMIX_LOAD_PROCID(&w->proc, proc->nspace, proc->rank);
 	w->keys = strv_dup(keys);
 	w->want = wait ? wait : 1;
@@ -257,9 +327,12 @@ pmix_status_t pmix_dyn_lookup(const pmix_proc_t *proc, char **keys,
 	w->cbdata = cbdata;
 	pthread_mutex_lock(&d.lock);
 	if (d.store && !lookup_fill(w) && wait) {
-		/* answered by the publish that completes it, or at the end */
-		w->next = d.waits;
-		d.waits = w;
+		/* answered by the publish that completes it, the timer, or
+		 * at the end */
+		pubstore_wait(d.store, w,
+			      timeout ? mono_ms() + timeout * 1000 : 0);
+		if (timeout)
+			timer_kick();
 		w = NULL;
 	}
 	pthread_mutex_unlock(&d.lock);
@@ -419,18 +492,27 @@ void pmi_pmix_spawn_done(struct pmi_spawn *sp, bool ok)
 
 void pmix_dyn_stop(void)
 {
-	struct lookup_wait *waits;
+	void **waits;
 	char **spawned;
+	bool timer;
 
 	pthread_mutex_lock(&d.lock);
-	waits = d.waits;
-	d.waits = NULL;
+	waits = d.store ? pubstore_take_all(d.store) : NULL;
+	timer = d.timer_running;
+	d.timer_stop = true;
+	d.timer_running = false;
+	if (timer)
+		pthread_cond_signal(&d.timer_cond);
 	spawned = d.spawned;
 	d.spawned = NULL;
 	pubstore_free(d.store);
 	d.store = NULL;
 	memset(&d.hooks, 0, sizeof(d.hooks));
 	pthread_mutex_unlock(&d.lock);
+	if (timer) {
+		pthread_join(d.timer, NULL);
+		pthread_cond_destroy(&d.timer_cond);
+	}
 	answer_all(waits, PMIX_ERR_NOT_FOUND);
 	for (char **n = spawned; n && *n; n++)
 		pmix_deregister_nspace(*n);

@@ -8,10 +8,17 @@
 #include "pubstore.h"
 #include "util.h"
 
+struct pub_wait {
+	void *data;
+	long deadline_ms; /* 0: none */
+};
+
 struct pubstore {
 	struct pub_entry *e;
 	size_t n, cap;
 	void (*free_value)(void *);
+	struct pub_wait *w; /* waiting lookups, in arrival order */
+	size_t nw;
 };
 
 struct pubstore *pubstore_new(void (*free_value)(void *))
@@ -38,6 +45,7 @@ void pubstore_free(struct pubstore *st)
 	for (size_t i = 0; i < st->n; i++)
 		entry_clear(st, &st->e[i]);
 	free(st->e);
+	free(st->w);
 	free(st);
 }
 
@@ -157,4 +165,90 @@ void pubstore_read(struct pubstore *st, const struct pub_entry *const *found,
 size_t pubstore_count(const struct pubstore *st)
 {
 	return st ? st->n : 0;
+}
+
+void pubstore_wait(struct pubstore *st, void *data, long deadline_ms)
+{
+	st->w = xrealloc(st->w, (st->nw + 1) * sizeof(*st->w));
+	st->w[st->nw].data = data;
+	st->w[st->nw].deadline_ms = deadline_ms > 0 ? deadline_ms : 0;
+	st->nw++;
+}
+
+/* Unlink the waits pick() selects, keeping the others in order. */
+static void **take_waits(struct pubstore *st,
+			 bool (*pick)(const struct pub_wait *w, void *arg),
+			 void *arg)
+{
+	void **out = NULL;
+	size_t kept = 0, n = 0;
+
+	for (size_t i = 0; i < st->nw; i++) {
+		if (pick(&st->w[i], arg)) {
+			out = xrealloc(out, (n + 2) * sizeof(*out));
+			out[n++] = st->w[i].data;
+			out[n] = NULL;
+		} else {
+			st->w[kept++] = st->w[i];
+		}
+	}
+	st->nw = kept;
+	return out;
+}
+
+struct answered_arg {
+	bool (*answered)(void *data, void *arg);
+	void *arg;
+};
+
+static bool pick_answered(const struct pub_wait *w, void *arg)
+{
+	struct answered_arg *a = arg;
+
+	return a->answered(w->data, a->arg);
+}
+
+void **pubstore_take_answerable(struct pubstore *st,
+				bool (*answered)(void *data, void *arg),
+				void *arg)
+{
+	struct answered_arg a = {answered, arg};
+
+	return take_waits(st, pick_answered, &a);
+}
+
+static bool pick_expired(const struct pub_wait *w, void *arg)
+{
+	return w->deadline_ms && w->deadline_ms <= *(const long *)arg;
+}
+
+void **pubstore_take_expired(struct pubstore *st, long now_ms)
+{
+	return take_waits(st, pick_expired, &now_ms);
+}
+
+static bool pick_all(const struct pub_wait *w, void *arg)
+{
+	return true;
+}
+
+void **pubstore_take_all(struct pubstore *st)
+{
+	return take_waits(st, pick_all, NULL);
+}
+
+long pubstore_next_deadline(const struct pubstore *st)
+{
+	long next = 0;
+
+	for (size_t i = 0; i < st->nw; i++)
+		if (st->w[i].deadline_ms &&
+		    (!next || st->w[i].deadline_ms < next))
+			next = st->w[i].deadline_ms;
+	return next;
+}
+
+size_t pubstore_waiting(const struct pubstore *st)
+{
+	return st->nw;
 }

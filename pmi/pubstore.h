@@ -35,7 +35,8 @@ struct pub_entry {
 struct pubstore;
 
 struct pubstore *pubstore_new(void (*free_value)(void *));
-/* Frees every value. NULL ok. */
+/* Frees every value (take the waits first: their data is not freed).
+ * NULL ok. */
 void pubstore_free(struct pubstore *st);
 /* Store key -> value (the store takes value on success); once: the first
  * lookup that reads it removes it (PMIX_PERSIST_FIRST_READ, which Open
@@ -60,5 +61,24 @@ size_t pubstore_count(const struct pubstore *st);
  * those that are read-once. */
 void pubstore_read(struct pubstore *st, const struct pub_entry *const *found,
 		   size_t n);
+
+/* ---- lookups that wait (PMIX_WAIT) ----
+ * Queued in the store with the caller's data (opaque) and a deadline: the
+ * lookup's PMIX_TIMEOUT as a time of the caller's clock (mono_ms), 0 for
+ * none (it waits until answered or the store ends). Taking unlinks: the
+ * caller answers what it took, once. Returned arrays are malloc'ed and
+ * NULL-terminated; NULL when nothing was taken. */
+void pubstore_wait(struct pubstore *st, void *data, long deadline_ms);
+/* The waits answered(data, arg) says are answerable, in queue order. */
+void **pubstore_take_answerable(struct pubstore *st,
+				bool (*answered)(void *data, void *arg),
+				void *arg);
+/* The waits whose deadline is at or before now_ms, in queue order. */
+void **pubstore_take_expired(struct pubstore *st, long now_ms);
+/* Every wait (the end of the launch). */
+void **pubstore_take_all(struct pubstore *st);
+/* The earliest deadline of a queued wait, 0 when none has one. */
+long pubstore_next_deadline(const struct pubstore *st);
+size_t pubstore_waiting(const struct pubstore *st);
 
 #endif

@@ -427,7 +427,7 @@ int pmi_upstream_start(struct pmi_upstream **out, mpictr_err **err)
 	int sv[2];
 	struct up_hdr h;
 	char *payload = NULL;
-	pid_t self = getpid();
+	sigset_t mask;
 
 	*out = NULL;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
@@ -438,21 +438,16 @@ int pmi_upstream_start(struct pmi_upstream **out, mpictr_err **err)
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->cond, NULL);
 	u->tail = &u->head;
-	u->pid = fork();
+	/* Die with the supervisor; keep its signal mask (SIGTERM and friends
+	 * stay blocked: the agent ends on EOF, after the ranks). */
+	sigprocmask(SIG_BLOCK, NULL, &mask);
+	u->pid = proc_fork_child(&mask, "the upstream agent", err);
 	if (u->pid < 0) {
-		err_set(err, errno, "fork the upstream agent");
 		close(sv[1]);
 		u->pid = 0;
 		goto fail;
 	}
 	if (u->pid == 0) {
-		/* Die with the supervisor; keep its signal mask (SIGTERM and
-		 * friends stay blocked: the agent ends on EOF, after the
-		 * ranks). */
-		sigset_t mask;
-
-		sigprocmask(SIG_BLOCK, NULL, &mask);
-		proc_child_setup(&mask, self);
 		close_all_fds_except(&sv[1], 1);
 		agent_main(sv[1]);
 	}

@@ -151,13 +151,15 @@ static void prefetch_files(const struct plan *p)
  * holder_wait) or -1. */
 static pid_t holder_prefetch(const struct plan *p, int ctl_rfd, int sfd)
 {
-	pid_t parent = getpid(), pid = fork();
+	mpictr_err *err = NULL;
 	sigset_t none;
+	pid_t pid;
 
+	sigemptyset(&none);
+	pid = proc_fork_child(&none, "the prefetch", &err);
+	mpictr_err_free(err);
 	if (pid != 0)
 		return pid;
-	sigemptyset(&none);
-	proc_child_setup(&none, parent);
 	prctl(PR_SET_NAME, "mpictr-prefetch");
 	close(ctl_rfd);
 	close(sfd);

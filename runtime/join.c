@@ -1016,24 +1016,13 @@ struct sweep_ns {
 	uint64_t dev, ino;
 };
 
-static void sweeper_main(const struct keeper *k, int rfd,
-			 const struct stat *sock_st, const struct stat *lock_st)
+static _Noreturn void sweeper_main(const struct keeper *k, int life_fd,
+				   const struct stat *sock_st,
+				   const struct stat *lock_st)
 {
 	struct sweep_ns ns = {0, 0};
-	size_t got = 0;
-	ssize_t n;
-	char c;
+	size_t got = proc_watch_lifeline(life_fd, &ns, sizeof(ns));
 
-	close_all_fds_except(&rfd, 1);
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGINT, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	while (got < sizeof(ns) &&
-	       (n = TEMP_FAILURE_RETRY(
-		    read(rfd, (char *)&ns + got, sizeof(ns) - got))) > 0)
-		got += (size_t)n;
-	while (TEMP_FAILURE_RETRY(read(rfd, &c, 1)) > 0)
-		;
 	if (same_file(k->sock_path, sock_st))
 		unlink(k->sock_path);
 	if (same_file(k->lock_path, lock_st))
@@ -1050,26 +1039,28 @@ static void sweeper_main(const struct keeper *k, int rfd,
 	_exit(0);
 }
 
+/* A watcher (proc_fork_watcher) in the keeper's session. */
 static void start_sweeper(struct keeper *k)
 {
 	struct stat sock_st, lock_st;
-	int p[2];
+	mpictr_err *err = NULL;
+	int life_fd;
 	pid_t pid;
 
 	if (lstat(k->sock_path, &sock_st) < 0 ||
-	    lstat(k->lock_path, &lock_st) < 0 || pipe2(p, O_CLOEXEC) < 0)
+	    lstat(k->lock_path, &lock_st) < 0)
 		return;
-	pid = fork();
+	pid =
+	    proc_fork_watcher(false, &life_fd, NULL, NULL, "the sweeper", &err);
 	if (pid == 0)
-		sweeper_main(k, p[0], &sock_st, &lock_st);
-	close(p[0]);
+		sweeper_main(k, life_fd, &sock_st, &lock_st);
 	if (pid < 0) {
-		close(p[1]);
+		mpictr_err_free(err);
 		return;
 	}
-	/* p[1] stays open in the keeper until it ends. */
+	/* life_fd stays open in the keeper until it ends. */
 	k->sweeper = pid;
-	k->sweep_fd = p[1];
+	k->sweep_fd = life_fd;
 }
 
 /* Tell the sweeper the holder's user namespace. */

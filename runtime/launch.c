@@ -69,53 +69,32 @@ struct job {
 	int sfd; /* signalfd */
 };
 
-/* What the janitor reports once it has made the job directory. */
-struct janitor_report {
-	int errnum; /* mkdtemp's errno, or 0 */
-	char dir[PATH_MAX];
-};
-
-/* dir: the mkdtemp template (the child's copy, made in place). */
-static void janitor_main(int rfd, int report_fd, char *dir)
+/* dir: the mkdtemp template (the child's copy, made in place). A watcher
+ * (proc_fork_watcher) in a session of its own, out of the launcher's
+ * process group: a SIGKILL to the group (timeout -s KILL, kill -- -PGID, a
+ * batch system killing by group) or the terminal's ^C and hang-up end the
+ * job but not the janitor, whose only job is to run after everything else
+ * has ended. No signal that can be ignored ends it before it has cleaned
+ * (only a SIGKILL aimed at it, or at its cgroup, does). It holds no
+ * terminal, output or working directory of the user's, and still ends by
+ * itself: when the supervisor is gone and the directory too. It makes the
+ * directory itself, once out of the group, so that no moment exists where
+ * the directory is there and no janitor is. */
+static _Noreturn void janitor_main(int life_fd, int relay_fd, char *dir)
 {
-	struct janitor_report rep;
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	char c;
+	mpictr_err *err = NULL;
+	size_t len = strlen(dir);
 
-	/* Its own session, out of the launcher's process group: a SIGKILL to
-	 * the group (timeout -s KILL, kill -- -PGID, a batch system killing
-	 * by group) or the terminal's ^C and hang-up end the job but not
-	 * the janitor, whose only job is to run after everything else has
-	 * ended. No signal that can be ignored ends it before it has cleaned
-	 * (only a SIGKILL aimed at it, or at its cgroup, does). It holds no
-	 * terminal, output or working directory of the user's, and still
-	 * ends by itself: when the supervisor is gone and the directory too.
-	 * It makes the directory itself, once out of the group, so that no
-	 * moment exists where the directory is there and no janitor is. */
-	setsid();
-	for (int s = 1; s < NSIG; s++)
-		if (s != SIGKILL && s != SIGSTOP && s != SIGCHLD)
-			signal(s, SIG_IGN);
-	if (null >= 0) {
-		dup2(null, STDIN_FILENO);
-		dup2(null, STDOUT_FILENO);
-		dup2(null, STDERR_FILENO);
-	}
-	if (chdir("/") < 0) {
-		/* rm_rf uses the absolute path */
-	}
-	memset(&rep, 0, sizeof(rep));
-	if (!mkdtemp(dir))
-		rep.errnum = errno ? errno : EIO;
-	snprintf(rep.dir, sizeof(rep.dir), "%s", dir);
-	if (write_full(report_fd, &rep, sizeof(rep)) < 0) {
-		/* the supervisor is gone: clean up below */
-	}
-	close(report_fd);
-	if (rep.errnum)
+	if (!mkdtemp(dir)) {
+		err_set(&err, errno ? errno : EIO,
+			"create the job directory '%s'", dir);
+		relay_send(relay_fd, err);
 		_exit(0);
-	while (TEMP_FAILURE_RETRY(read(rfd, &c, 1)) > 0)
-		;
+	}
+	/* What mkdtemp put in place of the template's XXXXXX. */
+	relay_send_note(relay_fd, dir + len - 6);
+	close(relay_fd);
+	proc_watch_lifeline(life_fd, NULL, 0);
 	/* The ranks and the holder die of PR_SET_PDEATHSIG when the
 	 * supervisor does, possibly a moment after it: an entry made in the
 	 * meantime fails the rmdir, so try again for up to 5 s. */
@@ -173,50 +152,31 @@ static void rank_main(struct job *j, int rank, int sync_wfd, int pmi_fd,
  * template) names and reports it; j->run_dir is then the directory. */
 static int start_janitor(struct job *j, mpictr_err **err)
 {
-	struct janitor_report rep;
-	int p[2], r[2];
-	size_t got = 0;
-	ssize_t n;
+	char suffix[8] = "";
+	size_t len = strlen(j->run_dir);
+	int rfd, wfd;
 
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return err_set(err, errno, "pipe");
-	if (pipe2(r, O_CLOEXEC) < 0) {
-		close(p[0]);
-		close(p[1]);
-		return err_set(err, errno, "pipe");
-	}
-	j->janitor = fork();
+	j->janitor = proc_fork_watcher(true, &j->janitor_fd, &rfd, &wfd,
+				       "the cleanup process", err);
 	if (j->janitor < 0) {
-		int e = errno;
-		close(p[0]);
-		close(p[1]);
-		close(r[0]);
-		close(r[1]);
-		return err_set(err, e, "fork the cleanup process");
+		j->janitor = 0;
+		return -1;
 	}
-	if (j->janitor == 0) {
-		close_all_fds_except((int[]){p[0], r[1]}, 2);
-		janitor_main(p[0], r[1], j->run_dir);
-	}
-	close(p[0]);
-	close(r[1]);
-	j->janitor_fd = p[1];
-	do
-		n = TEMP_FAILURE_RETRY(
-		    read(r[0], (char *)&rep + got, sizeof(rep) - got));
-	while (n > 0 && (got += (size_t)n) < sizeof(rep));
-	close(r[0]);
-	if (got != sizeof(rep) || rep.errnum) {
-		err_set(err,
-			got != sizeof(rep) ? (n < 0 ? errno : EIO) : rep.errnum,
-			"create the job directory '%s'", j->run_dir);
+	if (j->janitor == 0)
+		janitor_main(j->janitor_fd, wfd, j->run_dir);
+	if (relay_recv_note(rfd, "cleanup process", suffix, sizeof(suffix),
+			    err) < 0 ||
+	    strlen(suffix) != 6 || strchr(suffix, '/')) {
+		if (!*err)
+			err_set(err, EIO, "create the job directory '%s'",
+				j->run_dir);
+		close(rfd);
 		free(j->run_dir);
 		j->run_dir = NULL;
 		return -1;
 	}
-	rep.dir[sizeof(rep.dir) - 1] = '\0';
-	free(j->run_dir);
-	j->run_dir = xstrdup(rep.dir);
+	close(rfd);
+	memcpy(j->run_dir + len - 6, suffix, 6);
 	return 0;
 }
 

@@ -28,6 +28,7 @@
 
 #include "error.h"
 #include "ns.h"
+#include "proc.h"
 #include "util.h"
 
 static int userns_hint(mpictr_err **err, int errnum)
@@ -98,11 +99,14 @@ int ns_join(int userns_fd, int mntns_fd, mpictr_err **err)
 
 int ns_probe(mpictr_err **err)
 {
-	pid_t pid = fork();
+	sigset_t none;
+	pid_t pid;
 	int status;
 
+	sigemptyset(&none);
+	pid = proc_fork_child(&none, "the namespace probe", err);
 	if (pid < 0)
-		return err_set(err, errno, "fork");
+		return -1;
 	if (pid == 0) {
 		if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
 			_exit(errno & 0xff);

@@ -22,7 +22,7 @@
 /* What a child reports over its CLOEXEC relay pipe (R3). An exec that
  * succeeds closes the pipe with nothing written. */
 struct relay {
-	int ready; /* relay_send_ready: no error */
+	int ready; /* relay_send_ready: no error; msg: its note, if any */
 	int errnum;
 	int exit_code;
 	char msg[RELAY_MSG_MAX];
@@ -64,6 +64,17 @@ void proc_child_stdio(bool null_stdin, int out_fd)
 	}
 }
 
+pid_t proc_fork_child(const sigset_t *mask, const char *what, mpictr_err **err)
+{
+	pid_t parent = getpid(), pid = fork();
+
+	if (pid < 0)
+		return err_set(err, errno, "fork %s", what);
+	if (pid == 0)
+		proc_child_setup(mask, parent);
+	return pid;
+}
+
 pid_t proc_fork_relay(int *rfd, int *wfd, const char *what, mpictr_err **err)
 {
 	int p[2];
@@ -90,6 +101,83 @@ pid_t proc_fork_relay(int *rfd, int *wfd, const char *what, mpictr_err **err)
 	return pid;
 }
 
+/* The watcher's side of proc_fork_watcher: see proc.h. */
+static void watcher_setup(bool own_session, int life_fd, int wfd)
+{
+	sigset_t none;
+	int nul;
+
+	close_all_fds_except((int[]){life_fd, wfd}, wfd >= 0 ? 2 : 1);
+	if (own_session)
+		setsid();
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			signal(s, s == SIGCHLD ? SIG_DFL : SIG_IGN);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (nul >= 0) {
+		dup2(nul, STDIN_FILENO);
+		dup2(nul, STDOUT_FILENO);
+		dup2(nul, STDERR_FILENO);
+		if (nul > STDERR_FILENO)
+			close(nul);
+	}
+	if (chdir("/") < 0) {
+		/* a watcher works on absolute paths */
+	}
+}
+
+pid_t proc_fork_watcher(bool own_session, int *life_fd, int *rfd, int *wfd,
+			const char *what, mpictr_err **err)
+{
+	int life[2], r, w;
+	pid_t pid;
+
+	*life_fd = -1;
+	if (pipe2(life, O_CLOEXEC) < 0)
+		return err_set(err, errno, "pipe");
+	pid = proc_fork_relay(&r, &w, what, err);
+	if (pid < 0) {
+		close(life[0]);
+		close(life[1]);
+		return -1;
+	}
+	if (pid > 0) {
+		close(life[0]);
+		*life_fd = life[1];
+		if (rfd)
+			*rfd = r;
+		else
+			close(r);
+		return pid;
+	}
+	close(life[1]);
+	*life_fd = life[0];
+	if (wfd) {
+		*wfd = w;
+	} else {
+		close(w);
+		w = -1;
+	}
+	watcher_setup(own_session, life[0], w);
+	return 0;
+}
+
+size_t proc_watch_lifeline(int life_fd, void *buf, size_t len)
+{
+	size_t got = 0;
+	ssize_t n = 1;
+	char c;
+
+	while (got < len && (n = TEMP_FAILURE_RETRY(read(
+				 life_fd, (char *)buf + got, len - got))) > 0)
+		got += (size_t)n;
+	while (n > 0 && (n = TEMP_FAILURE_RETRY(read(life_fd, &c, 1))) > 0)
+		;
+	return got;
+}
+
 static void relay_write(int fd, const struct relay *r)
 {
 	if (write_full(fd, r, sizeof(*r)) < 0) {
@@ -108,17 +196,26 @@ void relay_send(int fd, const mpictr_err *e)
 	relay_write(fd, &r);
 }
 
-void relay_send_ready(int fd)
+void relay_send_note(int fd, const char *note)
 {
 	struct relay r;
 
 	memset(&r, 0, sizeof(r));
 	r.ready = 1;
+	if (note)
+		snprintf(r.msg, sizeof(r.msg), "%s", note);
 	relay_write(fd, &r);
 }
 
-/* 1: closed empty, 0: ready, -1: error (*err set). */
-static int relay_read(int fd, const char *who, mpictr_err **err)
+void relay_send_ready(int fd)
+{
+	relay_send_note(fd, NULL);
+}
+
+/* 1: closed empty, 0: ready (its note in note, len > 0), -1: error (*err
+ * set). */
+static int relay_read(int fd, const char *who, char *note, size_t len,
+		      mpictr_err **err)
 {
 	struct relay r;
 	ssize_t n = TEMP_FAILURE_RETRY(read(fd, &r, sizeof(r)));
@@ -128,20 +225,29 @@ static int relay_read(int fd, const char *who, mpictr_err **err)
 	if (n != (ssize_t)sizeof(r))
 		return err_set(err, n < 0 ? errno : EIO,
 			       "read the status of the %s", who);
-	if (r.ready)
-		return 0;
 	r.msg[sizeof(r.msg) - 1] = '\0';
+	if (r.ready) {
+		if (len > 0)
+			snprintf(note, len, "%s", r.msg);
+		return 0;
+	}
 	return err_from_relay(err, r.errnum, r.exit_code, r.msg);
 }
 
 int relay_recv(int fd, const char *who, mpictr_err **err)
 {
-	return relay_read(fd, who, err) < 0 ? -1 : 0;
+	return relay_read(fd, who, NULL, 0, err) < 0 ? -1 : 0;
 }
 
 int relay_recv_ready(int fd, const char *who, mpictr_err **err)
 {
-	int rc = relay_read(fd, who, err);
+	return relay_recv_note(fd, who, NULL, 0, err);
+}
+
+int relay_recv_note(int fd, const char *who, char *note, size_t len,
+		    mpictr_err **err)
+{
+	int rc = relay_read(fd, who, note, len, err);
 
 	if (rc > 0)
 		return err_set(err, EIO, "the %s exited at start", who);

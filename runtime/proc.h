@@ -22,6 +22,11 @@ long mono_ms(void);
  * signal mask set to *mask, SIGKILL when the parent dies; _exits at once
  * when the parent (pid `parent`) is already gone. */
 void proc_child_setup(const sigset_t *mask, pid_t parent);
+/* fork, and proc_child_setup(mask, the caller) in the child: for children
+ * with a channel of their own (the prefetch, the upstream agent's socket,
+ * the namespace probe's exit status). The pid, 0 in the child, or -1 with
+ * *err ("fork WHAT"). */
+pid_t proc_fork_child(const sigset_t *mask, const char *what, mpictr_err **err);
 /* In a child before exec: stdin from /dev/null when null_stdin, stdout
  * and stderr to out_fd (closed after) when out_fd >= 0. Async-signal-safe
  * (open, dup2, close). */
@@ -34,11 +39,32 @@ void proc_child_stdio(bool null_stdin, int out_fd);
  * the child) when the pipe or the fork failed: nothing is left open. */
 pid_t proc_fork_relay(int *rfd, int *wfd, const char *what, mpictr_err **err);
 
+/* A watcher: a child that outlives its parent to clean up after it (the
+ * janitor, the keeper's sweeper), so it has no PDEATHSIG. Its lifeline is
+ * a CLOEXEC pipe whose only writer is the parent, which keeps the write
+ * end for as long as it lives (and may write a message into it): the
+ * watcher reads EOF once the parent is gone, however it ended. With rfd
+ * and wfd, a relay too, as proc_fork_relay's (NULL: none).
+ * Parent: the pid; *life_fd the lifeline's write end, *rfd the relay's
+ * read end. Child (0): *life_fd the read end, *wfd the relay's write end;
+ * every other descriptor closed, stdio on /dev/null, cwd /, no signal
+ * blocked and every one but SIGCHLD ignored (only a SIGKILL aimed at it
+ * ends it); with own_session, setsid() as well: out of the caller's
+ * process group, which a SIGKILL may be sent to (`timeout -s KILL`).
+ * -1 with *err: nothing is left open. */
+pid_t proc_fork_watcher(bool own_session, int *life_fd, int *rfd, int *wfd,
+			const char *what, mpictr_err **err);
+/* Watcher side: the parent's message (up to len bytes into buf), then
+ * EOF: returns once the parent is gone, with the bytes of buf filled. */
+size_t proc_watch_lifeline(int life_fd, void *buf, size_t len);
+
 /* Child side: report e (message, errno, exit code) before _exit. */
 void relay_send(int fd, const mpictr_err *e);
 /* Child side: report "ready" for relay_recv_ready (a child that goes on
  * running after its start, where an empty close means it died). */
 void relay_send_ready(int fd);
+/* relay_send_ready with a short note (under 1 KiB) for relay_recv_note. */
+void relay_send_note(int fd, const char *note);
 /* Parent side: 0 when the pipe closed empty (the child exec'd), or -1
  * with *err rebuilt from what the child reported. who names the child. */
 int relay_recv(int fd, const char *who, mpictr_err **err);
@@ -46,6 +72,10 @@ int relay_recv(int fd, const char *who, mpictr_err **err);
  * with *err on a relayed error ("the WHO failed: ...") or when the child
  * ended saying nothing ("the WHO exited at start"). */
 int relay_recv_ready(int fd, const char *who, mpictr_err **err);
+/* relay_recv_ready that also copies the note of relay_send_note into
+ * note (len bytes; "" without one). */
+int relay_recv_note(int fd, const char *who, char *note, size_t len,
+		    mpictr_err **err);
 
 /* Run prog (argv[0]; looked up on PATH with search) with stdin from
  * /dev/null and stdout (and stderr with with_stderr, else /dev/null) into

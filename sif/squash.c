@@ -49,8 +49,70 @@
 
 #include "error.h"
 #include "image.h"
+#include "proc.h"
 #include "squash.h"
 #include "util.h"
+
+/* A directory entry's name as libsquashfuse reads it (sqfs_dir_next,
+ * sqfs_dir_lookup): the entry's 16-bit size plus one, not checked against
+ * SQUASHFS_NAME_LEN, then a NUL, so a crafted image overflows a sqfs_name
+ * (257 bytes) (found by tests/fuzz/fuzz_squash.c). Room for the largest. */
+typedef char squash_name[65536 + 2];
+
+/* Is the metadata cursor (block at table + block, offset) inside its
+ * block? libsquashfuse's sqfs_md_read takes it on trust and copies from
+ * past the block's end when it is not (found by fuzz_squash). */
+static bool squash_cursor_ok(sqfs *fs, uint64_t table, uint64_t block,
+			     size_t offset)
+{
+	sqfs_off_t pos = (sqfs_off_t)(table + block);
+	sqfs_block *b;
+
+	if (table + block < table || table + block >= fs->sb.bytes_used)
+		return false;
+	/* (a block that failed to read may come back as NULL) */
+	return sqfs_md_cache(fs, &pos, &b) == SQFS_OK && b && offset < b->size;
+}
+
+/* sqfs_inode_get with the inode's cursor, and a directory's listing
+ * cursor, checked first (squash_cursor_ok). */
+static sqfs_err squash_inode_get(sqfs *fs, sqfs_inode *in, sqfs_inode_id id)
+{
+	sqfs_err e;
+
+	if (!squash_cursor_ok(fs, fs->sb.inode_table_start, id >> 16,
+			      id & 0xffff))
+		return SQFS_ERR;
+	e = sqfs_inode_get(fs, in, id);
+	if (e == SQFS_OK && S_ISREG(in->base.mode) &&
+	    in->xtra.reg.frag_idx != SQUASHFS_INVALID_FRAG &&
+	    in->xtra.reg.frag_idx >= fs->sb.fragments)
+		return SQFS_ERR; /* sqfs_table_get does not check the index */
+	if (e == SQFS_OK && S_ISDIR(in->base.mode) &&
+	    in->xtra.dir.dir_size > 3 &&
+	    !squash_cursor_ok(fs, fs->sb.directory_table_start,
+			      in->xtra.dir.start_block, in->xtra.dir.offset))
+		return SQFS_ERR;
+	return e;
+}
+
+/* sqfs_read_range, the file's tail in its fragment block checked first
+ * when the read reaches it: libsquashfuse copies the tail from
+ * frag_off of the block without looking at the block's size. */
+static sqfs_err squash_read_range(sqfs *fs, sqfs_inode *in, sqfs_off_t off,
+				  sqfs_off_t *n, void *buf)
+{
+	uint64_t size = in->xtra.reg.file_size;
+	size_t foff, flen;
+	sqfs_block *b;
+
+	if (in->xtra.reg.frag_idx != SQUASHFS_INVALID_FRAG &&
+	    (uint64_t)off + (uint64_t)*n > size - size % fs->sb.block_size &&
+	    (sqfs_frag_block(fs, in, &foff, &flen, &b) != SQFS_OK || !b ||
+	     foff > b->size || flen > b->size - foff))
+		return SQFS_ERR;
+	return sqfs_read_range(fs, in, off, n, buf);
+}
 
 /* The image is immutable: let the kernel cache names, attributes, negative
  * lookups, directory listings and file pages for as long as it likes. */
@@ -153,7 +215,7 @@ static int squash_iget(fuse_req_t req, fuse_ino_t ino, sqfs_inode *in)
 {
 	struct squash_ctx *c = fuse_req_userdata(req);
 
-	if (sqfs_inode_get(&c->fs, in, squash_node_to_id(c, ino)) == SQFS_OK)
+	if (squash_inode_get(&c->fs, in, squash_node_to_id(c, ino)) == SQFS_OK)
 		return 0;
 	fuse_reply_err(req, EIO);
 	return -1;
@@ -237,7 +299,7 @@ static void squash_op_lookup(fuse_req_t req, fuse_ino_t parent,
 	struct fuse_entry_param e;
 	sqfs_inode dir, in;
 	sqfs_dir_entry ent;
-	sqfs_name namebuf;
+	squash_name namebuf;
 	bool found = false;
 	size_t len = strlen(name);
 
@@ -262,7 +324,7 @@ static void squash_op_lookup(fuse_req_t req, fuse_ino_t parent,
 		return;
 	}
 	e.ino = squash_id_to_node(c, sqfs_dentry_inode(&ent));
-	if (sqfs_inode_get(&c->fs, &in, sqfs_dentry_inode(&ent)) != SQFS_OK ||
+	if (squash_inode_get(&c->fs, &in, sqfs_dentry_inode(&ent)) != SQFS_OK ||
 	    squash_stat(c, &in, e.ino, &e.attr)) {
 		fuse_reply_err(req, EIO);
 		return;
@@ -358,7 +420,7 @@ static void squash_op_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	if (sqfs_read_range(&c->fs, &in, off, &n, buf) != SQFS_OK) {
+	if (squash_read_range(&c->fs, &in, off, &n, buf) != SQFS_OK) {
 		fuse_reply_err(req, EIO);
 		return;
 	}
@@ -396,7 +458,7 @@ static void squash_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 	struct squash_ctx *c = fuse_req_userdata(req);
 	sqfs_err serr = SQFS_OK;
 	sqfs_dir_entry ent;
-	sqfs_name namebuf;
+	squash_name namebuf;
 	sqfs_inode dir;
 	sqfs_dir d;
 	size_t used = 0;
@@ -430,8 +492,8 @@ static void squash_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 
 			memset(&e, 0, sizeof(e));
 			e.ino = node;
-			if (sqfs_inode_get(&c->fs, &in,
-					   sqfs_dentry_inode(&ent)) !=
+			if (squash_inode_get(&c->fs, &in,
+					     sqfs_dentry_inode(&ent)) !=
 				SQFS_OK ||
 			    squash_stat(c, &in, node, &e.attr)) {
 				serr = SQFS_ERR;
@@ -702,7 +764,8 @@ static int squash_open_image(struct squash_ctx *c, const char *image,
 			       ": cannot read the inode, id or fragment tables "
 			       "(corrupt image, squashfuse error %d)",
 			       image, offset, (int)serr);
-	if (sqfs_inode_get(&c->fs, &root, sqfs_inode_root(&c->fs)) != SQFS_OK ||
+	if (squash_inode_get(&c->fs, &root, sqfs_inode_root(&c->fs)) !=
+		SQFS_OK ||
 	    !S_ISDIR(root.base.mode)) {
 		sqfs_destroy(&c->fs);
 		return err_set(
@@ -741,7 +804,7 @@ static void squash_close_fds(int a, int b)
 
 /* The body of one worker: never returns. */
 static _Noreturn void squash_worker(struct fuse_session *se,
-				    struct squash_ctx *c, pid_t parent)
+				    struct squash_ctx *c)
 {
 	/* SIGTERM, SIGUSR1/2 too: sent to a whole process group (`timeout`,
 	 * `kill -- -PGID`) they are meant for the job, whose supervisor
@@ -750,26 +813,14 @@ static _Noreturn void squash_worker(struct fuse_session *se,
 				      SIGTSTP, SIGTTIN, SIGTTOU, SIGTERM,
 				      SIGUSR1, SIGUSR2};
 	struct fuse_buf fbuf = {.mem = NULL};
-	struct sigaction sa;
-	sigset_t none;
 	int fd, r = 0;
 
-	/* Die with the caller; if it is already gone, don't start. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
-		_exit(1);
+	/* proc_fork_child: the caller's handlers reset, no signal blocked,
+	 * dead with the caller. Terminal and group signals are for the
+	 * payload, and the caller's death reaches us. */
 	prctl(PR_SET_NAME, "mpictr-sqfs");
-
-	/* The caller's handlers make no sense here; terminal and group
-	 * signals are for the payload, and the caller's death reaches us. */
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	for (int s = 1; s < NSIG; s++)
-		sigaction(s, &sa, NULL);
-	sa.sa_handler = SIG_IGN;
 	for (size_t i = 0; i < ARRAY_SIZE(ignored); i++)
-		sigaction(ignored[i], &sa, NULL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(ignored[i], SIG_IGN);
 
 	/* Hold no descriptor of the caller's (a pipe kept open here would
 	 * hide an EOF the caller's peers wait for). */
@@ -919,16 +970,17 @@ static int squash_fork_workers(struct fuse_session *se, struct squash_ctx *c,
 			       int nworkers, struct squash_mount *m,
 			       mpictr_err **err)
 {
-	pid_t self = getpid();
+	sigset_t none;
 
+	sigemptyset(&none);
 	m->pids = xcalloc((size_t)nworkers, sizeof(pid_t));
 	for (int i = 0; i < nworkers; i++) {
-		pid_t pid = fork();
+		pid_t pid = proc_fork_child(&none, "squashfs worker", err);
 
 		if (pid < 0)
-			return err_set(err, errno, "fork squashfs worker");
+			return -1;
 		if (pid == 0)
-			squash_worker(se, c, self);
+			squash_worker(se, c);
 		m->pids[m->npids++] = pid;
 	}
 	return 0;
@@ -1205,19 +1257,19 @@ static int squash_step(struct squash_image *h, struct squash_walk *w,
 		       char **next, mpictr_err **err)
 {
 	sqfs_dir_entry ent;
-	sqfs_name nb;
+	squash_name nb;
 	sqfs_inode dir, in;
 	bool found = false;
 
 	*next = NULL;
 	sqfs_dentry_init(&ent, nb);
-	if (sqfs_inode_get(&h->c.fs, &dir, w->id[w->depth]) != SQFS_OK ||
+	if (squash_inode_get(&h->c.fs, &dir, w->id[w->depth]) != SQFS_OK ||
 	    !S_ISDIR(dir.base.mode))
 		return err_set(err, ENOTDIR, "image '%s': '%s'", h->name, path);
 	if (sqfs_dir_lookup(&h->c.fs, &dir, name, strlen(name), &ent, &found) !=
 		SQFS_OK ||
 	    !found ||
-	    sqfs_inode_get(&h->c.fs, &in, sqfs_dentry_inode(&ent)) != SQFS_OK)
+	    squash_inode_get(&h->c.fs, &in, sqfs_dentry_inode(&ent)) != SQFS_OK)
 		return err_set(err, ENOENT, "image '%s': '%s'", h->name, path);
 	if (S_ISLNK(in.base.mode)) {
 		*next = squash_link_path(h, &in, rest, path, err);
@@ -1267,7 +1319,8 @@ static int squash_resolve(struct squash_image *h, const char *path,
 		buf = next;
 		rest = buf;
 	}
-	if (rc == 0 && sqfs_inode_get(&h->c.fs, out, w.id[w.depth]) != SQFS_OK)
+	if (rc == 0 &&
+	    squash_inode_get(&h->c.fs, out, w.id[w.depth]) != SQFS_OK)
 		rc = err_set(err, EIO, "image '%s': '%s'", h->name, path);
 	if (rc == 0 && canon)
 		*canon = w.cp.len ? sb_steal(&w.cp) : xstrdup("/");
@@ -1275,12 +1328,23 @@ static int squash_resolve(struct squash_image *h, const char *path,
 	return rc;
 }
 
+/* A name a directory may hold: one component, no NUL in it. */
+static bool squash_name_ok(sqfs_dir_entry *ent)
+{
+	const char *name = sqfs_dentry_name(ent);
+	size_t len = sqfs_dentry_name_size(ent);
+
+	return len > 0 && len <= SQUASHFS_NAME_LEN && strlen(name) == len &&
+	       !strchr(name, '/') && strcmp(name, ".") != 0 &&
+	       strcmp(name, "..") != 0;
+}
+
 int squash_image_list(struct squash_image *h, const char *path, size_t max,
 		      char ***names, mpictr_err **err)
 {
 	sqfs_err serr = SQFS_OK;
 	sqfs_dir_entry ent;
-	sqfs_name nb;
+	squash_name nb;
 	sqfs_inode dir;
 	sqfs_dir d;
 	size_t n = 0;
@@ -1302,6 +1366,14 @@ int squash_image_list(struct squash_image *h, const char *path, size_t max,
 				       "image '%s': directory '%s' has more "
 				       "than %zu entries",
 				       h->name, path, max);
+		}
+		if (!squash_name_ok(&ent)) {
+			strv_free(*names);
+			*names = NULL;
+			return err_set(err, EIO,
+				       "image '%s': directory '%s': a corrupt "
+				       "entry",
+				       h->name, path);
 		}
 		strv_push(names, sqfs_dentry_name(&ent));
 	}
@@ -1342,8 +1414,8 @@ int squash_image_pread(struct squash_image *h, const char *path, void *buf,
 		return err_set(err, EINVAL,
 			       "image '%s': '%s': read beyond the end", h->name,
 			       path);
-	if (n && (sqfs_read_range(&h->c.fs, &in, (sqfs_off_t)off, &got, buf) !=
-		      SQFS_OK ||
+	if (n && (squash_read_range(&h->c.fs, &in, (sqfs_off_t)off, &got,
+				    buf) != SQFS_OK ||
 		  got != (sqfs_off_t)n))
 		return err_set(err, EIO, "image '%s': read '%s'", h->name,
 			       path);
@@ -1369,7 +1441,8 @@ int squash_image_read(struct squash_image *h, const char *path, size_t max,
 			       h->name, path, max);
 	n = (sqfs_off_t)in.xtra.reg.file_size;
 	*buf = xmalloc((size_t)n + 1);
-	if (n && sqfs_read_range(&h->c.fs, &in, 0, &n, *buf) != SQFS_OK) {
+	if (n && (squash_read_range(&h->c.fs, &in, 0, &n, *buf) != SQFS_OK ||
+		  n != (sqfs_off_t)in.xtra.reg.file_size)) {
 		free(*buf);
 		*buf = NULL;
 		return err_set(err, EIO, "image '%s': read '%s'", h->name,

@@ -121,6 +121,29 @@ if MPI4PY=$("$ROOT/tests/images/mpi4py.sh" "${MPICTR_TEST_IMAGES:-$ROOT/build/im
 		nothing_left
 	}
 	check "pool: every task ran in a spawned worker, in the container's user namespace; nothing left" pool_ok
+	# A waiting lookup with PMIX_TIMEOUT: Open MPI's connect/accept looks
+	# up the peer's port data with PMIX_WAIT and pmix_base_exchange_timeout
+	# as PMIX_TIMEOUT. Nobody connects: the accept fails after 2 s (before
+	# the fix it waited until the job was killed).
+	cat >"$T_TMP/accept.py" <<-'PY'
+		import time
+		from mpi4py import MPI
+		port = MPI.Open_port()
+		t = time.monotonic()
+		try:
+		    MPI.COMM_WORLD.Accept(port)
+		    print("accept returned")
+		except MPI.Exception:
+		    print("accept failed after %d s" % round(time.monotonic() - t))
+	PY
+	lookup_timeout() {
+		OMPI_MCA_pmix_base_exchange_timeout=2 run acc timeout -k 5 30 "$MPICTR" \
+			-B "$T_TMP/accept.py:/accept.py" -n 1 "$MPI4PY" python3 /accept.py &&
+			grep -Eqx 'accept failed after [2-9] s' "$T_TMP/acc.out" ||
+			{ cat "$T_TMP/acc.out"; return 1; }
+		nothing_left
+	}
+	check "PMIx_Lookup with PMIX_TIMEOUT 2 (MPI_Comm_accept, nobody connects): PMIX_ERR_TIMEOUT after 2 s, an MPI error, nothing left" lookup_timeout
 else
 	sed 's/^/# /' "$T_TMP/mpi4py-build.log"
 	need "mpi4py image" "tests/images/mpi4py.sh failed (python3-mpi4py installed?)"

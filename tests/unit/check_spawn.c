@@ -180,6 +180,58 @@ START_TEST(test_read_once)
 }
 END_TEST
 
+/* Waiting lookups (PMIX_WAIT) with and without a PMIX_TIMEOUT deadline:
+ * the earliest deadline, expiry in order, answered ones taken out, the
+ * rest at the end. */
+static bool is_b(void *data, void *arg)
+{
+	return strcmp(data, arg) == 0;
+}
+
+START_TEST(test_wait_timeouts)
+{
+	struct pubstore *st = store();
+	char a[] = "a", b[] = "b", c[] = "c", e[] = "e";
+	void **got;
+
+	ck_assert_int_eq(pubstore_next_deadline(st), 0);
+	ck_assert_ptr_null(pubstore_take_expired(st, 1000));
+	pubstore_wait(st, a, 100);
+	pubstore_wait(st, b, 0); /* no timeout: waits until answered */
+	pubstore_wait(st, c, 50);
+	pubstore_wait(st, e, -5); /* a bad deadline is none */
+	ck_assert_uint_eq(pubstore_waiting(st), 4);
+	ck_assert_int_eq(pubstore_next_deadline(st), 50);
+	ck_assert_ptr_null(pubstore_take_expired(st, 49));
+	got = pubstore_take_expired(st, 50);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_ptr_eq(got[0], c);
+	ck_assert_ptr_null(got[1]);
+	free(got);
+	ck_assert_int_eq(pubstore_next_deadline(st), 100);
+	got = pubstore_take_answerable(st, is_b, "b");
+	ck_assert_ptr_eq(got[0], b);
+	ck_assert_ptr_null(got[1]);
+	free(got);
+	got = pubstore_take_expired(st, 1L << 40);
+	ck_assert_ptr_eq(got[0], a);
+	ck_assert_ptr_null(got[1]);
+	free(got);
+	ck_assert_int_eq(pubstore_next_deadline(st), 0);
+	ck_assert_uint_eq(pubstore_waiting(st), 1);
+	pubstore_wait(st, a, 7);
+	got = pubstore_take_all(st); /* the end: in arrival order */
+	ck_assert_ptr_eq(got[0], e);
+	ck_assert_ptr_eq(got[1], a);
+	ck_assert_ptr_null(got[2]);
+	free(got);
+	ck_assert_uint_eq(pubstore_waiting(st), 0);
+	ck_assert_ptr_null(pubstore_take_all(st));
+	pubstore_wait(st, a, 0); /* freed with the store, data untouched */
+	pubstore_free(st);
+}
+END_TEST
+
 /* ---- spawn requests ---- */
 
 START_TEST(test_spawn_apps)
@@ -300,6 +352,7 @@ Suite *suite_spawn(void)
 	tcase_add_test(tc, test_full_store);
 	tcase_add_test(tc, test_unpublish);
 	tcase_add_test(tc, test_read_once);
+	tcase_add_test(tc, test_wait_timeouts);
 	tcase_add_test(tc, test_spawn_apps);
 	tcase_add_test(tc, test_spawn_bad_apps);
 	tcase_add_test(tc, test_spawn_universe);
