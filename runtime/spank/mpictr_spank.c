@@ -29,19 +29,23 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 
 #include "mpictr.h"
+#include "bindspec.h"
 #include "proc.h"
+#include "siteconf.h"
 #include "util.h"
 
 SPANK_PLUGIN(mpictr, 1)
@@ -167,33 +171,56 @@ static bool enabled(void)
 	return opts.image || opts.name;
 }
 
-/* Is path (resolved) inside one of the site's image_dirs? */
-static bool image_allowed(const char *path)
+/* Is real (a resolved path) inside one of the site's image_dirs, each
+ * resolved too? */
+static bool image_allowed(const char *real)
 {
-	cleanup_free char *real = realpath(path, NULL);
-
 	if (!opts.image_dirs)
 		return true;
-	for (size_t i = 0; real && opts.image_dirs[i]; i++) {
+	for (size_t i = 0; opts.image_dirs[i]; i++) {
 		cleanup_free char *dir = realpath(opts.image_dirs[i], NULL);
-		size_t n = dir ? strlen(dir) : 0;
 
-		if (dir && strncmp(real, dir, n) == 0 &&
-		    (real[n] == '/' || real[n] == '\0' || n == 1))
+		if (dir && siteconf_path_below(real, dir))
 			return true;
 	}
 	return false;
 }
 
+static void image_dirs_error(const char *real)
+{
+	struct strbuf sb = STRBUF_INIT;
+	cleanup_free char *dirs = NULL;
+
+	for (size_t i = 0; opts.image_dirs[i]; i++)
+		sb_printf(&sb, "%s%s", i ? ":" : "", opts.image_dirs[i]);
+	dirs = sb_steal(&sb);
+	if (strcmp(real, opts.image) != 0)
+		slurm_error("mpictr: --container-image '%s' (really '%s'): "
+			    "images must come from %s (the site's image_dirs)",
+			    opts.image, real, dirs);
+	else
+		slurm_error("mpictr: --container-image '%s': images must come "
+			    "from %s (the site's image_dirs)",
+			    opts.image, dirs);
+}
+
 /* The checks that need nothing but the path: run in srun/sbatch/salloc
- * (before anything is launched) and again in each task. */
+ * (before anything is launched) and again in each task, where they are
+ * the enforcement (srun is the user's, and so is its plugstack.conf).
+ * The image is opened once (O_PATH); its type and the path the kernel
+ * has for that descriptor are what is checked, and that real path is
+ * what libmpictr is then given (opts.image), so no symbolic link is
+ * followed again. */
 static int check_image(void)
 {
 	struct stat st;
+	cleanup_close int fd = -1;
+	cleanup_free char *real = NULL;
 
 	if (!opts.image)
 		return 0;
-	if (stat(opts.image, &st) < 0) {
+	fd = open(opts.image, O_PATH | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
 		slurm_error(
 		    "mpictr: --container-image '%s': %s%s", opts.image,
 		    strerror(errno),
@@ -210,19 +237,19 @@ static int check_image(void)
 			    opts.image);
 		return -1;
 	}
-	if (!image_allowed(opts.image)) {
-		cleanup_free char *dirs = NULL;
-		struct strbuf sb = STRBUF_INIT;
-
-		for (size_t i = 0; opts.image_dirs[i]; i++)
-			sb_printf(&sb, "%s%s", i ? ":" : "",
-				  opts.image_dirs[i]);
-		dirs = sb_steal(&sb);
-		slurm_error("mpictr: --container-image '%s': images must come "
-			    "from %s (the site's image_dirs)",
-			    opts.image, dirs);
+	real = fd_path_dup(fd);
+	if (!real || real[0] != '/') {
+		slurm_error("mpictr: --container-image '%s': cannot tell its "
+			    "real path",
+			    opts.image);
 		return -1;
 	}
+	if (!image_allowed(real)) {
+		image_dirs_error(real);
+		return -1;
+	}
+	free(opts.image);
+	opts.image = steal_ptr(&real);
 	return 0;
 }
 
@@ -416,6 +443,109 @@ static int join_named(spank_t sp, char **host, uint32_t step, int argc,
 	}
 }
 
+/* --container-mounts with --container-name: the container's mounts are
+ * made by the step that starts it, and a step that joins it later cannot
+ * add or change them (its mount namespace is shared with the running
+ * steps). The mounts asked for must be there: the file each source is on
+ * the host (device and inode, read before joining) is what the container
+ * has at its destination, read-only where asked. True for the tasks of
+ * the starting step; false for a later step with other mounts, which is
+ * refused rather than silently run without them. */
+struct mount_want {
+	char *spec, *src, *dst;
+	dev_t dev;
+	ino_t ino;
+	bool ro;
+};
+
+static void mounts_free(struct mount_want *w)
+{
+	for (size_t i = 0; w && w[i].spec; i++) {
+		free(w[i].spec);
+		free(w[i].src);
+		free(w[i].dst);
+	}
+	free(w);
+}
+
+static struct mount_want *mounts_wanted(mpictr_err **e)
+{
+	struct bind_spec *b = NULL;
+	struct mount_want *w;
+	size_t nb = 0;
+	cleanup_free char *cwd = getcwd(NULL, 0);
+
+	if (bind_parse(opts.mounts, &b, &nb, e) < 0)
+		return NULL;
+	w = xcalloc(nb + 1, sizeof(*w));
+	for (size_t i = 0; i < nb; i++) {
+		struct stat st;
+
+		w[i].spec = xasprintf("%s:%s", b[i].src, b[i].dst);
+		w[i].ro = b[i].ro;
+		if (bind_resolve(&b[i], cwd, "--container-mounts", &w[i].src,
+				 &w[i].dst, e) < 0 ||
+		    stat(w[i].src, &st) < 0) {
+			if (!*e)
+				err_set(e, errno, "--container-mounts '%s'",
+					w[i].spec);
+			bind_specs_free(b, nb);
+			mounts_free(w);
+			return NULL;
+		}
+		w[i].dev = st.st_dev;
+		w[i].ino = st.st_ino;
+	}
+	bind_specs_free(b, nb);
+	return w;
+}
+
+/* In the container (after joining): are the wanted mounts there? */
+static int mounts_present(const struct mount_want *w, const char *inst)
+{
+	for (size_t i = 0; w[i].spec; i++) {
+		struct stat st;
+		struct statvfs vfs;
+
+		if (stat(w[i].dst, &st) == 0 && st.st_dev == w[i].dev &&
+		    st.st_ino == w[i].ino &&
+		    (!w[i].ro || (statvfs(w[i].dst, &vfs) == 0 &&
+				  (vfs.f_flag & ST_RDONLY))))
+			continue;
+		slurm_error("mpictr: --container-mounts '%s%s': not a mount of "
+			    "the container '%s' (--container-name=%s), which "
+			    "an earlier step of this job started with other "
+			    "mounts; a step that joins a running container "
+			    "cannot add or change its mounts: give them to "
+			    "the job's first step with this name, or use "
+			    "another --container-name",
+			    w[i].spec, w[i].ro ? ":ro" : "", inst, opts.name);
+		return -1;
+	}
+	return 0;
+}
+
+/* join_named, then the check of --container-mounts. */
+static int join_named_checked(spank_t sp, char **host, uint32_t step, int argc,
+			      char **argv, char ***env, char **program,
+			      mpictr_err **e)
+{
+	struct mount_want *w = NULL;
+	uint32_t job = 0;
+	cleanup_free char *inst = NULL;
+	int rc;
+
+	if (opts.mounts && !(w = mounts_wanted(e)))
+		return -1;
+	rc = join_named(sp, host, step, argc, argv, env, program, e);
+	spank_get_item(sp, S_JOB_ID, &job);
+	inst = xasprintf("%u.%s", job, opts.name);
+	if (rc == 0 && w && mounts_present(w, inst) < 0)
+		rc = -1;
+	mounts_free(w);
+	return rc;
+}
+
 /* Make the task's environment exactly env. */
 static int apply_env(spank_t sp, char **old, char **env)
 {
@@ -476,7 +606,8 @@ static int task_enter(spank_t sp, uint32_t step, mpictr_err **e)
 	host = strv_dup(job_env);
 	single_task_key(sp, step, &host);
 	if (opts.name && step != SLURM_BATCH_SCRIPT) {
-		rc = join_named(sp, host, step, argc, argv, &env, &program, e);
+		rc = join_named_checked(sp, host, step, argc, argv, &env,
+					&program, e);
 	} else {
 		mpictr_config *cfg =
 		    task_config(host, opts.image, true, step, argc, argv, e);

@@ -1,13 +1,16 @@
 #!/bin/bash
 # 90-spank.sh - the SPANK plugin mpictr-spank.so under real Slurm
 # (tests/slurm/cluster.sh writes the plugstack.conf line
-# `optional /var/lib/mpictr-spank/mpictr-spank.so`; this test installs the
-# tree's plugins there): `srun --container-image=IMAGE CMD` puts the tasks
-# of a node in one user and mount namespace, exec'd by slurmstepd itself;
-# Open MPI (pmix) and MPICH (pmi2); --container-mounts, -workdir, -env;
-# inert without options; `#SBATCH --container-image`; --container-name
-# shared by two steps; failures fail fast with their reason and leave
-# nothing; two nodes; the plugin from an installed prefix.
+# `optional /var/lib/mpictr-spank/mpictr-spank.so image_dirs=...`; root
+# installs this tree's build there with `cluster.sh install-spank`, and
+# the test checks it is that build): `srun --container-image=IMAGE CMD`
+# puts the tasks of a node in one user and mount namespace, exec'd by
+# slurmstepd itself; Open MPI (pmix) and MPICH (pmi2); --container-mounts,
+# -workdir, -env; inert without options; `#SBATCH --container-image`;
+# --container-name shared by steps (a later step cannot change its
+# mounts); image_dirs enforced in the task, also when srun's check is
+# bypassed or a symbolic link leads out; failures fail fast with their
+# reason and leave nothing; two nodes.
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/slurm/env.sh"
 . "$ROOT/tests/integration/slurm-steps.sh"
@@ -17,15 +20,24 @@ MYUID=$(id -u)
 JDIR=/tmp/mpictr-join-$MYUID
 
 require_slurm
-if ! spank_ready; then
-	need "plugstack.conf loads $SPANK_DIR/mpictr-spank.so, writable by the test user" \
-		"a cluster started by the current tests/slurm/cluster.sh (it writes plugstack.conf and $SPANK_DIR)"
+CLUSTER_DIRS=$(sed -nE "s|^[a-z]+ +$SPANK_DIR/mpictr-spank.so .*image_dirs=([^ ]+).*|\1|p" "${SLURM_CONF%/*}/plugstack.conf" 2>/dev/null)
+if ! spank_ready || [ -z "$CLUSTER_DIRS" ]; then
+	need "plugstack.conf loads $SPANK_DIR/mpictr-spank.so with image_dirs=" \
+		"a cluster set up by the current tests/slurm/cluster.sh (sudo tests/slurm/cluster.sh start: it rewrites plugstack.conf of a running cluster)"
 	done_testing
 	exit
 fi
 require_userns_fuse "user namespaces and /dev/fuse" "the plugin needs unprivileged user namespaces and a usable /dev/fuse"
 require_images all
 [ -f "$ROOT/build/plugins/mpictr-spank.so" ] || { need "mpictr-spank.so built" "libslurm-dev (Slurm's spank.h)"; done_testing; exit; }
+# slurmstepd runs the plugin as root: root installs it (.ci/run does),
+# never the test; it must be this tree's build.
+if ! spank_installed "$ROOT/build/plugins"; then
+	need "the installed $SPANK_DIR/mpictr-spank.so (and -squash.so, -pmix.so) is this tree's build (cmp)" \
+		"it is another build: install this one as root: $(spank_install_cmd "$ROOT/build/plugins")"
+	done_testing
+	exit
+fi
 
 spank_exports() {
 	nm -D --defined-only "$ROOT/build/plugins/mpictr-spank.so" | awk '{ print $3 }' | sort | tr '\n' ' '
@@ -33,15 +45,35 @@ spank_exports() {
 		"plugin_name plugin_type plugin_version slurm_spank_init slurm_spank_init_post_opt slurm_spank_task_init spank_plugin_version " ]
 }
 ok "mpictr-spank.so exports the SPANK symbols only (libmpictr inside stays local)" spank_exports
-ok "the tree's plugins installed where plugstack.conf names them" spank_install "$ROOT/build/plugins"
+root_owned() {
+	local f
+	for f in "$SPANK_DIR" "$SPANK_DIR"/mpictr-*.so; do
+		stat -c '%U:%G %A %n' "$f"
+		[ "$(stat -c %u "$f")" = 0 ] && ! [ -L "$f" ] && [ "$(( 0$(stat -c %a "$f") & 022 ))" = 0 ] || return 1
+	done
+}
+ok "the installed plugins and their directory are root's, writable by nobody else" root_owned
 
 W=$(mktemp -d /var/tmp/mpictr-spank.XXXXXX) || exit 1
 chmod 0755 "$W"
 mkdir "$W/tmp" "$W/data"
-ln -s "$IMG/mpi.sif" "$W/mpi.sif"
-ln -s "$IMG/tiny.sif" "$W/tiny.sif"
+# in_dirs PATH: is PATH's real path in the cluster's image_dirs?
+in_dirs() {
+	local real d
+	real=$(realpath "$1") || return 1
+	for d in ${CLUSTER_DIRS//:/ }; do
+		d=$(realpath -q "$d") || continue
+		[ "$d" = / ] || [ "$real" = "$d" ] || [ "${real#"$d"/}" != "$real" ] && return 0
+	done
+	return 1
+}
+# the test images, linked (or copied when they are outside image_dirs)
+for i in mpi.sif tiny.sif; do
+	if in_dirs "$IMG/$i"; then ln -s "$IMG/$i" "$W/$i"; else cp "$IMG/$i" "$W/$i"; fi
+done
 echo spank-data >"$W/data/file"
-trap 'spank_install "$ROOT/build/plugins" 2>/dev/null; t_cleanup; rm -rf "$W"' EXIT
+SHM_IMG=/dev/shm/mpictr-spank-$$.sif
+trap 't_cleanup; rm -rf "$W" "$SHM_IMG"' EXIT
 cd "$W" || exit 1
 export TMPDIR=$W/tmp
 NAME=mps$$
@@ -173,6 +205,40 @@ ok_fail "an image outside image_dirs: srun refuses before launching" policy_step
 check "... naming the site's directories" grep -q "images must come from $W/allowed:/nonexistent (the site's image_dirs)" "$W/out.outside"
 ok "an image inside image_dirs runs" policy_step inside "$W/allowed/tiny.sif"
 check "... in the image" grep -qx 'IN 1' "$W/out.inside"
+# The enforcement is in the task: srun is the user's, and so is the
+# plugstack.conf it reads. A SLURM_CONF copy whose plugstack.conf has no
+# image_dirs skips srun's check; the task (slurmstepd reads the cluster's
+# plugstack.conf, image_dirs=$CLUSTER_DIRS) still refuses an image
+# outside, and one reached through a symbolic link from an allowed
+# directory (the link, or a linked directory on the way, is resolved).
+open_conf() {
+	mkdir -p "$W/open" && cp "$SLURM_CONF" "$W/open/slurm.conf" &&
+		echo "optional $SPANK_DIR/mpictr-spank.so" >"$W/open/plugstack.conf" &&
+		cp "$IMG/tiny.sif" "$SHM_IMG" && ! in_dirs "$SHM_IMG" &&
+		ln -s "$SHM_IMG" "$W/link.sif" && ln -s /dev/shm "$W/shmdir"
+}
+open_fails() { # SUFFIX IMAGE PATTERN
+	(export SLURM_CONF=$W/open/slurm.conf && fails_fast "$1" "$3" -O -n 2 --container-image="$2" sh -c 'echo RAN')
+}
+if [ -w /dev/shm ]; then
+	ok "a plugstack.conf without image_dirs (a copy read by srun); an image in /dev/shm, outside image_dirs" open_conf
+	ok "srun's check bypassed: the tasks refuse an image outside image_dirs, at once" \
+		open_fails shm "$SHM_IMG" "mpictr: --container-image '$SHM_IMG': images must come from $CLUSTER_DIRS \(the site's image_dirs\)"
+	check "... the refusal is the task's: the step ran and its tasks exited 255, the command did not" \
+		bash -c "grep -q 'slurmstepd.*: error: mpictr: --container-image' '$W/out.shm' && grep -q 'exit code 255' '$W/out.shm' && ! grep -q '^RAN' '$W/out.shm'"
+	check "... nothing left behind" clean "$(jobid shm)"
+	ok "a symbolic link in an allowed directory to that image: refused by the tasks, naming the real path" \
+		open_fails link "$W/link.sif" "'$W/link.sif' \(really '$SHM_IMG'\): images must come from"
+	check "... the command did not run" bash -c "! grep -q '^RAN' '$W/out.link'"
+	check "... nothing left behind" clean "$(jobid link)"
+	ok "a path through a linked directory (shmdir -> /dev/shm): refused by the tasks" \
+		open_fails shmdir "$W/shmdir/${SHM_IMG##*/}" "really '$SHM_IMG'\): images must come from"
+	ok "with the cluster's plugstack.conf, srun refuses the link before launching" \
+		fails_fast linksrun "mpictr: --container-image '$W/link.sif' \(really '$SHM_IMG'\)" -O -n 2 --container-image="$W/link.sif" true
+	check "... no job step ran" bash -c "! grep -q 'exit code' '$W/out.linksrun'"
+else
+	need "an image outside image_dirs refused by the tasks" "/dev/shm is not writable (the test's place outside image_dirs)"
+fi
 # The site file applies in the task (MPICTR_TEST_SITE_CONF stands in for
 # /etc/mpictr/mpictr.conf where that does not exist): a denied bind fails.
 if [ -e /etc/mpictr/mpictr.conf ]; then
@@ -209,8 +275,11 @@ named() {
 	cat >"$W/named.sh" <<-EOF
 		#!/bin/sh
 		#SBATCH --output=$W/out.named
-		srun -n 2 --container-name=c1 --container-image=$W/tiny.sif sh -c '$NSCMD; touch /dev/shm/s\$SLURM_PROCID'
+		srun -n 2 --container-name=c1 --container-image=$W/tiny.sif --container-mounts=$W/data:/data:ro sh -c '$NSCMD; touch /dev/shm/s\$SLURM_PROCID'
 		srun -n 2 --container-name=c1 --container-image=$W/tiny.sif sh -c '$NSCMD; echo SHM \$(ls /dev/shm | tr "\\n" " ")'
+		srun -n 1 --container-name=c1 --container-image=$W/tiny.sif --container-mounts=$W/data:/data:ro sh -c 'echo SAME \$(cat /data/file)'
+		srun -n 1 --container-name=c1 --container-image=$W/tiny.sif --container-mounts=$W/tmp:/other sh -c 'echo LATE ran'
+		echo "LATE rc=\$?"
 		srun -n 1 --container-image=$W/tiny.sif sh -c 'echo OTHER \$(readlink /proc/self/ns/user)'
 	EOF
 	$T sbatch --wait -J "$NAME-named" -n 2 "$W/named.sh" || return 1
@@ -220,6 +289,12 @@ named() {
 }
 ok "sbatch: two steps with --container-name=c1 share one container (namespaces)" named
 check "... and its /dev/shm: the second step sees both files of the first" grep -q '^SHM s0 s1$' "$W/out.named"
+check "... a later step that repeats the first one's --container-mounts joins (and reads the bound file)" \
+	grep -qx 'SAME spank-data' "$W/out.named"
+check "... a later step with other --container-mounts is refused: non-zero, nothing ran" \
+	bash -c "grep -qE '^LATE rc=[1-9]' '$W/out.named' && ! grep -q '^LATE ran' '$W/out.named'"
+check "... naming the option, the mount and the container" \
+	grep -qF -- "--container-mounts '$W/tmp:/other': not a mount of the container '$(sed -n 's/^JOB //p' "$W/job.named" 2>/dev/null | tail -n 1).c1' (--container-name=c1)" "$W/out.named"
 other_ns() {
 	local ns o
 	ns=$(awk '/^NS / { print $2; exit }' "$W/out.named")
@@ -242,22 +317,5 @@ if slurm_multi_up 2; then
 else
 	need "two nodes: srun -N 2 --container-image" "the 2-node cluster (sudo tests/slurm/cluster.sh start --nodes 2)"
 fi
-
-# ---- from an installed prefix ------------------------------------------------------------
-# `make install PREFIX=...` puts mpictr-spank.so beside the other plugins
-# (LIBDIR/mpictr); installed alone where plugstack.conf names it, it finds
-# them at the installed PLUGINDIR.
-P=$W/prefix
-prefix_step() {
-	spank_install "$P/lib/mpictr" && rm -f "$SPANK_DIR/mpictr-squash.so" "$SPANK_DIR/mpictr-pmix.so" &&
-		step prefix -O --mpi=pmix -n 2 --container-image="$W/mpi.sif" /opt/mpictr/bin/hello
-}
-ok "make install PREFIX=tmp installs mpictr-spank.so in lib/mpictr beside the other plugins" bash -c "
-	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C '$ROOT' install PREFIX='$P' >/dev/null &&
-	test -f '$P/lib/mpictr/mpictr-spank.so' -a -f '$P/lib/mpictr/mpictr-squash.so' -a -f '$P/lib/mpictr/mpictr-pmix.so'"
-ok "the installed plugin: srun --mpi=pmix -n 2 --container-image=mpi.sif hello" prefix_step
-check "... 2 ranks of 2, allreduce ok" test "$(count prefix '^hello rank [01]/2 .* allreduce 1 ok')" = 2
-check "... in one user and one mount namespace" hello_ns prefix
-ok "the tree's plugins installed again" spank_install "$ROOT/build/plugins"
 
 done_testing

@@ -1,5 +1,5 @@
 #!/bin/bash
-# cluster.sh start|stop|status [--nodes N] - a real Slurm 22.05 for the tests
+# cluster.sh start|stop|status [--nodes N] | install-spank DIR - a real Slurm 22.05 for the tests
 # (run as root; Debian's slurmctld, slurmd and munge).
 #
 #   --nodes 1 (default): one node named `hostname -s` on 127.0.0.1, in the
@@ -14,10 +14,13 @@
 #
 # SPANK: both clusters' plugstack.conf (beside slurm.conf) loads
 # $SPANK_DIR/mpictr-spank.so with `optional` (a missing file is not an
-# error). SPANK_DIR is owned by the test user (MPICTR_SPANK_USER, default
-# mpictr-test) so that the tests install the plugin of the tree they test
-# (tests/integration/90-spank.sh). That gives the test user root through
-# slurmstepd: a test machine only, never a real site (docs/slurm.md).
+# error) and the site policy image_dirs=$SPANK_IMAGE_DIRS. slurmstepd
+# runs that plugin as root, so the directory and its files are root's
+# (0755, files 0644) as on a real site: `cluster.sh install-spank DIR`
+# (as root) copies DIR's mpictr-spank.so and the plugins it loads
+# (mpictr-squash.so, mpictr-pmix.so) there, e.g. the build/plugins of a
+# tree the test user built; tests/integration/90-spank.sh checks that the
+# installed plugin is its build's (cmp) and names that command otherwise.
 #
 # Both clusters can run at the same time (ports 16817/16818 in different
 # network namespaces) and share one private munged
@@ -34,17 +37,25 @@ MUNGE_SOCK=$MUNGE_RUN/munge.socket.2
 NET=10.77.0
 NS=mpictr-nn
 SPANK_DIR=/var/lib/mpictr-spank
-SPANK_USER=${MPICTR_SPANK_USER:-mpictr-test}
+# the images the tests use: the test trees under /var/tmp (CI, developers'
+# copies), /home and /tmp; tests/integration/90-spank.sh puts an image
+# outside them (/dev/shm) to see the task refuse it
+SPANK_IMAGE_DIRS=${MPICTR_SPANK_IMAGE_DIRS:-/var/tmp:/home:/tmp}
 WAIT_S=${MPICTR_SLURM_WAIT:-60}
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 say() { echo "cluster.sh: $*"; }
 
-usage() { echo "usage: cluster.sh start|stop|status [--nodes N]" >&2; exit 2; }
+usage() { echo "usage: cluster.sh start|stop|status [--nodes N] | install-spank DIR" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 CMD=$1
 shift
 NODES=1
+if [ "$CMD" = install-spank ]; then
+	[ $# = 1 ] || usage
+	FROM=$1
+	shift
+fi
 while [ $# -gt 0 ]; do
 	case $1 in
 	--nodes) NODES=${2:-}; shift 2 || usage ;;
@@ -196,18 +207,40 @@ EOF
 # The plugstack.conf of the cluster: written on every start (also when the
 # cluster runs already: slurmstepd and srun read it for every step).
 write_plugstack() {
-	mkdir -p "$ETC" "$SPANK_DIR"
-	if id "$SPANK_USER" >/dev/null 2>&1; then
-		chown "$SPANK_USER": "$SPANK_DIR"
-	fi
-	chmod 0755 "$SPANK_DIR"
+	mkdir -p "$ETC"
+	spank_dir
 	cat >"$ETC/plugstack.conf.new" <<EOF
-# written by tests/slurm/cluster.sh: mpictr's SPANK plugin, installed by
-# the tests (tests/integration/90-spank.sh); inert without its options
-optional $SPANK_DIR/mpictr-spank.so
+# written by tests/slurm/cluster.sh: mpictr's SPANK plugin (installed with
+# 'cluster.sh install-spank DIR', as root); inert without its options
+optional $SPANK_DIR/mpictr-spank.so image_dirs=$SPANK_IMAGE_DIRS
 EOF
 	chmod 0644 "$ETC/plugstack.conf.new"
 	mv "$ETC/plugstack.conf.new" "$ETC/plugstack.conf"
+}
+
+# SPANK_DIR: a root-owned 0755 directory (also converts one made by an
+# older cluster.sh, owned by the test user), its files root's, 0644.
+spank_dir() {
+	[ -L "$SPANK_DIR" ] && die "$SPANK_DIR: a symbolic link"
+	mkdir -p "$SPANK_DIR"
+	chown root:root "$SPANK_DIR"
+	chmod 0755 "$SPANK_DIR"
+	find "$SPANK_DIR" -mindepth 1 -maxdepth 1 -type f -exec chown root:root {} + -exec chmod 0644 {} +
+}
+
+# install-spank DIR: DIR's mpictr-spank.so and the plugins it loads into
+# SPANK_DIR, each replaced atomically (steps load them at any time).
+install_spank() {
+	local f n
+	[ -f "$FROM/mpictr-spank.so" ] || die "install-spank: no mpictr-spank.so in '$FROM' (build it: make; needs libslurm-dev)"
+	spank_dir
+	for n in mpictr-spank.so mpictr-squash.so mpictr-pmix.so; do
+		f=$FROM/$n
+		[ -f "$f" ] || die "install-spank: '$f' missing"
+		install -o root -g root -m 0644 "$f" "$SPANK_DIR/.new.$n"
+		mv -f "$SPANK_DIR/.new.$n" "$SPANK_DIR/$n"
+	done
+	say "installed $FROM/{mpictr-spank,mpictr-squash,mpictr-pmix}.so in $SPANK_DIR (root's, 0644)"
 }
 
 # ---- waiting -------------------------------------------------------------------------
@@ -370,6 +403,7 @@ stop_multi() {
 
 # ---- main -------------------------------------------------------------------------------------
 case $CMD in
+install-spank) install_spank ;;
 start)
 	command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null ||
 		die "slurmctld, slurmd and munge must be installed (tests/deps/debian-packages.txt)"

@@ -22,18 +22,22 @@ slurm_up() { [ "$(_slurm_usable_nodes "$SLURM_CONF")" -ge 1 ]; }
 slurm_multi_up() { [ "$(_slurm_usable_nodes "$SLURM_CONF_MULTI")" -ge "${1:-2}" ]; }
 
 # The SPANK plugin: cluster.sh's plugstack.conf loads
-# $SPANK_DIR/mpictr-spank.so (optional), a directory the test user owns.
-#   spank_ready         true when plugstack.conf names it and it is ours
-#   spank_install DIR   copy DIR's mpictr-*.so there, each replaced
-#                       atomically (other users' steps load it any time)
+# $SPANK_DIR/mpictr-spank.so (optional), a root-owned directory that root
+# fills with `tests/slurm/cluster.sh install-spank DIR`.
+#   spank_ready             true when plugstack.conf names it
+#   spank_installed DIR     true when SPANK_DIR holds exactly DIR's
+#                           mpictr-spank.so, -squash.so and -pmix.so (cmp)
+#   spank_install_cmd DIR   the command that installs them (for messages)
 SPANK_DIR=${MPICTR_SPANK_DIR:-/var/lib/mpictr-spank}
 spank_ready() {
-	[ -d "$SPANK_DIR" ] && [ -w "$SPANK_DIR" ] &&
-		grep -qs "$SPANK_DIR/mpictr-spank.so" "${SLURM_CONF%/*}/plugstack.conf"
+	grep -qs "^[a-z]* *$SPANK_DIR/mpictr-spank.so" "${SLURM_CONF%/*}/plugstack.conf"
 }
-spank_install() {
-	local f
-	for f in "$1"/mpictr-*.so; do
-		cp "$f" "$SPANK_DIR/.new.$$" && mv -f "$SPANK_DIR/.new.$$" "$SPANK_DIR/${f##*/}" || return 1
+spank_installed() {
+	local n
+	for n in mpictr-spank.so mpictr-squash.so mpictr-pmix.so; do
+		cmp -s "$1/$n" "$SPANK_DIR/$n" || return 1
 	done
+}
+spank_install_cmd() {
+	echo "sudo $(cd "${BASH_SOURCE[0]%/*}" && pwd)/cluster.sh install-spank $(cd "$1" && pwd)"
 }
