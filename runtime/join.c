@@ -1136,7 +1136,8 @@ static int keeper_setup(struct keeper *k, int lock_fd, int ready_fd,
 	return 0;
 }
 
-static void keeper_main(struct keeper *k, int lock_fd, int ready_fd)
+static __attribute__((noreturn)) void keeper_main(struct keeper *k, int lock_fd,
+						  int ready_fd)
 {
 	struct holder h = {.pid = 0, .ctl = -1, .userns = -1, .mntns = -1};
 	mpictr_err *err = NULL;
@@ -1192,9 +1193,8 @@ static int start_keeper(struct keeper *k, int lock_fd, mpictr_err **err)
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
-		if (fork() == 0)
-			keeper_main(k, lock_fd, wfd);
-		_exit(0);
+		proc_detach(wfd, who);
+		keeper_main(k, lock_fd, wfd);
 	}
 	TEMP_FAILURE_RETRY(waitpid(pid, NULL, 0));
 	rc = relay_recv_ready(rfd, who, err);

@@ -101,6 +101,20 @@ pid_t proc_fork_relay(int *rfd, int *wfd, const char *what, mpictr_err **err)
 	return pid;
 }
 
+void proc_detach(int wfd, const char *what)
+{
+	pid_t pid = fork();
+	mpictr_err *e = NULL;
+
+	if (pid == 0)
+		return;
+	if (pid < 0) {
+		err_set(&e, errno, "fork %s", what);
+		relay_send(wfd, e);
+	}
+	_exit(pid < 0);
+}
+
 /* The watcher's side of proc_fork_watcher: see proc.h. */
 static void watcher_setup(bool own_session, int life_fd, int wfd)
 {

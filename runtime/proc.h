@@ -39,6 +39,12 @@ void proc_child_stdio(bool null_stdin, int out_fd);
  * the child) when the pipe or the fork failed: nothing is left open. */
 pid_t proc_fork_relay(int *rfd, int *wfd, const char *what, mpictr_err **err);
 
+/* In a child of proc_fork_relay (write end wfd): fork once more and let
+ * the middle process _exit, so that the grandchild, in which this returns,
+ * is reparented and nobody waits for it (the keeper). A failed fork is
+ * reported over wfd ("fork WHAT") and ends the child. */
+void proc_detach(int wfd, const char *what);
+
 /* A watcher: a child that outlives its parent to clean up after it (the
  * janitor, the keeper's sweeper), so it has no PDEATHSIG. Its lifeline is
  * a CLOEXEC pipe whose only writer is the parent, which keeps the write
