@@ -29,12 +29,13 @@
  * their job directory, bound into the container at the same path) go.
  *
  * Lifetime: until `instance stop`, SIGTERM, --linger seconds without
- * members, the end of the watched process (inside a Slurm job: the
- * slurmstepd above the starter, so that the instance ends with the batch
- * script or step that started it, also under proctrack/linuxproc, which
- * does not follow a process that left the step's tree), or the holder's
- * death. A keeper killed with SIGKILL takes its holder with it
- * (PDEATHSIG); its sweeper kills the members and removes the files.
+ * members, the end of a watched process an embedder gave, inside a Slurm
+ * job the job's end whichever step started it (jobwatch.c; also under
+ * proctrack/linuxproc, which does not follow a process that left the
+ * step's tree), or the holder's death. Joiners get the image file the
+ * keeper holds open and plan from it, not from the image's path. A keeper
+ * killed with SIGKILL takes its holder with it (PDEATHSIG); its sweeper kills
+ * the members and removes the files.
  */
 #include <dirent.h>
 #include <errno.h>

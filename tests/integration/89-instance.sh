@@ -7,7 +7,9 @@
 # checked; stop, --linger, a killed keeper and the end of a batch job leave
 # nothing behind; an instance started in a step (salloc, sbatch) lives
 # until the job ends (also scancel), never longer; joiners plan from the
-# image the instance holds, also when its file was deleted or replaced. A second user: tests/integration-root/40-instance-users.sh.
+# image the instance holds, also when its file was deleted or replaced;
+# two nodes (SLURM_CONF_MULTI): an instance per node, ranks join their
+# node's, nothing left on either node after a stop or the job's end. A second user: tests/integration-root/40-instance-users.sh.
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/slurm/env.sh"
 
@@ -29,7 +31,7 @@ cd "$W" || exit 1
 export TMPDIR=$W/tmp
 B=/opt/mpictr/bin
 N=i$$ # this test's instance names start with it
-trap '"$MPICTR" instance stop $N >/dev/null 2>&1; for n in a b c l k w s x t j r; do "$MPICTR" instance stop $N$n >/dev/null 2>&1; done; t_cleanup; rm -rf "$W"' EXIT
+trap '"$MPICTR" instance stop $N >/dev/null 2>&1; for n in a b c l k w s x t j r n m; do "$MPICTR" instance stop $N$n >/dev/null 2>&1; done; t_cleanup; rm -rf "$W"' EXIT
 
 # run NAME CMD...: lib.sh's (with the timeout $T, output in $W/out.NAME)
 count() { grep -cE "$2" "$W/out.$1"; }
@@ -330,6 +332,61 @@ EOF
 	check "... nothing left" gone ${N}j
 else
 	need "an instance ends with its job, not its step" "the Slurm cluster (sudo tests/slurm/cluster.sh start)"
+fi
+
+# ---- two nodes: one instance per node, MPI ranks join their node's ----------
+if slurm_multi_up 2; then
+	# Each node has a private /tmp (its rendezvous directory): the job
+	# looks at both, before and after the stop.
+	NODECMD='echo NODE $SLURMD_NODENAME $(readlink /proc/self/ns/user) $(readlink /proc/self/ns/mnt)'
+	LEFTCMD='echo LEFT $SLURMD_NODENAME $(ls -A /tmp/mpictr-join-$(id -u) 2>/dev/null | grep -c "^inst-'${N}n'\.")'
+	cat >"$W/nn.sh" <<EOF
+#!/bin/bash
+srun -N 2 -n 2 --ntasks-per-node=1 "$MPICTR" instance start "$W/mpi.sif" ${N}n || exit 1
+srun -N 2 -n 2 --ntasks-per-node=1 "$MPICTR" exec instance://${N}n sh -c '$NODECMD'
+srun -N 2 -n 4 --mpi=pmix "$MPICTR" instance://${N}n $B/hello
+srun -N 2 -n 2 --ntasks-per-node=1 sh -c '$LEFTCMD'
+srun -N 2 -n 2 --ntasks-per-node=1 "$MPICTR" instance stop ${N}n
+srun -N 2 -n 2 --ntasks-per-node=1 sh -c '$LEFTCMD'
+EOF
+	chmod +x "$W/nn.sh"
+	ok "two nodes: srun -N 2 instance start, srun -N 2 -n 4 --mpi=pmix instance://${N}n hello, srun -N 2 instance stop" \
+		run nn env SLURM_CONF="$SLURM_CONF_MULTI" salloc -N 2 -n 4 "$W/nn.sh"
+	check "... an instance on each node" bash -c "[ \"\$(sed -n 's/^NODE \([^ ]*\) .*/\1/p' '$W/out.nn' | sort | tr '\n' ' ')\" = 'node1 node2 ' ]"
+	check "... 4 ranks of 4, allreduce ok" test "$(count nn '^hello rank [0-3]/4 .* allreduce 6 ok')" = 4
+	# nn_ns NODE: the ranks on NODE ran in that node's instance
+	nn_ns() {
+		local want got
+		want=$(sed -n "s/^NODE $1 //p" "$W/out.nn")
+		got=$(sed -nE "s/^hello rank .* on $1 .* userns ([^ ]+) mntns ([^ ]+) .*/\1 \2/p" "$W/out.nn" | sort -u)
+		[ -n "$want" ] && [ "$got" = "$want" ] || { echo "node $1: instance '$want', ranks '$got'"; return 1; }
+	}
+	check "... the ranks of node1 in node1's instance" nn_ns node1
+	check "... the ranks of node2 in node2's instance" nn_ns node2
+	check "... the instances are not one" bash -c "[ \$(sed -n 's/^NODE [^ ]* //p' '$W/out.nn' | sort -u | wc -l) = 2 ]"
+	check "... before the stop: socket, lock and directory on each node" \
+		bash -c "[ \"\$(grep '^LEFT' '$W/out.nn' | head -n 2 | sort | tr '\n' ' ')\" = 'LEFT node1 3 LEFT node2 3 ' ]"
+	check "... after it: none on either node" \
+		bash -c "[ \"\$(grep '^LEFT' '$W/out.nn' | tail -n 2 | sort | tr '\n' ' ')\" = 'LEFT node1 0 LEFT node2 0 ' ]"
+	check "... and no process of it on either node" gone ${N}n
+	# Without a stop: in an allocation (no batch step, no extern step)
+	# each node's keeper follows the job through squeue.
+	cat >"$W/nn2.sh" <<EOF
+#!/bin/bash
+srun -N 2 -n 2 --ntasks-per-node=1 "$MPICTR" instance start "$W/tiny.sif" ${N}m || exit 1
+srun -N 2 -n 2 --ntasks-per-node=1 "$MPICTR" exec instance://${N}m sh -c '$NODECMD'
+EOF
+	chmod +x "$W/nn2.sh"
+	ok "two nodes: an instance per node, started in a step, not stopped" \
+		run nn2 env SLURM_CONF="$SLURM_CONF_MULTI" salloc -N 2 -n 2 "$W/nn2.sh"
+	check "... it served the next step on both nodes" bash -c "[ \$(grep -c '^NODE node[12] ' '$W/out.nn2') = 2 ]"
+	check "... after the job: no process of it on either node" job_gone ${N}m
+	LEFTCMD=${LEFTCMD//${N}n/${N}m}
+	ok "... nor its socket, lock or directory (a new job looks)" \
+		run nn3 env SLURM_CONF="$SLURM_CONF_MULTI" srun -N 2 -n 2 --ntasks-per-node=1 sh -c "$LEFTCMD"
+	check "... (none on node1 and node2)" bash -c "[ \"\$(grep '^LEFT' '$W/out.nn3' | sort | tr '\n' ' ')\" = 'LEFT node1 0 LEFT node2 0 ' ]"
+else
+	need "two nodes: an instance per node" "the 2-node cluster (sudo tests/slurm/cluster.sh start --nodes 2)"
 fi
 
 # ---- the image file deleted or replaced after the start: joiners plan
