@@ -53,7 +53,6 @@
 #include <unistd.h>
 
 #include "error.h"
-#include "exec.h"
 #include "facts.h"
 #include "holder.h"
 #include "instance.h"
@@ -644,9 +643,7 @@ static int inst_prepare(struct inst_start *s, const struct mpictr_config *cfg,
 
 		/* Not found: job_watch_start fails unless a slurmstepd of
 		 * the job's runs here. */
-		if (exec_resolve_command("squeue", cfg->host_env, &s->in.squeue,
-					 NULL) < 0)
-			s->in.squeue = NULL;
+		s->in.squeue = job_watch_program(cfg->host_env);
 		s->in.slurm_conf = conf ? xstrdup(conf) : NULL;
 	}
 	s->in.spec = inst_spec(cfg, s->in.image, s->p.run, &s->in.spec_len);

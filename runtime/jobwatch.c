@@ -32,6 +32,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "exec.h"
 #include "jobwatch.h"
 #include "proc.h"
 #include "syscalls.h"
@@ -79,6 +80,15 @@ pid_t job_stepd_find(const char *job)
 	}
 	strv_free(names);
 	return found;
+}
+
+char *job_watch_program(char *const *env)
+{
+	char *path = NULL;
+
+	if (exec_resolve_command("squeue", env, &path, NULL) < 0)
+		return NULL;
+	return path;
 }
 
 static bool live_state(const char *s)

@@ -35,6 +35,9 @@ struct job_watch {
  * (found by their process titles, "slurmstepd: [JOB.extern]"; never a
  * process of our own uid), or 0. */
 pid_t job_stepd_find(const char *job);
+/* The program job_watch_start asks Slurm with, found on env's PATH, or
+ * NULL. Caller frees. */
+char *job_watch_program(char *const *env);
 /* Start watching job: its slurmstepd when job_stepd_find finds one, else
  * polling squeue (the program at squeue; its environment, SLURM_CONF
  * included, is the caller's). A first query is made at once: -1 with
