@@ -29,6 +29,10 @@ struct mpictr_config {
 	bool transport_env_set; /* set through the API (not the default) */
 	struct siteconf site;	/* site file, then user config files */
 	char **profiles;	/* --profile names, resolved when planning */
+	/* Set by instance_attach: read the image at this path (the file the
+	 * instance holds open, /proc/self/fd/N); image still names it. Not
+	 * owned (mpictr_config_free leaves it). */
+	char *image_read;
 };
 
 #endif

@@ -3,6 +3,7 @@
  * once, before plan_build().
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
 #include <stdlib.h>
@@ -368,6 +369,27 @@ static void gather_host_verbs(struct host_facts *f)
 	image_reader_close(r);
 }
 
+/* An instance's joiner reads the image file the instance holds open
+ * (cfg->image_read), not whatever its path names by now. */
+static int probe_held(const struct mpictr_config *cfg, struct image_info *info,
+		      mpictr_err **err)
+{
+	cleanup_close int fd = open(cfg->image_read, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+
+	memset(info, 0, sizeof(*info));
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return err_set(err, errno, "image '%s' (held open at '%s')",
+			       cfg->image, cfg->image_read);
+	if (!S_ISDIR(st.st_mode) &&
+	    image_probe_fd(fd, cfg->image, info, err) < 0)
+		return -1;
+	if (S_ISDIR(st.st_mode))
+		info->kind = IMAGE_DIR;
+	info->path = xstrdup(cfg->image_read);
+	return 0;
+}
+
 int host_facts_gather(const struct mpictr_config *cfg,
 		      const struct run_decision *d, unsigned flags,
 		      struct host_facts *f, mpictr_err **err)
@@ -376,7 +398,10 @@ int host_facts_gather(const struct mpictr_config *cfg,
 	memset(f, 0, sizeof(*f));
 	f->hostdev.ptrace_scope = -1;
 	gather_identity(cfg, f);
-	if (cfg->image && image_probe(cfg->image, &f->image, &f->image_err) < 0)
+	if (cfg->image &&
+	    (cfg->image_read
+		 ? probe_held(cfg, &f->image, &f->image_err)
+		 : image_probe(cfg->image, &f->image, &f->image_err)) < 0)
 		memset(&f->image, 0, sizeof(f->image));
 	gather_devices(cfg, f);
 	gather_image(cfg, d, flags, f);

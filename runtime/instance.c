@@ -29,12 +29,13 @@
  * their job directory, bound into the container at the same path) go.
  *
  * Lifetime: until `instance stop`, SIGTERM, --linger seconds without
- * members, the end of the watched process (inside a Slurm job: the
- * slurmstepd above the starter, so that the instance ends with the batch
- * script or step that started it, also under proctrack/linuxproc, which
- * does not follow a process that left the step's tree), or the holder's
- * death. A keeper killed with SIGKILL takes its holder with it
- * (PDEATHSIG); its sweeper kills the members and removes the files.
+ * members, the end of a watched process an embedder gave, inside a Slurm
+ * job the job's end whichever step started it (jobwatch.c; also under
+ * proctrack/linuxproc, which does not follow a process that left the
+ * step's tree), or the holder's death. Joiners get the image file the
+ * keeper holds open and plan from it, not from the image's path. A keeper
+ * killed with SIGKILL takes its holder with it (PDEATHSIG); its sweeper kills
+ * the members and removes the files.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -55,6 +56,7 @@
 #include "facts.h"
 #include "holder.h"
 #include "instance.h"
+#include "jobwatch.h"
 #include "join.h"
 #include "mode.h"
 #include "plan.h"
@@ -176,9 +178,11 @@ struct inst {
 	size_t spec_len;
 	time_t started;
 	long linger_s;
-	pid_t watch_pid;
-	bool watch_stepd; /* watch_pid was found above the starter */
-	int watch_fd;
+	pid_t watch_pid;	   /* given by the caller (instance_opts) */
+	int watch_fd;		   /* its pidfd */
+	char *squeue, *slurm_conf; /* inside a job: to follow it */
+	struct job_watch jw;	   /* inside a job, without watch_pid */
+	int image_fd;		   /* the image, held open for joiners */
 	int stop_fd;  /* the STOP request's connection, answered in done */
 	pid_t holder; /* and its user namespace: */
 	dev_t ns_dev;
@@ -245,7 +249,7 @@ static uint32_t inst_serve_one(struct inst *in, const struct holder *h, int c)
 	switch (q.op) {
 	case INST_JOIN:
 		inst_reply(c, 0, in->spec, in->spec_len,
-			   (int[]){h->userns, h->mntns}, 2);
+			   (int[]){h->userns, h->mntns, in->image_fd}, 3);
 		return INST_JOIN;
 	case INST_INFO:
 		info = inst_info(in, &len);
@@ -278,14 +282,18 @@ static void inst_kill_members(const struct inst *in)
 	}
 }
 
-static bool is_stepd(pid_t pid)
+/* The job's end ends the instance (jobwatch.c): SLURM_CONF as the
+ * starter had it, for squeue. */
+static int inst_watch_job(struct inst *in, mpictr_err **err)
 {
-	char path[64];
-	cleanup_free char *comm = NULL;
-
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	comm = read_file(path, 64, NULL);
-	return comm && strcmp(comm, "slurmstepd\n") == 0;
+	if (in->slurm_conf && setenv("SLURM_CONF", in->slurm_conf, 1) < 0)
+		return err_set(err, errno, "set SLURM_CONF");
+	if (job_watch_start(&in->jw, in->job, in->squeue, err) < 0) {
+		err_wrap(err, "instance start inside Slurm job %s", in->job);
+		return err_hint(err, "an instance never outlives the job that "
+				     "started it");
+	}
+	return 0;
 }
 
 static int inst_setup(void *data, mpictr_err **err)
@@ -294,18 +302,19 @@ static int inst_setup(void *data, mpictr_err **err)
 
 	in->watch_fd = -1;
 	in->stop_fd = -1;
+	in->jw.stepd_fd = in->jw.query_fd = -1;
+	/* Joiners plan from this file, also when the path is deleted or
+	 * names another file by now. */
+	in->image_fd = open(in->image, O_RDONLY | O_CLOEXEC);
+	if (in->image_fd < 0)
+		return err_set(err, errno, "open the image '%s'", in->image);
 	if (in->watch_pid <= 0)
-		return 0;
+		return in->job ? inst_watch_job(in, err) : 0;
 	in->watch_fd = sys_pidfd_open(in->watch_pid, 0);
-	/* Checked after the pidfd is open: it cannot be a recycled pid. */
-	if (in->watch_fd >= 0 && (!in->watch_stepd || is_stepd(in->watch_pid)))
-		return 0;
-	if (!in->watch_stepd)
+	if (in->watch_fd < 0)
 		return err_set(err, errno, "watch process %d",
 			       (int)in->watch_pid);
-	return err_set(err, in->watch_fd < 0 ? errno : ESRCH,
-		       "watch Slurm job %s: its slurmstepd (pid %d) is gone",
-		       in->job ? in->job : "?", (int)in->watch_pid);
+	return 0;
 }
 
 static size_t add_holder(char **spec, size_t len, pid_t holder)
@@ -337,15 +346,22 @@ static void inst_serve(void *data, struct keeper_serve *ks)
 	}
 	in->started = time(NULL);
 	while (!keeper_stopping()) {
-		struct pollfd pfd[3] = {
+		struct pollfd pfd[4] = {
 		    {.fd = ks->listen_fd, .events = POLLIN},
 		    {.fd = in->watch_fd, .events = POLLIN},
 		    {.fd = hfd, .events = POLLIN},
+		    {.fd = job_watch_fd(&in->jw), .events = POLLIN},
 		};
-		struct timespec tick = {.tv_sec = 1};
+		long wait = in->job && in->watch_pid <= 0
+				? job_watch_wait_ms(&in->jw)
+				: -1;
+		struct timespec tick;
 
-		if (ppoll(pfd, 3, in->linger_s > 0 ? &tick : NULL,
-			  ks->waitmask) < 0 &&
+		if (in->linger_s > 0 && (wait < 0 || wait > 1000))
+			wait = 1000;
+		tick = (struct timespec){.tv_sec = wait / 1000,
+					 .tv_nsec = wait % 1000 * 1000000L};
+		if (ppoll(pfd, 4, wait >= 0 ? &tick : NULL, ks->waitmask) < 0 &&
 		    errno != EINTR)
 			break;
 		if (pfd[0].revents & POLLIN) {
@@ -361,7 +377,10 @@ static void inst_serve(void *data, struct keeper_serve *ks)
 				idle_since = mono_ms();
 		}
 		if (pfd[1].revents || pfd[2].revents)
-			break; /* the job ended, or the holder died */
+			break; /* the process watched ended, or the holder */
+		if (in->job && in->watch_pid <= 0 &&
+		    job_watch_over(&in->jw, pfd[3].revents))
+			break; /* the job ended */
 		if (in->linger_s > 0 && inst_members(in) > 0)
 			idle_since = mono_ms();
 		if (in->linger_s > 0 &&
@@ -376,6 +395,7 @@ static void inst_serve(void *data, struct keeper_serve *ks)
 		close(hfd);
 	if (in->watch_fd >= 0)
 		close(in->watch_fd);
+	job_watch_free(&in->jw);
 }
 
 static void inst_done(void *data)
@@ -508,21 +528,6 @@ static int inst_query(const struct inst_paths *p, const char *name, uint32_t op,
 
 /* ---- start --------------------------------------------------------------- */
 
-/* The slurmstepd nearest above pid (pid itself included), or 0. A task
- * forked by slurmstepd that has not exec'd yet (a SPANK plugin's
- * task_init) still has its comm: its parent is the step's. */
-static pid_t stepd_above(pid_t pid)
-{
-	for (int depth = 0; pid > 1 && depth < 64; depth++) {
-		pid_t parent = proc_ppid(pid);
-
-		if (is_stepd(pid) && !(parent > 1 && is_stepd(parent)))
-			return pid;
-		pid = parent;
-	}
-	return 0;
-}
-
 /* What a joiner needs of the instance's options: the image and what
  * decides its container and environment (see instance_attach). */
 static char *inst_spec(const struct mpictr_config *cfg, const char *image,
@@ -634,17 +639,12 @@ static int inst_prepare(struct inst_start *s, const struct mpictr_config *cfg,
 	s->in.linger_s = o->linger_s;
 	s->in.watch_pid = o->watch_pid;
 	if (!s->in.watch_pid && s->in.job) {
-		s->in.watch_pid = stepd_above(getpid());
-		s->in.watch_stepd = true;
-		if (!s->in.watch_pid) {
-			err_set(err, 0,
-				"instance start inside Slurm job %s "
-				"(SLURM_JOB_ID) found no slurmstepd above it: "
-				"the instance could outlive the job",
-				s->in.job);
-			return err_hint(err, "start it in the job's batch "
-					     "script or in a step (srun)");
-		}
+		const char *conf = env_get(cfg->host_env, "SLURM_CONF");
+
+		/* Not found: job_watch_start fails unless a slurmstepd of
+		 * the job's runs here. */
+		s->in.squeue = job_watch_program(cfg->host_env);
+		s->in.slurm_conf = conf ? xstrdup(conf) : NULL;
 	}
 	s->in.spec = inst_spec(cfg, s->in.image, s->p.run, &s->in.spec_len);
 	return 0;
@@ -698,6 +698,8 @@ out:
 	free(s.in.image);
 	free(s.in.job);
 	free(s.in.spec);
+	free(s.in.squeue);
+	free(s.in.slurm_conf);
 	plan_free(&s.plan);
 	paths_free(&s.p);
 	return rc;
@@ -906,10 +908,10 @@ int instance_attach(const struct mpictr_config *cfg, struct instance_attach *a,
 	struct inst_paths p;
 	cleanup_free char *blob = NULL;
 	size_t len = 0;
-	int fds[2] = {-1, -1};
+	int fds[3] = {-1, -1, -1};
 
 	memset(a, 0, sizeof(*a));
-	a->userns = a->mntns = -1;
+	a->userns = a->mntns = a->image_fd = -1;
 	if (!instance_is_ref(cfg->image))
 		return err_set(err, EINVAL, "'%s' names no instance",
 			       cfg->image ? cfg->image : "");
@@ -917,19 +919,25 @@ int instance_attach(const struct mpictr_config *cfg, struct instance_attach *a,
 	if (refuse_container_options(cfg, a->name, err) < 0 ||
 	    paths_of(cfg->host_env, a->name, false, &p, err) < 0)
 		return -1;
-	if (inst_query(&p, a->name, INST_JOIN, &blob, &len, fds, 2, err) < 0) {
+	if (inst_query(&p, a->name, INST_JOIN, &blob, &len, fds, 3, err) < 0) {
 		paths_free(&p);
 		return -1;
 	}
 	paths_free(&p);
 	a->userns = fds[0];
 	a->mntns = fds[1];
-	if (a->userns < 0 || a->mntns < 0)
+	a->image_fd = fds[2];
+	if (a->userns < 0 || a->mntns < 0 || a->image_fd < 0)
 		return err_set(err, EPROTO,
-			       "instance '%s': its keeper sent no namespaces",
+			       "instance '%s': its keeper sent no namespaces "
+			       "or image",
 			       a->name);
 	a->cfg = *cfg;
 	attach_options(a, blob, len);
+	/* Plan from the file the instance mounted, whatever its path names
+	 * by now (deleted, replaced). */
+	a->image_read = xasprintf("/proc/self/fd/%d", a->image_fd);
+	a->cfg.image_read = a->image_read;
 	return 0;
 }
 
@@ -957,13 +965,16 @@ void instance_attach_free(struct instance_attach *a)
 		close(a->userns);
 	if (a->mntns >= 0)
 		close(a->mntns);
+	if (a->image_fd >= 0)
+		close(a->image_fd);
+	free(a->image_read);
 	free(a->name);
 	free(a->run_base);
 	free(a->image);
 	free(a->devices);
 	strv_free(a->profiles);
 	memset(a, 0, sizeof(*a));
-	a->userns = a->mntns = -1;
+	a->userns = a->mntns = a->image_fd = -1;
 }
 
 /* ---- the public API (mpictr.h) ------------------------------------------ */

@@ -24,12 +24,12 @@ struct instance_opts {
 	/* > 0: the instance ends after this many seconds without a process
 	 * in it (and without a command joining). 0: no linger. */
 	long linger_s;
-	/* The process whose end ends the instance (e.g. a job's slurmstepd:
-	 * the caller makes sure the pid is the one it means). 0: inside a
-	 * Slurm job (SLURM_JOB_ID in cfg's host environment), the nearest
-	 * slurmstepd above the caller (a task forked by slurmstepd that has
-	 * not exec'd yet is passed over), and no instance when there is none;
-	 * outside a job, none. */
+	/* The process whose end ends the instance (the caller makes sure
+	 * the pid is the one it means). 0: inside a Slurm job (SLURM_JOB_ID
+	 * in cfg's host environment), the job's end (jobwatch.h: its extern
+	 * or batch slurmstepd on this node, else its state in Slurm, squeue
+	 * found on cfg's PATH with cfg's SLURM_CONF), whichever step started
+	 * it; outside a job, none. */
 	pid_t watch_pid;
 };
 
@@ -85,6 +85,10 @@ struct instance_attach {
 	char *image, *devices; /* owned copies behind cfg */
 	char **profiles;
 	pid_t holder; /* the instance's holder (its root: /proc/PID/root) */
+	/* The image the instance holds open (cfg.image_read names it): a
+	 * joiner plans from it, not from the image's path. */
+	int image_fd;
+	char *image_read;
 };
 
 /* Connect to the instance named by cfg->image, check the caller's options

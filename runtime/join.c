@@ -578,7 +578,7 @@ int keeper_send(int sock, const void *buf, size_t len, const int *fds, int nfds)
 {
 	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
 	union {
-		char buf[CMSG_SPACE(2 * sizeof(int))];
+		char buf[CMSG_SPACE(3 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
@@ -602,7 +602,7 @@ ssize_t keeper_recv(int sock, void *buf, size_t len, int *fds, int nfds)
 {
 	struct iovec iov = {.iov_base = buf, .iov_len = len};
 	union {
-		char buf[CMSG_SPACE(2 * sizeof(int))];
+		char buf[CMSG_SPACE(3 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	struct msghdr mh = {.msg_iov = &iov,
@@ -619,7 +619,7 @@ ssize_t keeper_recv(int sock, void *buf, size_t len, int *fds, int nfds)
 	if (n <= 0 || !c || c->cmsg_level != SOL_SOCKET ||
 	    c->cmsg_type != SCM_RIGHTS)
 		return n;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		int fd;
 
 		if (c->cmsg_len < CMSG_LEN((size_t)(i + 1) * sizeof(int)))

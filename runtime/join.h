@@ -112,11 +112,11 @@ int keeper_dir(char *const *env, char **out, bool notice, mpictr_err **err);
 /* Connect to a keeper's socket and check that it runs as our uid: the fd,
  * or -1 with errno (EPERM: another uid). */
 int keeper_connect(const char *path);
-/* Send len bytes of buf with nfds (0..2) descriptors (SCM_RIGHTS): 0 or
+/* Send len bytes of buf with nfds (0..3) descriptors (SCM_RIGHTS): 0 or
  * -1 with errno. */
 int keeper_send(int sock, const void *buf, size_t len, const int *fds,
 		int nfds);
-/* Receive len bytes into buf and up to nfds (0..2) descriptors
+/* Receive len bytes into buf and up to nfds (0..3) descriptors
  * (close-on-exec; -1 where none came): recvmsg's result. */
 ssize_t keeper_recv(int sock, void *buf, size_t len, int *fds, int nfds);
 /* True when lock_fd is still the lock file at path (not unlinked). */

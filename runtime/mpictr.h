@@ -296,11 +296,12 @@ MPICTR_PUBLIC int mpictr_join_task(mpictr_config *cfg, char ***env,
 
 /* Start instance name and return once it is ready. linger_s > 0: it ends
  * after that many seconds without a process in it. watch_pid > 0: it ends
- * when that process ends (a job's slurmstepd); 0: inside a Slurm job
- * (SLURM_JOB_ID in cfg's host environment) the nearest slurmstepd above
- * the caller, so that it ends with the batch script or step that started
- * it (an error when there is none), and none outside a job. cfg needs no
- * command. A running instance of that name is an error. */
+ * when that process ends; 0: inside a Slurm job (SLURM_JOB_ID in cfg's
+ * host environment) when the job ends, whichever step started it (the
+ * job's extern or batch slurmstepd on the node, else the job's state
+ * from squeue, found on cfg's PATH; an error when the job is not
+ * running), and none outside a job. cfg needs no command. A running
+ * instance of that name is an error. */
 MPICTR_PUBLIC int mpictr_instance_start(mpictr_config *cfg, const char *name,
 					long linger_s, int watch_pid,
 					mpictr_err **err);

@@ -589,7 +589,7 @@ static int plan_options(const struct mpictr_config *cfg,
 	if (f->image_err)
 		return replay_err(err, f->image_err);
 	p->image = f->image;
-	p->image.path = xstrdup(f->image.path);
+	p->image.path = xstrdup(cfg->image_read ? cfg->image : f->image.path);
 	p->image.arch = f->image.arch ? xstrdup(f->image.arch) : NULL;
 	if (!f->cwd)
 		return err_set(err, f->cwd_err, "get the current directory");

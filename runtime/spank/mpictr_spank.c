@@ -364,35 +364,6 @@ static mpictr_config *task_config(char **env, const char *image, bool full,
 	return cfg;
 }
 
-/* The slurmstepd that lives as long as job on this node: the extern
- * step's (PrologFlags=Contain), else the batch script's; 0 when neither
- * runs here (the instance then ends with the step that started it). */
-static pid_t job_stepd(uint32_t job)
-{
-	cleanup_free char *ext = xasprintf("slurmstepd: [%u.extern]", job);
-	cleanup_free char *bat = xasprintf("slurmstepd: [%u.batch]", job);
-	char **names = dir_names("/proc");
-	pid_t found = 0;
-
-	for (size_t i = 0; names && names[i] && found <= 0; i++) {
-		cleanup_free char *path =
-		    xasprintf("/proc/%s/cmdline", names[i]);
-		cleanup_free char *cmd = NULL;
-		long pid;
-
-		if (parse_long(names[i], 1, INT_MAX, &pid) < 0)
-			continue;
-		cmd = read_file(path, 256, NULL);
-		if (cmd && strcmp(cmd, ext) == 0)
-			found = (pid_t)pid;
-		else if (cmd && strcmp(cmd, bat) == 0)
-			found =
-			    -(pid_t)pid; /* unless an extern step is found */
-	}
-	strv_free(names);
-	return found < 0 ? -found : found;
-}
-
 static bool err_starts(const mpictr_err *e, const char *prefix)
 {
 	return e && strncmp(mpictr_err_message(e), prefix, strlen(prefix)) == 0;
@@ -400,7 +371,7 @@ static bool err_starts(const mpictr_err *e, const char *prefix)
 
 /* --container-name=NAME: every step of the job that names it joins the
  * instance JOBID.NAME on the node, started by the first task that finds
- * none; it ends with the job (job_stepd). */
+ * none; it ends with the job. */
 static int join_named(spank_t sp, char **host, uint32_t step, int argc,
 		      char **argv, char ***env, char **program, mpictr_err **e)
 {
@@ -422,9 +393,10 @@ static int join_named(spank_t sp, char **host, uint32_t step, int argc,
 		mpictr_err_free(*e);
 		*e = NULL;
 		cfg = task_config(host, opts.image, true, step, argc, argv, e);
-		rc = cfg ? mpictr_instance_start(cfg, name, 0,
-						 (int)job_stepd(job), e)
-			 : -1;
+		/* watch pid 0: the instance ends with the job (its
+		 * extern or batch slurmstepd here, else its state in
+		 * Slurm), not with this step. */
+		rc = cfg ? mpictr_instance_start(cfg, name, 0, 0, e) : -1;
 		mpictr_config_free(cfg);
 		if (rc == 0)
 			continue;

@@ -5,7 +5,11 @@
 # `mpirun -np N mpictr`: every process in the instance's user and mount
 # namespaces; options that would change the container refused; names
 # checked; stop, --linger, a killed keeper and the end of a batch job leave
-# nothing behind. A second user: tests/integration-root/40-instance-users.sh.
+# nothing behind; an instance started in a step (salloc, sbatch) lives
+# until the job ends (also scancel), never longer; joiners plan from the
+# image the instance holds, also when its file was deleted or replaced;
+# two nodes (SLURM_CONF_MULTI): an instance per node, ranks join their
+# node's, nothing left on either node after a stop or the job's end. A second user: tests/integration-root/40-instance-users.sh.
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/slurm/env.sh"
 
@@ -27,7 +31,7 @@ cd "$W" || exit 1
 export TMPDIR=$W/tmp
 B=/opt/mpictr/bin
 N=i$$ # this test's instance names start with it
-trap '"$MPICTR" instance stop $N >/dev/null 2>&1; for n in a b c l k w; do "$MPICTR" instance stop $N$n >/dev/null 2>&1; done; t_cleanup; rm -rf "$W"' EXIT
+trap '"$MPICTR" instance stop $N >/dev/null 2>&1; for n in a b c l k w s x t j r n m; do "$MPICTR" instance stop $N$n >/dev/null 2>&1; done; t_cleanup; rm -rf "$W"' EXIT
 
 # run NAME CMD...: lib.sh's (with the timeout $T, output in $W/out.NAME)
 count() { grep -cE "$2" "$W/out.$1"; }
@@ -259,5 +263,147 @@ EOF
 else
 	need "sbatch: an instance ends with its job" "the Slurm cluster (sudo tests/slurm/cluster.sh start)"
 fi
+
+# ---- the job, not the step: an instance started in a step ends with the job
+# No extern step here (no PrologFlags=Contain): in an salloc allocation the
+# keeper follows the job through squeue (jobwatch.c), in a batch job
+# through the batch step's slurmstepd. Bound: JOB_WATCH_POLL_S (5 s) after
+# Slurm has the job ended, plus the stop (30 s in all).
+job_gone() { settle 300 leftovers "$1"; }
+# step_ns OUT: the NS lines of OUT are all one set, not the test's own
+step_ns() {
+	[ "$(grep -c '^NS ' "$W/out.$1")" -ge 1 ] &&
+		[ "$(sed -n 's/^NS //p' "$W/out.$1" | sort -u | wc -l)" = 1 ] &&
+		! grep -qxF "$HOSTNS" "$W/out.$1" || { cat "$W/out.$1"; return 1; }
+}
+if slurm_up; then
+	cat >"$W/alloc.sh" <<EOF
+#!/bin/bash
+srun -n 1 "$MPICTR" instance start "$W/mpi.sif" ${N}s || exit 1
+srun -n 1 "$MPICTR" exec instance://${N}s sh -c '$NSCMD'
+srun -O --mpi=pmix -n 2 "$MPICTR" instance://${N}s sh -c '$NSCMD'
+srun -O --mpi=pmix -n 2 "$MPICTR" instance://${N}s $B/hello
+"$MPICTR" instance list --json
+EOF
+	chmod +x "$W/alloc.sh"
+	ok "salloc: srun instance start, then three more steps use it" \
+		run alloc salloc -n 2 "$W/alloc.sh"
+	check "... it outlived the step that started it: the next steps ran in one container" step_ns alloc
+	check "... 3 commands in it, 2 ranks said hello" \
+		bash -c "[ \$(grep -c '^NS ' '$W/out.alloc') = 3 ] && [ \$(grep -c '^hello rank [01]/2 .* allreduce 1 ok' '$W/out.alloc') = 2 ]"
+	check "... it knew its job" grep -q '"job": "[0-9]' "$W/out.alloc"
+	check "... after the allocation ended: nothing left (keeper, socket, lock, directory)" job_gone ${N}s
+
+	# scancel of an allocation whose instance has a member that left the
+	# step's process tree (proctrack/linuxproc does not end it).
+	cat >"$W/cancel.sh" <<EOF
+#!/bin/bash
+echo JOB \$SLURM_JOB_ID
+srun -n 1 "$MPICTR" instance start "$W/tiny.sif" ${N}x || exit 1
+srun -n 1 setsid -f "$MPICTR" exec instance://${N}x sleep 600 >/dev/null 2>&1
+srun -n 1 sleep 600
+EOF
+	chmod +x "$W/cancel.sh"
+	$T salloc -n 1 "$W/cancel.sh" >"$W/out.cancel" 2>&1 &
+	ALLOC=$!
+	member_in() { "$MPICTR" instance list | grep -qE "^$1 .* 1 +[0-9]+ +0 [0-9]+\$" || echo waiting; }
+	check "salloc: an instance with a member, started in a step" settle 300 member_in ${N}x
+	CJOB=$(sed -n 's/^JOB //p' "$W/out.cancel")
+	ok "scancel $CJOB" scancel "$CJOB"
+	wait $ALLOC 2>/dev/null
+	check "... the instance and its member are gone, nothing left" job_gone ${N}x
+
+	cat >"$W/stepjob.sh" <<EOF
+#!/bin/bash
+srun -n 1 "$MPICTR" instance start "$W/tiny.sif" ${N}t || exit 1
+srun -n 1 "$MPICTR" exec instance://${N}t sh -c '$NSCMD'
+srun -n 1 "$MPICTR" exec instance://${N}t sh -c '$NSCMD'
+EOF
+	ok "sbatch: srun instance start in a step, two more steps use it" \
+		sbatch --wait -O -n 1 -o "$W/out.stepjob" "$W/stepjob.sh"
+	check "... both ran" bash -c "[ \$(grep -c '^NS ' '$W/out.stepjob') = 2 ]"
+	check "... in its container (one set of namespaces)" step_ns stepjob
+	check "... after the job: nothing left" job_gone ${N}t
+
+	ok_status "instance start in a job that is not running: 255" 255 \
+		env SLURM_JOB_ID=2147480000 "$MPICTR" instance start "$W/tiny.sif" ${N}j
+	cp "$T_OUT" "$W/out.last"
+	check "... says so" grep -q "Slurm job 2147480000 is not running" "$W/out.last"
+	check "... nothing left" gone ${N}j
+else
+	need "an instance ends with its job, not its step" "the Slurm cluster (sudo tests/slurm/cluster.sh start)"
+fi
+
+# ---- two nodes: one instance per node, MPI ranks join their node's ----------
+if slurm_multi_up 2; then
+	# Each node has a private /tmp (its rendezvous directory): the job
+	# looks at both, before and after the stop.
+	NODECMD='echo NODE $SLURMD_NODENAME $(readlink /proc/self/ns/user) $(readlink /proc/self/ns/mnt)'
+	LEFTCMD='echo LEFT $SLURMD_NODENAME $(ls -A /tmp/mpictr-join-$(id -u) 2>/dev/null | grep -c "^inst-'${N}n'\.")'
+	cat >"$W/nn.sh" <<EOF
+#!/bin/bash
+srun -N 2 -n 2 --ntasks-per-node=1 "$MPICTR" instance start "$W/mpi.sif" ${N}n || exit 1
+srun -N 2 -n 2 --ntasks-per-node=1 "$MPICTR" exec instance://${N}n sh -c '$NODECMD'
+srun -N 2 -n 4 --mpi=pmix "$MPICTR" instance://${N}n $B/hello
+srun -N 2 -n 2 --ntasks-per-node=1 sh -c '$LEFTCMD'
+srun -N 2 -n 2 --ntasks-per-node=1 "$MPICTR" instance stop ${N}n
+srun -N 2 -n 2 --ntasks-per-node=1 sh -c '$LEFTCMD'
+EOF
+	chmod +x "$W/nn.sh"
+	ok "two nodes: srun -N 2 instance start, srun -N 2 -n 4 --mpi=pmix instance://${N}n hello, srun -N 2 instance stop" \
+		run nn env SLURM_CONF="$SLURM_CONF_MULTI" salloc -N 2 -n 4 "$W/nn.sh"
+	check "... an instance on each node" bash -c "[ \"\$(sed -n 's/^NODE \([^ ]*\) .*/\1/p' '$W/out.nn' | sort | tr '\n' ' ')\" = 'node1 node2 ' ]"
+	check "... 4 ranks of 4, allreduce ok" test "$(count nn '^hello rank [0-3]/4 .* allreduce 6 ok')" = 4
+	# nn_ns NODE: the ranks on NODE ran in that node's instance
+	nn_ns() {
+		local want got
+		want=$(sed -n "s/^NODE $1 //p" "$W/out.nn")
+		got=$(sed -nE "s/^hello rank .* on $1 .* userns ([^ ]+) mntns ([^ ]+) .*/\1 \2/p" "$W/out.nn" | sort -u)
+		[ -n "$want" ] && [ "$got" = "$want" ] || { echo "node $1: instance '$want', ranks '$got'"; return 1; }
+	}
+	check "... the ranks of node1 in node1's instance" nn_ns node1
+	check "... the ranks of node2 in node2's instance" nn_ns node2
+	check "... the instances are not one" bash -c "[ \$(sed -n 's/^NODE [^ ]* //p' '$W/out.nn' | sort -u | wc -l) = 2 ]"
+	check "... before the stop: socket, lock and directory on each node" \
+		bash -c "[ \"\$(grep '^LEFT' '$W/out.nn' | head -n 2 | sort | tr '\n' ' ')\" = 'LEFT node1 3 LEFT node2 3 ' ]"
+	check "... after it: none on either node" \
+		bash -c "[ \"\$(grep '^LEFT' '$W/out.nn' | tail -n 2 | sort | tr '\n' ' ')\" = 'LEFT node1 0 LEFT node2 0 ' ]"
+	check "... and no process of it on either node" gone ${N}n
+	# Without a stop: in an allocation (no batch step, no extern step)
+	# each node's keeper follows the job through squeue.
+	cat >"$W/nn2.sh" <<EOF
+#!/bin/bash
+srun -N 2 -n 2 --ntasks-per-node=1 "$MPICTR" instance start "$W/tiny.sif" ${N}m || exit 1
+srun -N 2 -n 2 --ntasks-per-node=1 "$MPICTR" exec instance://${N}m sh -c '$NODECMD'
+EOF
+	chmod +x "$W/nn2.sh"
+	ok "two nodes: an instance per node, started in a step, not stopped" \
+		run nn2 env SLURM_CONF="$SLURM_CONF_MULTI" salloc -N 2 -n 2 "$W/nn2.sh"
+	check "... it served the next step on both nodes" bash -c "[ \$(grep -c '^NODE node[12] ' '$W/out.nn2') = 2 ]"
+	check "... after the job: no process of it on either node" job_gone ${N}m
+	LEFTCMD=${LEFTCMD//${N}n/${N}m}
+	ok "... nor its socket, lock or directory (a new job looks)" \
+		run nn3 env SLURM_CONF="$SLURM_CONF_MULTI" srun -N 2 -n 2 --ntasks-per-node=1 sh -c "$LEFTCMD"
+	check "... (none on node1 and node2)" bash -c "[ \"\$(grep '^LEFT' '$W/out.nn3' | sort | tr '\n' ' ')\" = 'LEFT node1 0 LEFT node2 0 ' ]"
+else
+	need "two nodes: an instance per node" "the 2-node cluster (sudo tests/slurm/cluster.sh start --nodes 2)"
+fi
+
+# ---- the image file deleted or replaced after the start: joiners plan
+# from the file the instance holds open
+cp "$IMG/mpi.sif" "$W/own.sif"
+ok "instance start own.sif (a copy)" "$MPICTR" instance start "$W/own.sif" ${N}r
+printf 'not an image\n' >"$W/junk" && mv "$W/junk" "$W/own.sif"
+ok "own.sif replaced by another file: exec instance://${N}r" \
+	run rep "$MPICTR" exec instance://${N}r sh -c "test -x $B/hello && $NSCMD"
+check "... ran in the instance" step_ns rep
+rm -f "$W/own.sif"
+ok "own.sif deleted: mpictr -n 2 instance://${N}r hello" run repn "$MPICTR" -n 2 instance://${N}r $B/hello
+check "... 2 ranks of 2" test "$(count repn '^hello rank [01]/2 .* allreduce 1 ok')" = 2
+ok "... mpictr run -n 1 instance://${N}r (its runscript, from the held file)" run reprs "$MPICTR" run -n 1 instance://${N}r
+check "... ran hello" grep -q '^hello rank 0/1 .* ok' "$W/out.reprs"
+ok "... instance list still names the image's path" bash -c "'$MPICTR' instance list | grep -qE '^${N}r +$W/own.sif '"
+ok "... stop" "$MPICTR" instance stop ${N}r
+check "... nothing left" gone ${N}r
 
 done_testing

@@ -318,4 +318,27 @@ else
 	need "two nodes: srun -N 2 --container-image" "the 2-node cluster (sudo tests/slurm/cluster.sh start --nodes 2)"
 fi
 
+# ---- --container-name in an allocation: it outlives the step that started
+# it (no batch or extern step: its keeper follows the job through squeue)
+# and ends with the job
+named_alloc() {
+	cat >"$W/named-alloc.sh" <<-EOF
+		#!/bin/sh
+		echo JOB \$SLURM_JOB_ID
+		srun -n 1 --container-name=c2 --container-image=$W/tiny.sif sh -c '$NSCMD'
+		srun -n 1 --container-name=c2 --container-image=$W/tiny.sif sh -c '$NSCMD'
+	EOF
+	chmod +x "$W/named-alloc.sh"
+	$T salloc -J "$NAME-nalloc" -n 1 "$W/named-alloc.sh" >"$W/out.nalloc" 2>&1
+	cat "$W/out.nalloc"
+	[ "$(grep -c '^NS ' "$W/out.nalloc")" = 2 ] && one_ns nalloc
+}
+ok "salloc: two steps in a row with --container-name=c2 share one container" named_alloc
+named_left() { # JOBID: its processes and its instances' rendezvous entries
+	leftovers "$1"
+	ls -A "$JDIR" 2>/dev/null | grep "^inst-$1\." | sed 's/^/rendezvous entry /'
+}
+named_gone() { settle 300 named_left "$1"; }
+check "... after the allocation: nothing left (30 s)" named_gone "$(sed -n 's/^JOB //p' "$W/out.nalloc")"
+
 done_testing
