@@ -5,8 +5,9 @@
  * image may still crash it (docs/fuzzing.md), so it runs there, never in
  * mpictr itself. The reader opens the image once and answers the
  * requests of image_reader_* over a socket, one at a time; a reader that
- * dies or stops answering breaks the reader object: every call then
- * fails with the error that says so (image_reader_broken). */
+ * dies or stops answering, or a read that finds the image corrupt (EIO),
+ * breaks the reader object: every call then fails with the error that
+ * says so (image_reader_broken). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -261,6 +262,10 @@ static int reader_call(struct image_reader *r, struct rq *q, const char *path,
 	msg[h->msglen] = buf[h->datalen] = '\0';
 	if (h->rc < 0) {
 		free(buf);
+		/* a block that did not read back: no later answer counts */
+		if (h->errnum == EIO)
+			err_set(&r->broken, 0, "%s (the image is corrupt)",
+				msg);
 		return err_from_relay(err, h->errnum, h->exit_code, msg);
 	}
 	if (data)

@@ -31,9 +31,10 @@ struct image_reader;
  * there, never in the caller); one per open image, reaped by
  * image_reader_close. -1 with *err when the image cannot be read. A
  * reader that dies (a crash in libsquashfuse: a corrupt image) or does
- * not answer within IMGREAD_TIMEOUT_MS leaves r broken, at open or
- * later: every call then fails with the error image_reader_broken
- * gives. Not for use across fork. */
+ * not answer within IMGREAD_TIMEOUT_MS, or a read that fails with EIO
+ * (a corrupt block), leaves r broken, at open or later: every call then
+ * fails with the error image_reader_broken gives. Not for use across
+ * fork. */
 int image_reader_open(const struct image_info *img, struct image_reader **r,
 		      mpictr_err **err);
 /* Is r broken (see image_reader_open)? Then true, with the error

@@ -228,7 +228,7 @@ _Static_assert(sizeof(fuse_ino_t) >= SQFS_INODE_ID_BYTES,
 struct squash_ctx {
 	sqfs fs; /* libsquashfuse state: one copy per process, no locking */
 	int image_fd;
-	const char *image; /* squash_mount's (the workers: their copy) */
+	char *image; /* the image file's path (mounts: for messages), or NULL */
 	bool have_xattrs;
 	bool warned; /* a worker: it said a read failed */
 	bool got_init;
@@ -507,7 +507,8 @@ static void squash_op_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 			log_error("squashfs image '%s': reading file %lu at "
 				  "offset %lld failed: the image is corrupt "
 				  "(its readers get an I/O error)",
-				  c->image, (unsigned long)ino, (long long)off);
+				  c->image ? c->image : "?", (unsigned long)ino,
+				  (long long)off);
 		c->warned = true;
 		fuse_reply_err(req, EIO);
 		return;
@@ -1115,13 +1116,15 @@ int squash_mount(const char *image, uint64_t offset, const char *mountpoint,
 
 	c = xcalloc(1, sizeof(*c));
 	c->image_fd = -1;
-	c->image = image;
 	if (squash_open_image(c, image, offset, err)) {
 		if (c->image_fd >= 0)
 			close(c->image_fd);
 		free(c);
 		return -1;
 	}
+	/* the file's own name, for the workers' messages (image may be a
+	 * /proc/self/fd/N of the caller's) */
+	c->image = fd_path_dup(c->image_fd);
 	if (!c->have_xattrs)
 		ops.getxattr = NULL, ops.listxattr = NULL;
 
@@ -1162,6 +1165,7 @@ int squash_mount(const char *image, uint64_t offset, const char *mountpoint,
 	se = NULL;
 	squash_fs_destroy(&c->fs);
 	close(c->image_fd);
+	free(c->image);
 	free(c);
 	c = NULL;
 
@@ -1198,6 +1202,7 @@ fail:
 	if (c) {
 		squash_fs_destroy(&c->fs);
 		close(c->image_fd);
+		free(c->image);
 		free(c);
 	}
 	return -1;
