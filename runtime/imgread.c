@@ -11,13 +11,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,7 +37,9 @@ struct image_reader {
 	mpictr_err *broken; /* why the reader is gone, or NULL */
 };
 
-/* The requests, and what the reader answers. */
+/* The requests, and what the reader answers (a message of at most
+ * IMGREAD_MSG_MAX bytes, then the data). */
+#define IMGREAD_MSG_MAX 4096
 enum { RQ_OPEN, RQ_LIST, RQ_STAT, RQ_PREAD, RQ_READ };
 struct rq {
 	uint32_t op, pathlen;
@@ -74,14 +77,20 @@ static void reader_reply(int sock, int rc, const mpictr_err *e, mode_t mode,
 		       .errnum = e ? mpictr_err_errno(e) : 0,
 		       .exit_code = e ? mpictr_err_exit_code(e) : 0,
 		       .mode = (uint32_t)mode,
-		       .msglen = (uint32_t)strlen(msg),
+		       .msglen = (uint32_t)strnlen(msg, IMGREAD_MSG_MAX),
 		       .datalen = rc == 0 ? (uint32_t)len : 0,
 		       .size = size};
+	size_t n = sizeof(h) + h.msglen + h.datalen;
+	char *buf = xmalloc(n);
 
-	if (write_full(sock, &h, sizeof(h)) < 0 ||
-	    write_full(sock, msg, h.msglen) < 0 ||
-	    write_full(sock, data, h.datalen) < 0)
+	/* one write: the caller's read of the header gets it all */
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), msg, h.msglen);
+	if (h.datalen)
+		memcpy(buf + sizeof(h) + h.msglen, data, h.datalen);
+	if (write_full(sock, buf, n) < 0)
 		_exit(0); /* the caller is gone */
+	free(buf);
 }
 
 /* A listing as one buffer: the names, each with its NUL. */
@@ -200,31 +209,43 @@ static int reader_broke(struct image_reader *r, const char *why,
 	return err_from_relay(err, 0, MPICTR_EXIT_FAILURE, r->broken->msg);
 }
 
-/* Read n bytes of the reader's answer, within the reader's time. */
+/* Read n bytes of the reader's answer, within the reader's time (the
+ * socket's SO_RCVTIMEO). */
 static int reader_recv(struct image_reader *r, void *buf, size_t n,
 		       mpictr_err **err)
 {
 	size_t got = 0;
 
 	while (got < n) {
-		struct pollfd p = {.fd = r->sock, .events = POLLIN};
-		int rc = poll(&p, 1, IMGREAD_TIMEOUT_MS);
-		ssize_t k;
+		ssize_t k = TEMP_FAILURE_RETRY(
+		    read(r->sock, (char *)buf + got, n - got));
 
-		if (rc < 0 && errno == EINTR)
-			continue;
-		if (rc == 0)
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return reader_broke(r,
 					    "the reader did not answer in "
 					    "time",
 					    err);
-		k = TEMP_FAILURE_RETRY(
-		    read(r->sock, (char *)buf + got, n - got));
 		if (k <= 0)
 			return reader_broke(r, NULL, err);
 		got += (size_t)k;
 	}
 	return 0;
+}
+
+/* Send the request q with its path, in one message (no SIGPIPE when the
+ * reader is gone). */
+static int reader_send(struct image_reader *r, const struct rq *q,
+		       const char *path)
+{
+	struct iovec iov[2] = {
+	    {.iov_base = (void *)q, .iov_len = sizeof(*q)},
+	    {.iov_base = (void *)path, .iov_len = q->pathlen}};
+	struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
+	size_t want = sizeof(*q) + q->pathlen;
+	ssize_t n = TEMP_FAILURE_RETRY(sendmsg(r->sock, &m, MSG_NOSIGNAL));
+
+	/* (a request is a few KiB at most: the socket takes it whole) */
+	return n == (ssize_t)want ? 0 : -1;
 }
 
 /* Ask the reader (q, path) and take its answer: 0 with *h and the data
@@ -245,12 +266,10 @@ static int reader_call(struct image_reader *r, struct rq *q, const char *path,
 	if (q->pathlen >= PATH_MAX)
 		return err_set(err, ENAMETOOLONG, "image '%s': '%s'", r->name,
 			       path);
-	if ((q->op != RQ_OPEN &&
-	     (send(r->sock, q, sizeof(*q), MSG_NOSIGNAL) < 0 ||
-	      send(r->sock, path, q->pathlen, MSG_NOSIGNAL) < 0)) ||
+	if ((q->op != RQ_OPEN && reader_send(r, q, path) < 0) ||
 	    reader_recv(r, h, sizeof(*h), err) < 0)
 		return r->broken ? -1 : reader_broke(r, NULL, err);
-	if (h->msglen > 4096 || h->datalen > IMGREAD_MAX_DATA + 1)
+	if (h->msglen > IMGREAD_MSG_MAX || h->datalen > IMGREAD_MAX_DATA + 1)
 		return reader_broke(r, "a malformed answer", err);
 	msg = xmalloc(h->msglen + 1);
 	buf = xmalloc((size_t)h->datalen + 1);
@@ -301,6 +320,9 @@ int image_reader_open(const struct image_info *img, struct image_reader **r,
 		reader_main(sv[1], img);
 	}
 	close(sv[1]);
+	setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO,
+		   &(struct timeval){.tv_sec = IMGREAD_TIMEOUT_MS / 1000},
+		   sizeof(struct timeval));
 	*r = xcalloc(1, sizeof(**r));
 	(*r)->name = xstrdup(img->path);
 	(*r)->root = -1;
