@@ -906,6 +906,48 @@ static void squash_close_fds(int a, int b)
 }
 
 /* The body of one worker: never returns. */
+/* The request a worker is serving (its FUSE unique id, 0: none) and its
+ * /dev/fuse descriptor. A worker that crashes (a fault in libsquashfuse
+ * the checks above do not catch) answers that request with EIO before it
+ * dies (squash_crash): with other workers alive the kernel would never
+ * fail it, and its reader, perhaps the holder itself while it builds the
+ * root, would wait forever. */
+static volatile uint64_t squash_unique;
+static int squash_fuse_fd = -1;
+
+static void squash_crash(int sig)
+{
+	struct {
+		uint32_t len;
+		int32_t error;
+		uint64_t unique;
+	} out = {.len = sizeof(out), .error = -EIO, .unique = squash_unique};
+
+	(void)sig;
+	if (out.unique && squash_fuse_fd >= 0 &&
+	    write(squash_fuse_fd, &out, sizeof(out)) < 0) {
+		/* nothing more to do: the holder aborts the mount */
+	}
+	/* SA_RESETHAND: the fault recurs (or abort() raises again) with
+	 * the default action, and the worker dies of the signal */
+}
+
+/* Install squash_crash for the signals of a crash, on its own stack. */
+static void squash_crash_handlers(int fuse_fd)
+{
+	static const int crash[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+	static char altstack[32768];
+	stack_t ss = {.ss_sp = altstack, .ss_size = sizeof(altstack)};
+	struct sigaction sa = {.sa_handler = squash_crash,
+			       .sa_flags = SA_RESETHAND | SA_ONSTACK};
+
+	squash_fuse_fd = fuse_fd;
+	sigaltstack(&ss, NULL);
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < ARRAY_SIZE(crash); i++)
+		sigaction(crash[i], &sa, NULL);
+}
+
 static _Noreturn void squash_worker(struct fuse_session *se,
 				    struct squash_ctx *c)
 {
@@ -936,6 +978,7 @@ static _Noreturn void squash_worker(struct fuse_session *se,
 			close(fd);
 	}
 
+	squash_crash_handlers(fuse_session_fd(se));
 	for (;;) {
 		r = fuse_session_receive_buf(se, &fbuf);
 		if (r == -EINTR)
@@ -943,7 +986,13 @@ static _Noreturn void squash_worker(struct fuse_session *se,
 		if (r <= 0) /* 0: unmounted or aborted (ENODEV) */
 			break;
 		c->requests++;
+		/* the request header: len, opcode, unique (8 bytes in) */
+		if (!(fbuf.flags & FUSE_BUF_IS_FD) && fbuf.mem &&
+		    (size_t)r >= 16)
+			memcpy((void *)&squash_unique, (char *)fbuf.mem + 8,
+			       sizeof(uint64_t));
 		fuse_session_process_buf(se, &fbuf);
+		squash_unique = 0;
 		if (fuse_session_exited(se))
 			break;
 	}
