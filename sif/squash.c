@@ -905,7 +905,6 @@ static void squash_close_fds(int a, int b)
 	close_range(lo, ~0U, 0);
 }
 
-/* The body of one worker: never returns. */
 /* The request a worker is serving (its FUSE unique id, 0: none) and its
  * /dev/fuse descriptor. A worker that crashes (a fault in libsquashfuse
  * the checks above do not catch) answers that request with EIO before it
@@ -948,6 +947,7 @@ static void squash_crash_handlers(int fuse_fd)
 		sigaction(crash[i], &sa, NULL);
 }
 
+/* The body of one worker: never returns. */
 static _Noreturn void squash_worker(struct fuse_session *se,
 				    struct squash_ctx *c)
 {
