@@ -281,7 +281,8 @@ static void read_env_scripts(struct host_facts *f, struct image_reader *r)
 
 	if (image_reader_list(r, "/.singularity.d/env", &names, &e) < 0) {
 		if (mpictr_err_errno(e) != ENOENT &&
-		    mpictr_err_errno(e) != ENOTDIR)
+		    mpictr_err_errno(e) != ENOTDIR &&
+		    !image_reader_broken(r, NULL)) /* (gather_image's) */
 			log_warn("%s", mpictr_err_message(e));
 		mpictr_err_free(e);
 	}
@@ -321,7 +322,8 @@ static bool wants_mpi(const struct mpictr_config *cfg)
  * libraries. In join mode the holder decides those on the mounted image,
  * so that a joining task never loads the squash plugin nor reads the
  * image's libraries. A failure is left to the mount (which reports it)
- * and to the holder. */
+ * and to the holder, but for the image reader's death (imgread.h), which
+ * is the image's error. */
 static void gather_image(const struct mpictr_config *cfg,
 			 const struct run_decision *d, unsigned flags,
 			 struct host_facts *f)
@@ -352,6 +354,9 @@ static void gather_image(const struct mpictr_config *cfg,
 	}
 	if (mpi && mpiabi_find_in_reader(r, &f->image_mpi, &f->nimage_mpi) == 0)
 		f->image_mpi_known = true;
+	/* A reader that died read a corrupt image: the plan fails (the
+	 * mount would crash the same way). */
+	image_reader_broken(r, &f->image_err);
 	image_reader_close(r);
 }
 

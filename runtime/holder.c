@@ -59,7 +59,8 @@ static pid_t prefetch_pid = -1;
  * would wait for the answer forever; aborting the whole mount instead makes
  * every reader fail with ENOTCONN, so the job ends with an error instead of
  * hanging. */
-static void holder_wait(int ctl_rfd, int sfd, struct squash_mount **sq)
+static void holder_wait(int ctl_rfd, int sfd, struct squash_mount **sq,
+			const char *image)
 {
 	struct pollfd pfd[2] = {{.fd = ctl_rfd, .events = POLLIN},
 				{.fd = sfd, .events = POLLIN}};
@@ -91,16 +92,17 @@ static void holder_wait(int ctl_rfd, int sfd, struct squash_mount **sq)
 		if (!dead)
 			continue;
 		if (WIFSIGNALED(st))
-			log_error("squashfs worker %d was killed by signal %d "
-				  "(%s); the image mount is aborted, and its "
-				  "readers get an I/O error",
-				  (int)dead, WTERMSIG(st),
-				  strsignal(WTERMSIG(st)));
+			log_error(
+			    "image '%s': squashfs worker %d was killed "
+			    "by signal %d (%s); its mount is aborted, and "
+			    "its readers get an I/O error",
+			    image, (int)dead, WTERMSIG(st),
+			    strsignal(WTERMSIG(st)));
 		else
-			log_error("squashfs worker %d exited with status %d; "
-				  "the image mount is aborted, and its readers "
-				  "get an I/O error",
-				  (int)dead, WEXITSTATUS(st));
+			log_error("image '%s': squashfs worker %d exited "
+				  "with status %d; its mount is aborted, and "
+				  "its readers get an I/O error",
+				  image, (int)dead, WEXITSTATUS(st));
 		squash_abort(*sq);
 		*sq = NULL;
 	}
@@ -209,7 +211,7 @@ static void holder_main(const struct plan *p, int nworkers,
 	close(sync_wfd); /* ready */
 	if (sq)
 		prefetch_pid = holder_prefetch(p, ctl_rfd, sfd);
-	holder_wait(ctl_rfd, sfd, &sq);
+	holder_wait(ctl_rfd, sfd, &sq, p->image.path);
 	squash_abort(sq); /* no rank is left */
 	_exit(0);
 }

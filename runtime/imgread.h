@@ -19,12 +19,28 @@
 
 /* Most entries a directory listing returns (more: E2BIG). */
 #define IMGREAD_MAX_ENTRIES 65536
+/* Most bytes one read of a squashfs or SIF image returns. */
+#define IMGREAD_MAX_DATA (64u << 20)
+/* How long the reader of a squashfs or SIF image may take to answer. */
+#define IMGREAD_TIMEOUT_MS 60000
 
 struct image_reader;
 
-/* Open img for reading (img->path: its real path). */
+/* Open img for reading (img->path: its real path). A squashfs or SIF
+ * image is read by a child process (the reader: libsquashfuse runs
+ * there, never in the caller); one per open image, reaped by
+ * image_reader_close. -1 with *err when the image cannot be read. A
+ * reader that dies (a crash in libsquashfuse: a corrupt image) or does
+ * not answer within IMGREAD_TIMEOUT_MS, or a read that fails with EIO
+ * (a corrupt block), leaves r broken, at open or later: every call then
+ * fails with the error image_reader_broken gives. Not for use across
+ * fork. */
 int image_reader_open(const struct image_info *img, struct image_reader **r,
 		      mpictr_err **err);
+/* Is r broken (see image_reader_open)? Then true, with the error
+ * ("image 'X': reading the squashfs image failed (the reader was killed
+ * by SIGSEGV): the image is corrupt") in *err when err is not NULL. */
+bool image_reader_broken(const struct image_reader *r, mpictr_err **err);
 /* A directory tree already on the host (a directory image, or the mounted
  * image in the holder); name is for messages. */
 int image_reader_open_dir(const char *root, struct image_reader **r,

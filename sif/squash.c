@@ -96,22 +96,102 @@ static sqfs_err squash_inode_get(sqfs *fs, sqfs_inode *in, sqfs_inode_id id)
 	return e;
 }
 
-/* sqfs_read_range, the file's tail in its fragment block checked first
- * when the read reaches it: libsquashfuse copies the tail from
- * frag_off of the block without looking at the block's size. */
+/* Entry idx of table t (the id or the fragment table): below count, and
+ * whole inside its metadata block. sqfs_table_get takes both on trust
+ * (found by fuzz_squash). */
+static bool squash_table_ok(sqfs *fs, sqfs_table *t, size_t count, size_t idx)
+{
+	size_t pos = idx * t->each;
+
+	return idx < count && t->blocks &&
+	       squash_cursor_ok(fs, 0, t->blocks[pos / SQUASHFS_METADATA_SIZE],
+				pos % SQUASHFS_METADATA_SIZE + t->each - 1);
+}
+
+/* A data block at pos of input size len (0: a hole) that libsquashfuse
+ * may read: its caches key blocks by position with 0 for an empty slot,
+ * so a block at 0 comes back as NULL (a failed read leaves the slot so
+ * too), and dereferenced; and the size is allocated as given, while no
+ * stored block is larger than the image's block size. */
+static bool squash_block_ok(sqfs *fs, uint64_t pos, uint32_t len)
+{
+	return len == 0 || (pos != 0 && len <= fs->sb.block_size &&
+			    pos < fs->sb.bytes_used);
+}
+
+/* The data blocks of in that n bytes at off reach, checked with
+ * squash_block_ok before sqfs_read_range reads them. */
+static bool squash_blocks_ok(sqfs *fs, sqfs_inode *in, sqfs_off_t off,
+			     sqfs_off_t n)
+{
+	sqfs_blocklist bl;
+
+	/* (its block list lies in the image: a size beyond it makes
+	 * libsquashfuse's block index allocate as much) */
+	if (sqfs_blocklist_count(fs, in) > fs->sb.bytes_used / 4 ||
+	    sqfs_blockidx_blocklist(fs, in, &bl, off) != SQFS_OK)
+		return false;
+	while (bl.remain > 0) {
+		if (sqfs_blocklist_next(&bl) != SQFS_OK)
+			return false;
+		if (bl.pos >= (uint64_t)(off + n))
+			break;
+		if (!squash_block_ok(fs, bl.block, bl.input_size))
+			return false;
+	}
+	return true;
+}
+
+/* The fragment block of in: its table entry and the block checked
+ * (squash_table_ok, squash_block_ok), then the file's tail inside it:
+ * libsquashfuse copies the tail from frag_off of the block without
+ * looking at the block's size. */
+static bool squash_frag_ok(sqfs *fs, sqfs_inode *in)
+{
+	struct squashfs_fragment_entry fe;
+	size_t foff, flen;
+	sqfs_block *b;
+
+	return squash_table_ok(fs, &fs->frag_table, fs->sb.fragments,
+			       in->xtra.reg.frag_idx) &&
+	       sqfs_frag_entry(fs, &fe, in->xtra.reg.frag_idx) == SQFS_OK &&
+	       squash_block_ok(fs, fe.start_block,
+			       fe.size & ~SQUASHFS_COMPRESSED_BIT_BLOCK) &&
+	       fe.start_block != 0 &&
+	       sqfs_frag_block(fs, in, &foff, &flen, &b) == SQFS_OK && b &&
+	       foff <= b->size && flen <= b->size - foff;
+}
+
+/* sqfs_read_range, the blocks it reaches checked first (squash_blocks_ok,
+ * squash_frag_ok when the read reaches the file's tail). */
 static sqfs_err squash_read_range(sqfs *fs, sqfs_inode *in, sqfs_off_t off,
 				  sqfs_off_t *n, void *buf)
 {
 	uint64_t size = in->xtra.reg.file_size;
-	size_t foff, flen;
-	sqfs_block *b;
 
+	if (!squash_blocks_ok(fs, in, off, *n))
+		return SQFS_ERR;
 	if (in->xtra.reg.frag_idx != SQUASHFS_INVALID_FRAG &&
 	    (uint64_t)off + (uint64_t)*n > size - size % fs->sb.block_size &&
-	    (sqfs_frag_block(fs, in, &foff, &flen, &b) != SQFS_OK || !b ||
-	     foff > b->size || flen > b->size - foff))
+	    !squash_frag_ok(fs, in))
 		return SQFS_ERR;
 	return sqfs_read_range(fs, in, off, n, buf);
+}
+
+/* sqfs_destroy, and the xattr table it leaves (also after sqfs_init
+ * failed: its tables are destroyed but this one). */
+static void squash_fs_destroy(sqfs *fs)
+{
+	sqfs_destroy(fs);
+	sqfs_table_destroy(&fs->xattr_table);
+}
+
+/* sqfs_id_get with the index checked (squash_table_ok). */
+static sqfs_err squash_id_get(sqfs *fs, uint16_t idx, sqfs_id_t *id)
+{
+	if (!squash_table_ok(fs, &fs->id_table, fs->sb.no_ids, idx))
+		return SQFS_ERR;
+	return sqfs_id_get(fs, idx, id);
 }
 
 /* The image is immutable: let the kernel cache names, attributes, negative
@@ -148,7 +228,9 @@ _Static_assert(sizeof(fuse_ino_t) >= SQFS_INODE_ID_BYTES,
 struct squash_ctx {
 	sqfs fs; /* libsquashfuse state: one copy per process, no locking */
 	int image_fd;
+	char *image; /* the image file's path (mounts: for messages), or NULL */
 	bool have_xattrs;
+	bool warned; /* a worker: it said a read failed */
 	bool got_init;
 	bool no_open, no_opendir; /* the kernel can skip OPEN/OPENDIR */
 	/* per worker */
@@ -243,10 +325,10 @@ static int squash_stat(struct squash_ctx *c, sqfs_inode *in, fuse_ino_t ino,
 	else if (S_ISBLK(st->st_mode) || S_ISCHR(st->st_mode))
 		st->st_rdev = makedev(in->xtra.dev.major, in->xtra.dev.minor);
 	st->st_blocks = (st->st_size + 511) / 512;
-	if (sqfs_id_get(&c->fs, in->base.uid, &id) != SQFS_OK)
+	if (squash_id_get(&c->fs, in->base.uid, &id) != SQFS_OK)
 		return -1;
 	st->st_uid = id;
-	if (sqfs_id_get(&c->fs, in->base.guid, &id) != SQFS_OK)
+	if (squash_id_get(&c->fs, in->base.guid, &id) != SQFS_OK)
 		return -1;
 	st->st_gid = id;
 	return 0;
@@ -421,6 +503,13 @@ static void squash_op_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 		return;
 	}
 	if (squash_read_range(&c->fs, &in, off, &n, buf) != SQFS_OK) {
+		if (!c->warned)
+			log_error("squashfs image '%s': reading file %lu at "
+				  "offset %lld failed: the image is corrupt "
+				  "(its readers get an I/O error)",
+				  c->image ? c->image : "?", (unsigned long)ino,
+				  (long long)off);
+		c->warned = true;
 		fuse_reply_err(req, EIO);
 		return;
 	}
@@ -758,16 +847,30 @@ static int squash_open_image(struct squash_ctx *c, const char *image,
 	}
 
 	serr = sqfs_init(&c->fs, c->image_fd, (size_t)offset);
-	if (serr != SQFS_OK)
+	if (serr != SQFS_OK) {
+		sqfs_table_destroy(&c->fs.xattr_table);
 		return err_set(err, 0,
 			       "squashfs '%s' at offset %" PRIu64
 			       ": cannot read the inode, id or fragment tables "
 			       "(corrupt image, squashfuse error %d)",
 			       image, offset, (int)serr);
+	}
+	/* libsquashfuse divides by it and allocates it (found by
+	 * fuzz_squash: 0 is a SIGFPE) */
+	if (c->fs.sb.block_size < 4096 || c->fs.sb.block_size > (1u << 20) ||
+	    c->fs.sb.block_log > 20 ||
+	    c->fs.sb.block_size != 1u << c->fs.sb.block_log) {
+		squash_fs_destroy(&c->fs);
+		return err_set(err, 0,
+			       "squashfs '%s' at offset %" PRIu64
+			       ": block size %u is not a power of two from 4 "
+			       "KiB to 1 MiB (corrupt image)",
+			       image, offset, c->fs.sb.block_size);
+	}
 	if (squash_inode_get(&c->fs, &root, sqfs_inode_root(&c->fs)) !=
 		SQFS_OK ||
 	    !S_ISDIR(root.base.mode)) {
-		sqfs_destroy(&c->fs);
+		squash_fs_destroy(&c->fs);
 		return err_set(
 		    err, 0,
 		    "squashfs '%s' at offset %" PRIu64
@@ -802,6 +905,48 @@ static void squash_close_fds(int a, int b)
 	close_range(lo, ~0U, 0);
 }
 
+/* The request a worker is serving (its FUSE unique id, 0: none) and its
+ * /dev/fuse descriptor. A worker that crashes (a fault in libsquashfuse
+ * the checks above do not catch) answers that request with EIO before it
+ * dies (squash_crash): with other workers alive the kernel would never
+ * fail it, and its reader, perhaps the holder itself while it builds the
+ * root, would wait forever. */
+static volatile uint64_t squash_unique;
+static int squash_fuse_fd = -1;
+
+static void squash_crash(int sig)
+{
+	struct {
+		uint32_t len;
+		int32_t error;
+		uint64_t unique;
+	} out = {.len = sizeof(out), .error = -EIO, .unique = squash_unique};
+
+	(void)sig;
+	if (out.unique && squash_fuse_fd >= 0 &&
+	    write(squash_fuse_fd, &out, sizeof(out)) < 0) {
+		/* nothing more to do: the holder aborts the mount */
+	}
+	/* SA_RESETHAND: the fault recurs (or abort() raises again) with
+	 * the default action, and the worker dies of the signal */
+}
+
+/* Install squash_crash for the signals of a crash, on its own stack. */
+static void squash_crash_handlers(int fuse_fd)
+{
+	static const int crash[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+	static char altstack[32768];
+	stack_t ss = {.ss_sp = altstack, .ss_size = sizeof(altstack)};
+	struct sigaction sa = {.sa_handler = squash_crash,
+			       .sa_flags = SA_RESETHAND | SA_ONSTACK};
+
+	squash_fuse_fd = fuse_fd;
+	sigaltstack(&ss, NULL);
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < ARRAY_SIZE(crash); i++)
+		sigaction(crash[i], &sa, NULL);
+}
+
 /* The body of one worker: never returns. */
 static _Noreturn void squash_worker(struct fuse_session *se,
 				    struct squash_ctx *c)
@@ -833,6 +978,7 @@ static _Noreturn void squash_worker(struct fuse_session *se,
 			close(fd);
 	}
 
+	squash_crash_handlers(fuse_session_fd(se));
 	for (;;) {
 		r = fuse_session_receive_buf(se, &fbuf);
 		if (r == -EINTR)
@@ -840,7 +986,13 @@ static _Noreturn void squash_worker(struct fuse_session *se,
 		if (r <= 0) /* 0: unmounted or aborted (ENODEV) */
 			break;
 		c->requests++;
+		/* the request header: len, opcode, unique (8 bytes in) */
+		if (!(fbuf.flags & FUSE_BUF_IS_FD) && fbuf.mem &&
+		    (size_t)r >= 16)
+			memcpy((void *)&squash_unique, (char *)fbuf.mem + 8,
+			       sizeof(uint64_t));
 		fuse_session_process_buf(se, &fbuf);
+		squash_unique = 0;
 		if (fuse_session_exited(se))
 			break;
 	}
@@ -1019,6 +1171,9 @@ int squash_mount(const char *image, uint64_t offset, const char *mountpoint,
 		free(c);
 		return -1;
 	}
+	/* the file's own name, for the workers' messages (image may be a
+	 * /proc/self/fd/N of the caller's) */
+	c->image = fd_path_dup(c->image_fd);
 	if (!c->have_xattrs)
 		ops.getxattr = NULL, ops.listxattr = NULL;
 
@@ -1057,8 +1212,9 @@ int squash_mount(const char *image, uint64_t offset, const char *mountpoint,
 	 * as some worker holds /dev/fuse. */
 	fuse_session_destroy(se);
 	se = NULL;
-	sqfs_destroy(&c->fs);
+	squash_fs_destroy(&c->fs);
 	close(c->image_fd);
+	free(c->image);
 	free(c);
 	c = NULL;
 
@@ -1093,8 +1249,9 @@ fail:
 		free(m);
 	}
 	if (c) {
-		sqfs_destroy(&c->fs);
+		squash_fs_destroy(&c->fs);
 		close(c->image_fd);
+		free(c->image);
 		free(c);
 	}
 	return -1;
@@ -1186,7 +1343,7 @@ void squash_image_close(struct squash_image *h)
 {
 	if (!h)
 		return;
-	sqfs_destroy(&h->c.fs);
+	squash_fs_destroy(&h->c.fs);
 	close(h->c.image_fd);
 	free(h->name);
 	free(h);
