@@ -239,9 +239,13 @@ static void gather_identity(const struct mpictr_config *cfg,
  * RDMA hardware to name and transport variables are wanted, UCX's devices
  * (asked in a helper, never in this process). */
 static void gather_devices(const struct mpictr_config *cfg,
-			   struct host_facts *f)
+			   const struct host_given *given, struct host_facts *f)
 {
 	const char *sysroot = env_get(cfg->host_env, "MPICTR_SYSROOT");
+	const char *helper;
+	cleanup_free char *path = NULL;
+	char **lines = NULL;
+	mpictr_err *e = NULL;
 	const char *spec =
 	    cfg->devices ? cfg->devices : cfg->site.devices.value;
 
@@ -257,19 +261,34 @@ static void gather_devices(const struct mpictr_config *cfg,
 	if (devices_discover(f->sysroot, spec, cfg->gpu, &f->hostdev,
 			     &f->devices_err) < 0)
 		return;
-	if (f->hostdev.nhcas > 0 && cfg->transport_env && !f->sysroot) {
-		cleanup_free char *helper = ucx_helper_path();
-		char **lines = NULL;
-		mpictr_err *e = NULL;
-
-		if (ucx_query(helper, &lines, &e) == 0) {
-			f->ucx_net_devices = ucx_net_devices(lines);
-		} else {
-			log_debug("%s", mpictr_err_message(e));
-			mpictr_err_free(e);
-		}
-		strv_free(lines);
+	if (f->hostdev.nhcas == 0 || !cfg->transport_env)
+		return;
+	f->ucx_asked = true;
+	if (given && given->ucx_known) {
+		/* The node's answer, asked once (join mode: by the keeper). */
+		f->ucx_net_devices = given->ucx_net_devices
+					 ? xstrdup(given->ucx_net_devices)
+					 : NULL;
+		return;
 	}
+	/* With a fake sysroot, UCX is asked only where a test names a fake
+	 * helper (MPICTR_TEST_UCX_QUERY, honoured with the sysroot alone). */
+	helper = env_get(cfg->host_env, "MPICTR_TEST_UCX_QUERY");
+	if (!f->sysroot)
+		path = ucx_helper_path();
+	else if (helper && *helper)
+		path = xstrdup(helper);
+	else {
+		f->ucx_asked = false;
+		return;
+	}
+	if (ucx_query(path, &lines, &e) == 0) {
+		f->ucx_net_devices = ucx_net_devices(lines);
+	} else {
+		log_debug("%s", mpictr_err_message(e));
+		mpictr_err_free(e);
+	}
+	strv_free(lines);
 }
 
 /* The image's env scripts, in the order the exec wrapper's glob sources
@@ -397,7 +416,8 @@ static int probe_held(const struct mpictr_config *cfg, struct image_info *info,
 
 int host_facts_gather(const struct mpictr_config *cfg,
 		      const struct run_decision *d, unsigned flags,
-		      struct host_facts *f, mpictr_err **err)
+		      const struct host_given *given, struct host_facts *f,
+		      mpictr_err **err)
 {
 	(void)err;
 	memset(f, 0, sizeof(*f));
@@ -408,7 +428,7 @@ int host_facts_gather(const struct mpictr_config *cfg,
 		 ? probe_held(cfg, &f->image, &f->image_err)
 		 : image_probe(cfg->image, &f->image, &f->image_err)) < 0)
 		memset(&f->image, 0, sizeof(f->image));
-	gather_devices(cfg, f);
+	gather_devices(cfg, given, f);
 	gather_image(cfg, d, flags, f);
 	gather_host_verbs(f);
 	gather_paths(cfg, f);
@@ -448,11 +468,19 @@ int host_plan_build(const struct mpictr_config *cfg,
 		    const struct run_decision *d, const char *run_dir,
 		    struct plan *p, mpictr_err **err)
 {
+	return host_plan_build_given(cfg, d, run_dir, NULL, p, err);
+}
+
+int host_plan_build_given(const struct mpictr_config *cfg,
+			  const struct run_decision *d, const char *run_dir,
+			  const struct host_given *given, struct plan *p,
+			  mpictr_err **err)
+{
 	struct host_facts f;
 	int rc = -1;
 
 	memset(p, 0, sizeof(*p));
-	if (host_facts_gather(cfg, d, 0, &f, err) == 0)
+	if (host_facts_gather(cfg, d, 0, given, &f, err) == 0)
 		rc = plan_build(cfg, d, &f, run_dir, p, err);
 	host_facts_free(&f);
 	return rc;

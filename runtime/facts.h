@@ -69,7 +69,9 @@ struct host_facts {
 	char *sysroot; /* MPICTR_SYSROOT when honoured, else NULL */
 	struct host_devices hostdev;
 	mpictr_err *devices_err;
-	char *ucx_net_devices;	      /* from the UCX helper, or NULL */
+	char *ucx_net_devices; /* from the UCX helper, or NULL */
+	bool ucx_asked; /* UCX was asked (or its answer given): NULL above
+			   is then the helper's failure */
 	struct verbs_tree host_verbs; /* with exposed HCAs: the host's
 					 providers (under the sysroot) */
 
@@ -82,13 +84,23 @@ struct host_facts {
 /* host_facts_gather flags: read a squashfs or SIF image's contents too. */
 #define HOST_FACTS_IMAGE 1u
 
-/* Gather every fact the plan of cfg (for the mode decided in d) reads.
+/* Node-wide facts another process of the job already gathered (join
+ * mode: the node's keeper, which planned first), used instead of asking
+ * again: the UCX query helper then runs once per node, not per task. */
+struct host_given {
+	bool ucx_known;		     /* use ucx_net_devices, ask no helper */
+	const char *ucx_net_devices; /* the keeper's answer, or NULL */
+};
+
+/* Gather every fact the plan of cfg (for the mode decided in d) reads,
+ * taking the facts in given (NULL: none) as they are.
  * Failures of single facts are recorded (plan_build reports them, with
  * the context it has); returns 0, or -1 with *err when the facts cannot
  * be gathered at all. Release with host_facts_free() either way. */
 int host_facts_gather(const struct mpictr_config *cfg,
 		      const struct run_decision *d, unsigned flags,
-		      struct host_facts *f, mpictr_err **err);
+		      const struct host_given *given, struct host_facts *f,
+		      mpictr_err **err);
 void host_facts_free(struct host_facts *f);
 
 struct plan;
@@ -97,6 +109,11 @@ struct plan;
 int host_plan_build(const struct mpictr_config *cfg,
 		    const struct run_decision *d, const char *run_dir,
 		    struct plan *p, mpictr_err **err);
+/* The same, with facts given (join mode: the keeper's). */
+int host_plan_build_given(const struct mpictr_config *cfg,
+			  const struct run_decision *d, const char *run_dir,
+			  const struct host_given *given, struct plan *p,
+			  mpictr_err **err);
 
 /* Record a path (realpath and stat, both following symlinks); the real
  * path is recorded too. Returns the fact. Exposed for recorded-facts

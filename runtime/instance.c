@@ -67,6 +67,7 @@
 #define INST_REPLY_MS 2000     /* keeper: wait this long for a request */
 #define INST_STOP_WAIT_S 30    /* stop: wait this long for the answer */
 #define INST_BLOB_MAX (64 << 10)
+#define INST_UCX_MAX 4096 /* the UCX answer joiners take (inst_spec) */
 
 enum inst_op { INST_JOIN = 1, INST_INFO = 2, INST_STOP = 3 };
 
@@ -530,12 +531,12 @@ static int inst_query(const struct inst_paths *p, const char *name, uint32_t op,
 
 /* What a joiner needs of the instance's options: the image and what
  * decides its container and environment (see instance_attach). */
-static char *inst_spec(const struct mpictr_config *cfg, const char *image,
+static char *inst_spec(const struct mpictr_config *cfg, const struct plan *p,
 		       const char *run, size_t *len)
 {
 	struct strbuf sb = STRBUF_INIT;
 
-	blob_put(&sb, "image", image);
+	blob_put(&sb, "image", p->image.path);
 	blob_put(&sb, "run", run);
 	blob_put(&sb, "contain", cfg->contain ? "1" : "0");
 	blob_put(&sb, "fakeroot", cfg->fakeroot ? "1" : "0");
@@ -545,6 +546,12 @@ static char *inst_spec(const struct mpictr_config *cfg, const char *image,
 		blob_put(&sb, "devices", cfg->devices);
 	for (size_t i = 0; cfg->profiles && cfg->profiles[i]; i++)
 		blob_put(&sb, "profile", cfg->profiles[i]);
+	/* The UCX answer (ucx_none: the helper failed): joiners ask none;
+	 * one too long for the blob they ask themselves. */
+	if (p->ucx_asked && !p->ucx_net_devices)
+		blob_put(&sb, "ucx_none", "1");
+	else if (p->ucx_asked && strlen(p->ucx_net_devices) <= INST_UCX_MAX)
+		blob_put(&sb, "ucx", p->ucx_net_devices);
 	*len = sb.len;
 	return sb_steal(&sb);
 }
@@ -646,7 +653,7 @@ static int inst_prepare(struct inst_start *s, const struct mpictr_config *cfg,
 		s->in.squeue = job_watch_program(cfg->host_env);
 		s->in.slurm_conf = conf ? xstrdup(conf) : NULL;
 	}
-	s->in.spec = inst_spec(cfg, s->in.image, s->p.run, &s->in.spec_len);
+	s->in.spec = inst_spec(cfg, &s->plan, s->p.run, &s->in.spec_len);
 	return 0;
 }
 
@@ -900,6 +907,9 @@ static void attach_options(struct instance_attach *a, const char *b, size_t len)
 	a->cfg.gpu = blob_long(b, len, "gpu") != 0;
 	a->cfg.inject_verbs = blob_long(b, len, "verbs") != 0;
 	a->holder = (pid_t)blob_long(b, len, "holder");
+	v = blob_get(b, len, "ucx", 0);
+	a->ucx = v ? xstrdup(v) : NULL;
+	a->ucx_known = v || blob_long(b, len, "ucx_none") == 1;
 }
 
 int instance_attach(const struct mpictr_config *cfg, struct instance_attach *a,
@@ -968,6 +978,7 @@ void instance_attach_free(struct instance_attach *a)
 	if (a->image_fd >= 0)
 		close(a->image_fd);
 	free(a->image_read);
+	free(a->ucx);
 	free(a->name);
 	free(a->run_base);
 	free(a->image);

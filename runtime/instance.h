@@ -89,6 +89,10 @@ struct instance_attach {
 	 * joiner plans from it, not from the image's path. */
 	int image_fd;
 	char *image_read;
+	/* The instance's UCX answer (facts.h host_given), so that its
+	 * joiners run no UCX query helper of their own. */
+	bool ucx_known;
+	char *ucx;
 };
 
 /* Connect to the instance named by cfg->image, check the caller's options

@@ -72,7 +72,7 @@
 #include "proc.h"
 #include "syscalls.h"
 
-#define JOIN_MAGIC 0x6d706a33u /* "mpj3" */
+#define JOIN_MAGIC 0x6d706a34u /* "mpj4" */
 #define JOIN_CLAIM_MS 2000     /* keeper: wait this long for a claim */
 #define JOIN_WAIT_S 120	       /* a task waits this long for its keeper */
 #define JOIN_IDLE_S 60	       /* keeper: no task left, none arriving */
@@ -93,6 +93,23 @@ struct join_msg {
 	uint32_t magic;
 	int32_t status;	 /* 0: two fds come with it */
 	uint64_t digest; /* join_plan_digest() of the keeper's plan */
+	/* The keeper's UCX answer (host_given), so that the node's tasks do
+	 * not each run the UCX query helper: JOIN_UCX_NONE (no devices),
+	 * JOIN_UCX_ASK (not sent: ask yourself), or the length of the string
+	 * that follows the message (at most JOIN_UCX_MAX bytes). */
+	int32_t ucx_len;
+	uint32_t pad;
+};
+
+#define JOIN_UCX_NONE (-1)
+#define JOIN_UCX_ASK (-2)
+#define JOIN_UCX_MAX 4096
+
+/* What the keeper answers besides the fds. */
+struct join_answer {
+	uint64_t digest;
+	bool ucx_known;
+	char *ucx; /* its UCX answer when ucx_known, or NULL */
 };
 
 struct join_verdict {
@@ -634,13 +651,24 @@ ssize_t keeper_recv(int sock, void *buf, size_t len, int *fds, int nfds)
 	return n;
 }
 
-static int send_fds(int sock, int32_t status, uint64_t digest, int fd1, int fd2)
+static int send_fds(int sock, uint64_t digest, const struct plan *p, int fd1,
+		    int fd2)
 {
-	struct join_msg m = {
-	    .magic = JOIN_MAGIC, .status = status, .digest = digest};
+	const char *ucx = p->ucx_net_devices;
+	size_t len = ucx ? strlen(ucx) : 0;
+	struct join_msg m = {.magic = JOIN_MAGIC, .digest = digest};
 
-	return keeper_send(sock, &m, sizeof(m), (int[]){fd1, fd2},
-			   status == 0 ? 2 : 0);
+	if (!p->ucx_asked || len > JOIN_UCX_MAX)
+		m.ucx_len = JOIN_UCX_ASK;
+	else
+		m.ucx_len = ucx ? (int32_t)len : JOIN_UCX_NONE;
+	cleanup_free char *buf = xmalloc(sizeof(m) + len);
+
+	memcpy(buf, &m, sizeof(m));
+	if (m.ucx_len > 0)
+		memcpy(buf + sizeof(m), ucx, len);
+	return keeper_send(sock, buf, sizeof(m) + (m.ucx_len > 0 ? len : 0),
+			   (int[]){fd1, fd2}, 2);
 }
 
 /* The error for a refused claim: what was claimed, what the keeper has,
@@ -690,9 +718,41 @@ static int refused(const struct join_verdict *m, const struct launch_peers *pe,
 		 "MPICTR_JOIN=0 (docs/launchers.md)");
 }
 
-/* 0: *fd1, *fd2 and the keeper's *digest received; 1: closed
+/* The UCX answer that follows the message m into *a (bounded). */
+static int recv_ucx(int sock, const struct join_msg *m, struct join_answer *a,
+		    mpictr_err **err)
+{
+	ssize_t n;
+
+	a->ucx_known = m->ucx_len != JOIN_UCX_ASK;
+	if (m->ucx_len < 0)
+		return m->ucx_len == JOIN_UCX_NONE || m->ucx_len == JOIN_UCX_ASK
+			   ? 0
+			   : err_set(err, EPROTO,
+				     "the node's keeper sent a bad UCX answer");
+	if (m->ucx_len > JOIN_UCX_MAX)
+		return err_set(err, EPROTO,
+			       "the node's keeper sent a UCX answer of %d "
+			       "bytes (at most %d)",
+			       (int)m->ucx_len, JOIN_UCX_MAX);
+	a->ucx = xmalloc((size_t)m->ucx_len + 1);
+	n = m->ucx_len == 0
+		? 0
+		: TEMP_FAILURE_RETRY(
+		      recv(sock, a->ucx, (size_t)m->ucx_len, MSG_WAITALL));
+	if (n != m->ucx_len)
+		return err_set(err, n < 0 ? errno : EPROTO,
+			       "receive the UCX answer of the node's keeper");
+	a->ucx[n] = '\0';
+	if (strlen(a->ucx) != (size_t)n)
+		return err_set(err, EPROTO,
+			       "the node's keeper sent a bad UCX answer");
+	return 0;
+}
+
+/* 0: *fd1, *fd2 and the keeper's answer *a received; 1: closed
  * unanswered; -1: error. */
-static int recv_fds(int sock, int *fd1, int *fd2, uint64_t *digest,
+static int recv_fds(int sock, int *fd1, int *fd2, struct join_answer *a,
 		    mpictr_err **err)
 {
 	struct join_msg m;
@@ -715,8 +775,8 @@ static int recv_fds(int sock, int *fd1, int *fd2, uint64_t *digest,
 		return err_set(err, EPROTO,
 			       "the node's keeper sent no "
 			       "namespace fds");
-	*digest = m.digest;
-	return 0;
+	a->digest = m.digest;
+	return recv_ucx(sock, &m, a, err);
 }
 
 int keeper_connect(const char *path)
@@ -883,7 +943,7 @@ static bool keeper_serve(struct keeper *k, struct holder *h, struct members *m,
 	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
 	    cr.uid != getuid())
 		return false;
-	if (send_fds(c, 0, k->digest, h->userns, h->mntns) < 0)
+	if (send_fds(c, k->digest, k->plan, h->userns, h->mntns) < 0)
 		return false;
 	*pid = cr.pid;
 	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -1231,11 +1291,14 @@ bool keeper_lock_current(int lock_fd, const char *path)
 	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-static int build_plan(struct keeper *k, mpictr_err **err)
+/* given: the keeper's facts (NULL: gather them all here). */
+static int build_plan(struct keeper *k, const struct host_given *given,
+		      mpictr_err **err)
 {
 	if (k->plan)
 		return 0;
-	if (host_plan_build(k->cfg, k->d, NULL, k->plan_store, err) < 0)
+	if (host_plan_build_given(k->cfg, k->d, NULL, given, k->plan_store,
+				  err) < 0)
 		return -1;
 	k->plan = k->plan_store;
 	return 0;
@@ -1274,7 +1337,7 @@ static int join_connect(struct keeper *k, long deadline, mpictr_err **err)
 			if (fd < 0) {
 				int rc;
 
-				if (build_plan(k, err) < 0) {
+				if (build_plan(k, NULL, err) < 0) {
 					/* Nothing started: leave no lock file
 					 * (a waiter on it sees it unlinked
 					 * and starts over). */
@@ -1326,7 +1389,7 @@ static int join_verdict(int sock, const struct launch_peers *pe,
  * exiting may close a connection it accepted into its backlog unanswered:
  * then connect again (the next keeper starts under the lock). */
 static int join_fetch(struct keeper *k, const struct launch_peers *pe,
-		      int *userns, int *mntns, uint64_t *digest,
+		      int *userns, int *mntns, struct join_answer *a,
 		      mpictr_err **err)
 {
 	long deadline = mono_ms() + JOIN_WAIT_S * 1000L;
@@ -1344,7 +1407,7 @@ static int join_fetch(struct keeper *k, const struct launch_peers *pe,
 		 * the connection already. */
 		if (TEMP_FAILURE_RETRY(send(sock, &hi, sizeof(hi),
 					    MSG_NOSIGNAL)) == sizeof(hi))
-			rc = recv_fds(sock, userns, mntns, digest, err);
+			rc = recv_fds(sock, userns, mntns, a, err);
 		if (rc == 0)
 			rc = join_verdict(sock, pe, err);
 		close(sock);
@@ -1355,6 +1418,8 @@ static int join_fetch(struct keeper *k, const struct launch_peers *pe,
 		if (*mntns >= 0)
 			close(*mntns);
 		*userns = *mntns = -1;
+		free(a->ucx);
+		a->ucx = NULL;
 		if (rc < 0)
 			return -1;
 		if (mono_ms() > deadline)
@@ -1425,13 +1490,14 @@ static int join_node(struct keeper *k, const struct mpictr_config *cfg,
 {
 	const struct launch_peers *pe = &d->peers;
 	cleanup_free char *dir = NULL, *key = NULL, *image = NULL;
-	uint64_t digest = 0;
+	struct join_answer a = {0};
+	int rc;
 
 	/* The key names the image as plan_build will (its real path); an
 	 * image that cannot be resolved fails there, with its message. */
 	image = realpath(cfg->image, NULL);
 	if (!image) {
-		if (build_plan(k, err) < 0)
+		if (build_plan(k, NULL, err) < 0)
 			return -1;
 		image = xstrdup(k->plan_store->image.path);
 	}
@@ -1448,10 +1514,18 @@ static int join_node(struct keeper *k, const struct mpictr_config *cfg,
 	if (strlen(k->sock_path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
 		return err_set(err, ENAMETOOLONG, "rendezvous socket '%s'",
 			       k->sock_path);
-	if (join_fetch(k, pe, userns, mntns, &digest, err) < 0 ||
-	    build_plan(k, err) < 0)
+	/* The first task planned before it started the keeper; the others
+	 * plan with the keeper's UCX answer instead of asking UCX again. */
+	if (join_fetch(k, pe, userns, mntns, &a, err) < 0)
 		return -1;
-	if (join_plan_digest(k->plan_store) != digest) {
+	rc = build_plan(k,
+			&(struct host_given){.ucx_known = a.ucx_known,
+					     .ucx_net_devices = a.ucx},
+			err);
+	free(a.ucx);
+	if (rc < 0)
+		return -1;
+	if (join_plan_digest(k->plan_store) != a.digest) {
 		err_set(err, 0,
 			"this task's container would differ from the one the "
 			"node's keeper at '%s' set up for the job (mounts, "
@@ -1517,7 +1591,11 @@ static int join_prepare(const struct mpictr_config *cfg,
 			err_set(err, errno, "instance '%s'", inst->name);
 			goto out;
 		}
-		if (build_plan(&k, err) < 0)
+		if (build_plan(
+			&k,
+			&(struct host_given){.ucx_known = inst->ucx_known,
+					     .ucx_net_devices = inst->ucx},
+			err) < 0)
 			goto out;
 	} else if (join_node(&k, cfg, d, &t->userns, &t->mntns, err) < 0) {
 		goto out;

@@ -618,7 +618,13 @@ int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
 	 * saves a fork, a mkdtemp, a bind and an rm_rf per run. */
 	if (j.with_pmi && make_run_dir(&j, err) < 0)
 		goto out;
-	if (host_plan_build(cfg, d, j.run_dir, &j.plan, err) < 0)
+	/* An instance's UCX answer: its commands run no helper. */
+	if (host_plan_build_given(
+		cfg, d, j.run_dir,
+		j.inst ? &(struct host_given){.ucx_known = j.inst->ucx_known,
+					      .ucx_net_devices = j.inst->ucx}
+		       : NULL,
+		&j.plan, err) < 0)
 		goto out;
 	/* Launch mode: every rank is ours, unless other nodes run the rest. */
 	j.plan.single_node = !j.upstream;

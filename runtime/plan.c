@@ -526,6 +526,7 @@ static int plan_devices(struct plan *p, mpictr_err **err)
 	p->sysroot = f->sysroot ? xstrdup(f->sysroot) : NULL;
 	p->ucx_net_devices =
 	    f->ucx_net_devices ? xstrdup(f->ucx_net_devices) : NULL;
+	p->ucx_asked = f->ucx_asked;
 	for (size_t i = 0; i < d->ndevs; i++) {
 		const struct path_fact *pf =
 		    host_facts_path(f, d->devs[i].host_path);

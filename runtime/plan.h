@@ -73,6 +73,7 @@ struct plan {
 	char *sysroot;		     /* MPICTR_SYSROOT (testing aid), or NULL */
 	bool inject_verbs;
 	char *ucx_net_devices; /* from the UCX query helper, or NULL */
+	bool ucx_asked;	       /* the helper was asked (facts.h) */
 	bool shared_ns;	       /* all local ranks share the namespaces */
 	bool single_node;   /* every rank is local (launch mode, no daemon) */
 	bool transport_env; /* --transport-env=on */

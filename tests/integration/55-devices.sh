@@ -39,6 +39,25 @@ ok "--dry-run without it: no verbs bind, the warning among the checks" bash -c "
 # verbs binds on the mounted image, with the plan's host providers.
 jtask() { SLURM_JOB_ID=$((700000 + $$ % 90000)) SLURM_STEP_ID=$1 SLURM_NODEID=0 SLURM_PROCID=0 SLURM_LOCALID=0 SLURM_STEP_TASKS_PER_NODE=1 MPICTR_SYSROOT=$T_TMP/ibp "$MPICTR" "${@:2}"; }
 ok "join mode: --inject-verbs binds the host's provider (decided in the holder)" bash -c "$(declare -f jtask); MPICTR='$MPICTR'; T_TMP='$T_TMP'; jtask 0 -v --inject-verbs '$I' sh -c 'cat /etc/libibverbs.d/mlx5.driver && ls /usr/lib/x86_64-linux-gnu/libibverbs/' 2>'$T_TMP/j.err' | grep -q 'libmlx5-rdmav34.so' && grep -q 'mode join' '$T_TMP/j.err'"
+# The UCX query runs once per node in join mode: the keeper's answer goes to
+# every task with the namespaces. A fake helper (MPICTR_TEST_UCX_QUERY,
+# honoured only with MPICTR_SYSROOT) counts its runs and names a device
+# sysfs does not know, so the tasks' UCX_NET_DEVICES can only come from it.
+printf '#!/bin/sh\necho run >>"%s"\necho "md=mpictrfake0 tl=rc_mlx5 dev=mpictrfake0:1 type=net"\necho "md=tcp tl=tcp dev=eth0 type=net"\n' "$T_TMP/ucxq.count" >"$T_TMP/fakeucx"
+chmod +x "$T_TMP/fakeucx"
+ucx_once() {
+	local job=$((600000 + $$ % 90000)) i
+	rm -f "$T_TMP/ucxq.count" "$T_TMP"/tucx?
+	for i in 0 1 2 3; do
+		SLURM_JOB_ID=$job SLURM_STEP_ID=0 SLURM_NODEID=0 SLURM_PROCID=$i SLURM_LOCALID=$i SLURM_STEP_TASKS_PER_NODE=4 \
+			MPICTR_SYSROOT=$T_TMP/ib MPICTR_TEST_UCX_QUERY=$T_TMP/fakeucx "$MPICTR" "$I" sh -c 'echo $UCX_NET_DEVICES' >"$T_TMP/tucx$i" &
+	done
+	wait
+	cat "$T_TMP"/tucx? "$T_TMP/ucxq.count"
+	[ "$(cat "$T_TMP"/tucx? | sort | uniq -c | awk '{ print $1, $2 }')" = "4 mpictrfake0:1" ] && [ "$(wc -l <"$T_TMP/ucxq.count")" = 1 ]
+}
+ok "join mode: 4 tasks on an IB node run the UCX query once, each gets its UCX_NET_DEVICES" ucx_once
+ok "launch mode asks the fake UCX helper too" bash -c "$(declare -f m); MPICTR='$MPICTR'; [ \"\$(MPICTR_TEST_UCX_QUERY='$T_TMP/fakeucx' m '$T_TMP/ib' '$I' sh -c 'echo \$UCX_NET_DEVICES')\" = mpictrfake0:1 ]"
 ok "Omni-Path: /dev/hfi1_0 and FI_PROVIDER=psm2" bash -c "$(declare -f m); MPICTR='$MPICTR'; m '$T_TMP/opa' '$I' sh -c 'cat /dev/hfi1_0; echo \$FI_PROVIDER' | tr '\n' ' ' | grep -q 'mpictr fake device.* psm2'"
 ok "GPUs are not exposed without --gpu" bash -c "$(declare -f m); MPICTR='$MPICTR'; ! m '$T_TMP/gpu' '$I' test -e /dev/nvidia0 && ! m '$T_TMP/gpu' '$I' test -e /dev/kfd"
 ok "--gpu exposes NVIDIA and AMD nodes" bash -c "$(declare -f m); MPICTR='$MPICTR'; m '$T_TMP/gpu' --gpu '$I' sh -c 'test -e /dev/nvidia0 && test -e /dev/nvidiactl && test -e /dev/nvidia-uvm && test -e /dev/kfd && test -e /dev/dri/renderD128'"

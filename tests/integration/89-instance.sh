@@ -31,7 +31,7 @@ cd "$W" || exit 1
 export TMPDIR=$W/tmp
 B=/opt/mpictr/bin
 N=i$$ # this test's instance names start with it
-trap '"$MPICTR" instance stop $N >/dev/null 2>&1; for n in a b c l k w s x t j r n m; do "$MPICTR" instance stop $N$n >/dev/null 2>&1; done; t_cleanup; rm -rf "$W"' EXIT
+trap '"$MPICTR" instance stop $N >/dev/null 2>&1; for n in a b c l k w s x t j r n m u; do "$MPICTR" instance stop $N$n >/dev/null 2>&1; done; t_cleanup; rm -rf "$W"' EXIT
 
 # run NAME CMD...: lib.sh's (with the timeout $T, output in $W/out.NAME)
 count() { grep -cE "$2" "$W/out.$1"; }
@@ -405,5 +405,29 @@ check "... ran hello" grep -q '^hello rank 0/1 .* ok' "$W/out.reprs"
 ok "... instance list still names the image's path" bash -c "'$MPICTR' instance list | grep -qE '^${N}r +$W/own.sif '"
 ok "... stop" "$MPICTR" instance stop ${N}r
 check "... nothing left" gone ${N}r
+
+# ---- the UCX query runs once, at the start: joiners take its answer ---------
+# (a fake IB node and a fake helper that counts its runs and names a device
+# sysfs does not know, as in 55-devices.sh)
+bash "$ROOT/tests/fixtures/mkfakesys.sh" "$W/ib" mlx5 >/dev/null 2>&1
+printf '#!/bin/sh\necho run >>"%s"\necho "md=mpictrfake0 tl=rc_mlx5 dev=mpictrfake0:1 type=net"\n' "$W/ucx.count" >"$W/fakeucx"
+chmod +x "$W/fakeucx"
+export MPICTR_SYSROOT=$W/ib MPICTR_TEST_UCX_QUERY=$W/fakeucx
+ok "instance start on an IB node" "$MPICTR" instance start "$W/tiny.sif" ${N}u
+ucx_joiners() {
+	local job=$((500000 + $$ % 90000)) i
+	for i in 0 1; do
+		SLURM_JOB_ID=$job SLURM_STEP_ID=0 SLURM_NODEID=0 SLURM_PROCID=$i SLURM_LOCALID=$i SLURM_STEP_TASKS_PER_NODE=2 \
+			$T "$MPICTR" instance://${N}u sh -c 'echo $UCX_NET_DEVICES' >"$W/ucx.$i" &
+	done
+	wait
+	$T "$MPICTR" exec instance://${N}u sh -c 'echo $UCX_NET_DEVICES' >"$W/ucx.2"
+	cat "$W"/ucx.? "$W/ucx.count"
+	[ "$(cat "$W"/ucx.? | sort | uniq -c | awk '{ print $1, $2 }')" = "3 mpictrfake0:1" ] && [ "$(wc -l <"$W/ucx.count")" = 1 ]
+}
+ok "... 2 join-mode tasks and an exec get its UCX_NET_DEVICES; the helper ran once" ucx_joiners
+unset MPICTR_SYSROOT MPICTR_TEST_UCX_QUERY
+ok "... stop" "$MPICTR" instance stop ${N}u
+check "... nothing left" gone ${N}u
 
 done_testing
