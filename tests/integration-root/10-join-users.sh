@@ -101,7 +101,7 @@ keep
 check "... the keeper closed the connection unanswered" grep -q '^got 0 bytes 0 fds' "$LAST"
 ok "... while V gets them from the same socket (the check can tell)" connect "$V" "$SOCK"
 keep
-check "... 2 fds" grep -q '^got 16 bytes 2 fds' "$LAST"
+check "... 2 fds" grep -qE '^got [1-9][0-9]* bytes 2 fds' "$LAST" # the reply: magic, digest, UCX answer
 chmod 0700 "$VDIR"
 a_own_ns 1
 ok "V's task killed: V's keeper and socket are gone" gone
