@@ -131,13 +131,7 @@ ok "SIGKILL of mpictr leaves no process, mount or directory" kill_test
 # the cleanup process included unless it left the group: the job directory
 # must still go, and no process of the job may stay.
 wait_clean() {
-	local i
-	for i in $(seq 50); do
-		[ -z "$(leftovers 2>/dev/null)" ] && return 0
-		sleep 0.1
-	done
-	leftovers 2>/dev/null
-	return 1
+	settle 50 leftovers 2>/dev/null
 }
 # No mount of the job is in the host's namespace, before or after.
 host_mounts() { grep -c -e "$TMPDIR" -e fuse /proc/self/mountinfo; }

@@ -98,7 +98,7 @@ leftovers() {
 	find /dev/shm -maxdepth 1 -user "$U" -newer "$T_TMP/start" 2>/dev/null
 }
 touch "$T_TMP/start"
-wait_clean() { local i; for i in $(seq 50); do [ -z "$(leftovers)" ] && return 0; sleep 0.1; done; leftovers; return 1; }
+wait_clean() { settle 50 leftovers; }
 ok "after MPI jobs: no job directory, process, FUSE server or /dev/shm file" wait_clean
 sigterm() {
 	"$MPICTR" -n 4 "$I" sleep 60 &

@@ -137,11 +137,6 @@ leftovers() {
 	marked_procs | grep -v -e marked_procs -e leftovers
 	grep -F "$T_TMP" /proc/self/mountinfo
 }
-noleft() {
-	local i
-	for i in $(seq 50); do [ -z "$(leftovers)" ] && return 0; sleep 0.1; done
-	leftovers
-	return 1
-}
+noleft() { settle 50 leftovers; }
 ok "nothing left behind (processes, mounts, job directories)" noleft
 done_testing

@@ -76,13 +76,7 @@ leftovers() {
 	ls -A "$W/tmp" | sed 's/^/tmp entry /'
 }
 clean() {
-	local i
-	for i in $(seq 300); do
-		[ -z "$(leftovers)" ] && return 0
-		sleep 0.1
-	done
-	leftovers
-	return 1
+	settle 300 leftovers
 }
 # The job id that starts a rendezvous name: PMIX_NAMESPACE (Open MPI)
 OKEY='echo KEY $PMIX_NAMESPACE'

@@ -33,13 +33,7 @@ step() {
 }
 jobid() { sed -n 's/^JOB //p' "$W/job.$1" | tail -n 1; }
 clean() {
-	local i
-	for i in $(seq 300); do
-		[ -z "$(leftovers "$1")" ] && return 0
-		sleep 0.1
-	done
-	leftovers "$1"
-	return 1
+	settle 300 leftovers "$1"
 }
 count() { grep -cE "$2" "$W/out.$1"; }
 one_ns() {
