@@ -29,8 +29,8 @@ FUSE_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEPS_FUSE))
 PMIX_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEPS_PMIX))
 BASE_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcap)
 # libmpictr itself needs only libcap (mount(2), and the new mount API
-# through runtime/syscalls.h: nothing calls libmount); libpmix and
-# libsquashfuse/libfuse3 are linked into the two plugins (runtime/plugin.h)
+# through runtime/common/syscalls.h: nothing calls libmount); libpmix and
+# libsquashfuse/libfuse3 are linked into the two plugins (runtime/common/plugin.h)
 # that the processes serving PMIx or mounting an image load on first use.
 DEPS_BASE  := libcap
 DEP_LIBS   := $(shell $(PKG_CONFIG) --libs $(DEPS_BASE)) -lpthread
@@ -58,7 +58,7 @@ endif
 
 CPPFLAGS_ALL := -D_GNU_SOURCE -DMPICTR_VERSION_STRING='"$(VERSION)"' \
 	-DMPICTR_LIBEXECDIR='"$(LIBEXECDIR)"' -DMPICTR_PLUGINDIR='"$(PLUGINDIR)"' \
-	-DMPICTR_SITE_CONF='"$(SYSCONFDIR)/mpictr/mpictr.conf"' -Iruntime -Isif -Ipmi
+	-DMPICTR_SITE_CONF='"$(SYSCONFDIR)/mpictr/mpictr.conf"' -I. -Iruntime
 CFLAGS_ALL := -std=gnu11 $(OPT) $(HARDEN) -fvisibility=hidden $(WARN) \
 	$(BASE_CFLAGS) $(CFLAGS)
 LDFLAGS_ALL := -Wl,-z,relro,-z,now $(SAN_LDFLAGS) $(LDFLAGS)
@@ -70,14 +70,14 @@ PLUGIN_SRCS_pmix := pmi/pmix_server.c pmi/pmix_dyn.c pmi/pmix_gate.c pmi/upstrea
 	pmi/pmix_plugin.c
 PLUGIN_SRCS_squash := sif/squash.c sif/squash_plugin.c
 PLUGIN_ONLY_SRCS := $(foreach p,$(PLUGIN_NAMES),$(PLUGIN_SRCS_$(p)))
-PLUGIN_BASE_OBJS := $(B)/obj-plugin/runtime/error.o $(B)/obj/runtime/util.o
+PLUGIN_BASE_OBJS := $(B)/obj-plugin/runtime/common/error.o $(B)/obj/runtime/common/util.o
 PLUGIN_EXTRA_pmix := $(B)/obj/pmi/job.o $(B)/obj/pmi/pubstore.o $(B)/obj/pmi/spawnreq.o \
-	$(B)/obj/runtime/proc.o $(B)/obj/runtime/syscalls.o
+	$(B)/obj/runtime/common/proc.o $(B)/obj/runtime/common/syscalls.o
 # The superblock check and compressor names (image.c, which reads SIF
 # partitions through sif.c): the ones the library uses; the process layer
 # for the FUSE workers' fork.
 PLUGIN_EXTRA_squash := $(B)/obj/sif/image.o $(B)/obj/sif/sif.o \
-	$(B)/obj/runtime/proc.o $(B)/obj/runtime/syscalls.o
+	$(B)/obj/runtime/common/proc.o $(B)/obj/runtime/common/syscalls.o
 PLUGIN_LIBS_pmix := $(PMIX_LIBS)
 PLUGIN_LIBS_squash := $(FUSE_LIBS)
 PLUGINS := $(PLUGIN_NAMES:%=$(B)/plugins/mpictr-%.so)
@@ -90,7 +90,7 @@ PLUGINS := $(PLUGIN_NAMES:%=$(B)/plugins/mpictr-%.so)
 SLURM_INCLUDE ?= /usr/include
 SPANK_PLUGIN := $(if $(wildcard $(SLURM_INCLUDE)/slurm/spank.h),$(B)/plugins/mpictr-spank.so)
 
-LIB_SRCS := $(sort $(filter-out runtime/main.c $(PLUGIN_ONLY_SRCS),$(wildcard runtime/*.c sif/*.c pmi/*.c)))
+LIB_SRCS := $(sort $(filter-out runtime/main.c $(PLUGIN_ONLY_SRCS),$(wildcard runtime/*.c runtime/common/*.c runtime/config/*.c runtime/sched/*.c runtime/host/*.c runtime/plan/*.c runtime/container/*.c runtime/modes/*.c sif/*.c pmi/*.c)))
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
 HELPER_SRCS := $(wildcard runtime/helpers/*.c)
 HELPERS  := $(HELPER_SRCS:runtime/helpers/%.c=$(B)/libexec/%)
@@ -120,17 +120,17 @@ $(B)/obj/%.o: %.c
 PATHS_STAMP := $(B)/paths.stamp
 PATHS_VALUE := $(PLUGINDIR):$(LIBEXECDIR):$(SYSCONFDIR)
 $(shell mkdir -p $(B) && { [ "$$(cat $(PATHS_STAMP) 2>/dev/null)" = '$(PATHS_VALUE)' ] || printf '%s' '$(PATHS_VALUE)' >$(PATHS_STAMP); })
-$(B)/obj/runtime/plugin.o $(B)/obj/runtime/check.o $(B)/obj/runtime/ucx.o \
-	$(B)/obj/runtime/config.o: $(PATHS_STAMP)
+$(B)/obj/runtime/common/plugin.o $(B)/obj/runtime/preflight.o $(B)/obj/runtime/host/ucx.o \
+	$(B)/obj/runtime/config/config.o: $(PATHS_STAMP)
 
 $(B)/obj-plugin/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) -DMPICTR_PLUGIN_BUILD $(CPPFLAGS) $(CFLAGS_ALL) -MMD -MP -c -o $@ $<
 
 define plugin_rule
-$(B)/plugins/mpictr-$(1).so: $(PLUGIN_SRCS_$(1):%.c=$(B)/obj/%.o) $(PLUGIN_EXTRA_$(1)) $(PLUGIN_BASE_OBJS) runtime/plugin.map
+$(B)/plugins/mpictr-$(1).so: $(PLUGIN_SRCS_$(1):%.c=$(B)/obj/%.o) $(PLUGIN_EXTRA_$(1)) $(PLUGIN_BASE_OBJS) runtime/common/plugin.map
 	@mkdir -p $$(dir $$@)
-	$$(CC) -shared -Wl,--version-script=runtime/plugin.map -Wl,-z,defs $$(LDFLAGS_ALL) \
+	$$(CC) -shared -Wl,--version-script=runtime/common/plugin.map -Wl,-z,defs $$(LDFLAGS_ALL) \
 		-o $$@ $$(filter %.o,$$^) $$(PLUGIN_LIBS_$(1))
 endef
 $(foreach p,$(PLUGIN_NAMES),$(eval $(call plugin_rule,$(p))))
@@ -241,27 +241,27 @@ FUZZERS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
 # pmi/pmi1_wire.c is pure (no PMIx), so the PMI-1 fuzz target can use it.
 # The pure parsers of untrusted input and what they need; no namespaces,
 # FUSE or PMIx in the fuzzers.
-FUZZ_LIB_SRCS := runtime/error.c runtime/util.c runtime/config.c runtime/bindspec.c \
-	runtime/ldcache.c runtime/proc.c runtime/syscalls.c \
-	runtime/slurm.c runtime/launcher.c pmi/pmi1_wire.c \
+FUZZ_LIB_SRCS := runtime/common/error.c runtime/common/util.c runtime/config/config.c runtime/config/bindspec.c \
+	runtime/host/ldcache.c runtime/common/proc.c runtime/common/syscalls.c \
+	runtime/sched/slurm.c runtime/host/launcher.c pmi/pmi1_wire.c \
 	$(filter-out sif/squash%,$(wildcard sif/*.c)) \
-	$(wildcard runtime/siteconf.c)
+	$(wildcard runtime/config/siteconf.c)
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
 	-fno-sanitize-recover=undefined -std=gnu11 $(CPPFLAGS_ALL) $(BASE_CFLAGS) $(PMIX_CFLAGS)
 # Targets may name the few sources they need (launch.c needs pmi/).
-FUZZ_SRCS_fuzz_siteconf := runtime/siteconf.c runtime/config.c runtime/bindspec.c \
-	runtime/mpiinject.c runtime/imgread.c sif/squash_stub.c runtime/plugin.c \
-	runtime/error.c runtime/util.c runtime/syscalls.c
-FUZZ_SRCS_fuzz_bind := runtime/bindspec.c runtime/error.c runtime/util.c
-FUZZ_SRCS_fuzz_ldcache := runtime/ldcache.c runtime/error.c runtime/util.c
+FUZZ_SRCS_fuzz_siteconf := runtime/config/siteconf.c runtime/config/config.c runtime/config/bindspec.c \
+	runtime/host/mpiinject.c runtime/host/imgread.c sif/squash_stub.c runtime/common/plugin.c \
+	runtime/common/error.c runtime/common/util.c runtime/common/syscalls.c runtime/common/proc.c
+FUZZ_SRCS_fuzz_bind := runtime/config/bindspec.c runtime/common/error.c runtime/common/util.c
+FUZZ_SRCS_fuzz_ldcache := runtime/host/ldcache.c runtime/common/error.c runtime/common/util.c
 # The squash plugin's image reader, linked with libsquashfuse (not
 # instrumented) as the plugin is; the directory image reader alone.
-FUZZ_SRCS_fuzz_squash := sif/squash.c sif/image.c sif/sif.c runtime/error.c \
-	runtime/util.c runtime/proc.c runtime/syscalls.c
+FUZZ_SRCS_fuzz_squash := sif/squash.c sif/image.c sif/sif.c runtime/common/error.c \
+	runtime/common/util.c runtime/common/proc.c runtime/common/syscalls.c
 FUZZ_CFLAGS_fuzz_squash := $(FUSE_CFLAGS)
 FUZZ_LIBS_fuzz_squash := $(FUSE_LIBS)
-FUZZ_SRCS_fuzz_imgread := runtime/imgread.c sif/squash_stub.c runtime/plugin.c \
-	runtime/error.c runtime/util.c runtime/syscalls.c runtime/proc.c
+FUZZ_SRCS_fuzz_imgread := runtime/host/imgread.c sif/squash_stub.c runtime/common/plugin.c \
+	runtime/common/error.c runtime/common/util.c runtime/common/syscalls.c runtime/common/proc.c
 fuzz: $(FUZZERS)
 $(B)/fuzz/fuzz_squash: $(FUZZ_SRCS_fuzz_squash)
 $(B)/fuzz/fuzz_imgread: $(FUZZ_SRCS_fuzz_imgread)
@@ -297,11 +297,11 @@ uninstall:
 clean:
 	rm -rf $(B)
 
-FORMAT_SRCS = $(wildcard runtime/*.[ch] sif/*.[ch] pmi/*.[ch] runtime/spank/*.[ch])
+FORMAT_SRCS = $(filter-out runtime/helpers/%,$(wildcard runtime/*.[ch] runtime/*/*.[ch] sif/*.[ch] pmi/*.[ch]))
 format:
 	clang-format --style=file:docs/clang-format -i $(FORMAT_SRCS)
 format-check:
 	clang-format --style=file:docs/clang-format --dry-run --Werror $(FORMAT_SRCS)
 
 -include $(LIB_OBJS:.o=.d) $(B)/obj/runtime/main.d $(B)/obj/runtime/spank/mpictr_spank.d \
-	$(PLUGIN_ONLY_SRCS:%.c=$(B)/obj/%.d) $(B)/obj-plugin/runtime/error.d
+	$(PLUGIN_ONLY_SRCS:%.c=$(B)/obj/%.d) $(B)/obj-plugin/runtime/common/error.d

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pmi.h"
-#include "util.h"
+#include "pmi/pmi.h"
+#include "common/util.h"
 
 int pmi_job_single_node(uint32_t n, uid_t uid, gid_t gid, struct pmi_job *job,
 			mpictr_err **err)

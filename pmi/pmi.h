@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "error.h"
+#include "common/error.h"
 
 /* Upper bound on ranks in one job (PMI-1 and PMIx both carry rank lists as
  * text; 1 << 20 keeps every derived string far below any size limit). */

@@ -21,9 +21,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "pmi1_wire.h"
-#include "pmi_internal.h"
-#include "util.h"
+#include "pmi/pmi1_wire.h"
+#include "pmi/pmi_internal.h"
+#include "common/util.h"
 
 #define KV_BUCKETS 1024
 /* Bounds on what ranks may store: MPICH stores a few keys per rank. */

@@ -3,7 +3,7 @@
  * fuzz target tests/fuzz/fuzz_pmi1.c drives it with arbitrary bytes. */
 #include <string.h>
 
-#include "pmi1_wire.h"
+#include "pmi/pmi1_wire.h"
 
 /* Bytes allowed in keys and values: printable ASCII and anything >= 0x80
  * (MPICH copies values blindly); blanks separate words. */

@@ -5,7 +5,7 @@
 #ifndef MPICTR_PMI_INTERNAL_H
 #define MPICTR_PMI_INTERNAL_H
 
-#include "pmi.h"
+#include "pmi/pmi.h"
 
 enum pmi_rank_ev {
 	RANK_EV_CONNECTED, /* PMIx client connected / PMI-1 cmd=init */
@@ -60,8 +60,8 @@ int pmi_pmix_spawn_env(const char *nspace, uint32_t rank, char ***env,
 void pmi_pmix_spawn_done(struct pmi_spawn *sp, bool ok);
 
 /* ---- PMI-1 service (pmi1_server.c) ---- */
-/* The table of the "pmix" plugin (runtime/plugin.h): pmi/pmix_server.c and
- * pmi/upstream.c, the only users of libpmix; pmi/pmix_stub.c forwards the
+/* The table of the "pmix" plugin (runtime/common/plugin.h): pmi/pmix_server.c
+ * and pmi/upstream.c, the only users of libpmix; pmi/pmix_stub.c forwards the
  * functions of pmi.h and the three above to it. */
 struct pmix_plugin {
 	int (*pmix_start)(const struct pmi_job *job, const char *tmpdir,

@@ -11,10 +11,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "pmix_dyn.h"
-#include "proc.h"
-#include "pubstore.h"
-#include "util.h"
+#include "pmi/pmix_dyn.h"
+#include "common/proc.h"
+#include "pmi/pubstore.h"
+#include "common/util.h"
 
 /* A lookup waiting for its keys to be published (PMIX_WAIT), queued in the
  * store (pubstore_wait) with its PMIX_TIMEOUT. */

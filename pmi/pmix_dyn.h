@@ -7,7 +7,7 @@
 #include <pmix.h>
 #include <pmix_server.h>
 
-#include "pmi_internal.h"
+#include "pmi/pmi_internal.h"
 
 /* ---- pmix_dyn.c ---- */
 /* Before the first client: remember the hooks and the first job. */

@@ -46,8 +46,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "pmix_gate.h"
-#include "util.h"
+#include "pmi/pmix_gate.h"
+#include "common/util.h"
 
 #define GATE_BUF 65536
 #define GATE_MAX_LISTENERS 4

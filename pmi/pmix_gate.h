@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "error.h"
+#include "common/error.h"
 
 /* The TCP listening sockets this process holds before PMIx_server_init. */
 struct pmix_gate_snapshot {

@@ -1,11 +1,11 @@
-/* pmix_plugin.c - the entry of the "pmix" plugin (runtime/plugin.h): the
+/* pmix_plugin.c - the entry of the "pmix" plugin (runtime/common/plugin.h): the
  * PMIx server and the upstream agent with libpmix (and its hwloc, libevent,
  * munge and udev), loaded only by a launcher or node daemon that serves
  * PMIx. */
 #include <string.h>
 
-#include "plugin.h"
-#include "pmi_internal.h"
+#include "common/plugin.h"
+#include "pmi/pmi_internal.h"
 
 static const struct pmix_plugin pmix_table = {
     .pmix_start = pmi_pmix_start,

@@ -18,10 +18,10 @@
 #include <pmix.h>
 #include <pmix_server.h>
 
-#include "pmi_internal.h"
-#include "pmix_dyn.h"
-#include "pmix_gate.h"
-#include "util.h"
+#include "pmi/pmi_internal.h"
+#include "pmi/pmix_dyn.h"
+#include "pmi/pmix_gate.h"
+#include "common/util.h"
 
 extern char **environ;
 

@@ -1,11 +1,11 @@
 /* pmix_stub.c - the libpmix-backed functions of pmi.h and pmi_internal.h
- * for the host: each goes to the "pmix" plugin (runtime/plugin.h), loaded
- * by the first pmi_pmix_start() or pmi_upstream_start(). Functions that
+ * for the host: each goes to the "pmix" plugin (runtime/common/plugin.h),
+ * loaded by the first pmi_pmix_start() or pmi_upstream_start(). Functions that
  * take a struct pmi_upstream run after the start that made it, so their
  * lookup never loads anything. */
-#include "error.h"
-#include "plugin.h"
-#include "pmi_internal.h"
+#include "common/error.h"
+#include "common/plugin.h"
+#include "pmi/pmi_internal.h"
 
 static const struct pmix_plugin *pmix_table(mpictr_err **err)
 {

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pubstore.h"
-#include "util.h"
+#include "pmi/pubstore.h"
+#include "common/util.h"
 
 struct pub_wait {
 	void *data;

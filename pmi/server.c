@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "pmi_internal.h"
-#include "proc.h"
-#include "util.h"
+#include "pmi/pmi_internal.h"
+#include "common/proc.h"
+#include "common/util.h"
 
 struct rank_state {
 	bool connected; /* through PMIx or PMI-1 */

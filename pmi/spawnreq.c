@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pmi_internal.h"
-#include "util.h"
+#include "pmi/pmi_internal.h"
+#include "common/util.h"
 
 bool pmi_var_reserved(const char *kv)
 {

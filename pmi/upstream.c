@@ -36,9 +36,9 @@
 
 #include <pmix.h>
 
-#include "pmi.h"
-#include "proc.h"
-#include "util.h"
+#include "pmi/pmi.h"
+#include "common/proc.h"
+#include "common/util.h"
 
 #define UPSTREAM_KEY "mpictr.node.fence"
 #define UPSTREAM_MAGIC 0x6d706374u /* "mpct" */

@@ -6,7 +6,7 @@
 #define MPICTR_PREFLIGHT_H
 
 #include "mpictr.h"
-#include "util.h"
+#include "common/util.h"
 
 /* `mpictr check` lines for the interconnect, appended to out, one per
  * line: "ok: ..." or "problem: ... (fix: ...)": UCX's devices (through the

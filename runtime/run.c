@@ -6,12 +6,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "instance.h"
-#include "join.h"
-#include "launch.h"
-#include "mode.h"
-#include "plan.h"
+#include "common/error.h"
+#include "modes/instance.h"
+#include "modes/join.h"
+#include "modes/launch.h"
+#include "plan/mode.h"
+#include "plan/plan.h"
 
 static int refuse_privileged(mpictr_err **err)
 {

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "image.h"
-#include "sif.h"
-#include "util.h"
+#include "sif/image.h"
+#include "sif/sif.h"
+#include "common/util.h"
 
 const char *image_compression_name(unsigned comp)
 {

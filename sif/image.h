@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "error.h"
+#include "common/error.h"
 
 enum image_kind { IMAGE_DIR, IMAGE_SQUASHFS, IMAGE_SIF };
 

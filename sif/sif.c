@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "sif.h"
-#include "util.h"
+#include "sif/sif.h"
+#include "common/util.h"
 
 /* ---- little-endian field access ---- */
 

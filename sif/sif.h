@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h"
+#include "common/error.h"
 
 #define SIF_HEADER_SIZE 128
 #define SIF_DESC_SIZE 585

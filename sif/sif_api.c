@@ -6,10 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "image.h"
-#include "sif.h"
-#include "sif_write.h"
-#include "util.h"
+#include "sif/image.h"
+#include "sif/sif.h"
+#include "sif/sif_write.h"
+#include "common/util.h"
 
 MPICTR_PUBLIC int mpictr_sif_list(const char *path, char **out,
 				  mpictr_err **err)

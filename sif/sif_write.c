@@ -17,11 +17,11 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "image.h"
-#include "proc.h"
-#include "sif.h"
-#include "sif_write.h"
-#include "util.h"
+#include "sif/image.h"
+#include "common/proc.h"
+#include "sif/sif.h"
+#include "sif/sif_write.h"
+#include "common/util.h"
 
 #define SIF_WRITE_DESCRIPTORS 48
 #define SIF_WRITE_DESC_OFFSET 4096

@@ -4,7 +4,7 @@
 
 #include <sys/types.h>
 
-#include "error.h"
+#include "common/error.h"
 
 /* Pack dir into the squashfs file out with mksquashfs (gzip, owners kept;
  * $MPICTR_MKSQUASHFS overrides the program). */

@@ -47,11 +47,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "image.h"
-#include "proc.h"
-#include "squash.h"
-#include "util.h"
+#include "common/error.h"
+#include "sif/image.h"
+#include "common/proc.h"
+#include "sif/squash.h"
+#include "common/util.h"
 
 /* A directory entry's name as libsquashfuse reads it (sqfs_dir_next,
  * sqfs_dir_lookup): the entry's 16-bit size plus one, not checked against

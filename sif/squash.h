@@ -95,7 +95,7 @@ int squash_image_read(struct squash_image *h, const char *path, size_t max,
 		      char **buf, size_t *len, mpictr_err **err);
 void squash_image_close(struct squash_image *h);
 
-/* The table of the "squash" plugin (runtime/plugin.h): the functions
+/* The table of the "squash" plugin (runtime/common/plugin.h): the functions
  * above, implemented in sif/squash.c; sif/squash_stub.c forwards to it. */
 struct squash_plugin {
 	int (*mount)(const char *image, uint64_t offset, const char *mountpoint,

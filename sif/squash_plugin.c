@@ -1,10 +1,10 @@
-/* squash_plugin.c - the entry of the "squash" plugin (runtime/plugin.h):
+/* squash_plugin.c - the entry of the "squash" plugin (runtime/common/plugin.h):
  * sif/squash.c with libsquashfuse and libfuse3, loaded only by the
  * processes that mount an image. */
 #include <string.h>
 
-#include "plugin.h"
-#include "squash.h"
+#include "common/plugin.h"
+#include "sif/squash.h"
 
 static const struct squash_plugin squash_table = {
     .mount = squash_mount,

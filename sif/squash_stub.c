@@ -1,11 +1,12 @@
 /* squash_stub.c - squash.h for the host: every call goes to the "squash"
- * plugin (runtime/plugin.h), loaded by the first squash_mount(). The other
- * functions take a mount, so the plugin is loaded when they are called. */
+ * plugin (runtime/common/plugin.h), loaded by the first squash_mount(). The
+ * other functions take a mount, so the plugin is loaded when they are called.
+ */
 #include <errno.h>
 
-#include "error.h"
-#include "plugin.h"
-#include "squash.h"
+#include "common/error.h"
+#include "common/plugin.h"
+#include "sif/squash.h"
 
 static const struct squash_plugin *squash_table(mpictr_err **err)
 {

@@ -6,7 +6,7 @@
  *
  * A separate short-lived program so that libucs (its signal handlers, its
  * threads, its printing) never enters libmpictr or the processes embedding
- * it; ucx_query() (runtime/ucx.c) runs it with a timeout. Exit status 0
+ * it; ucx_query() (runtime/host/ucx.c) runs it with a timeout. Exit status 0
  * when the component list could be read, 1 otherwise; unusable memory
  * domains are skipped, as ucx_info does.
  */

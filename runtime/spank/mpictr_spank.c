@@ -43,10 +43,10 @@
 #include <slurm/spank.h>
 
 #include "mpictr.h"
-#include "bindspec.h"
-#include "proc.h"
-#include "siteconf.h"
-#include "util.h"
+#include "config/bindspec.h"
+#include "common/proc.h"
+#include "config/siteconf.h"
+#include "common/util.h"
 
 SPANK_PLUGIN(mpictr, 1)
 

@@ -19,10 +19,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "imgread.h"
-#include "proc.h"
-#include "syscalls.h"
-#include "util.h"
+#include "host/imgread.h"
+#include "common/proc.h"
+#include "common/syscalls.h"
+#include "common/util.h"
 
 #include "fuzz_check.h"
 

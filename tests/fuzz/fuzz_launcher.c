@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "launcher.h"
-#include "util.h"
+#include "common/error.h"
+#include "host/launcher.h"
+#include "common/util.h"
 
 struct table {
 	pid_t pid[8];

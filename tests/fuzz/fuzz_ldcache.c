@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ldcache.h"
-#include "util.h"
+#include "host/ldcache.h"
+#include "common/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pmi1_wire.h"
+#include "pmi/pmi1_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

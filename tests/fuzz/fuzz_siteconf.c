@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "mpiinject.h"
-#include "siteconf.h"
+#include "common/error.h"
+#include "host/mpiinject.h"
+#include "config/siteconf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "slurm.h"
-#include "util.h"
+#include "common/error.h"
+#include "sched/slurm.h"
+#include "common/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -17,8 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "squash.h"
-#include "util.h"
+#include "sif/squash.h"
+#include "common/util.h"
 
 #include "fuzz_check.h"
 

@@ -20,9 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "pmi.h"
-#include "util.h"
+#include "common/error.h"
+#include "pmi/pmi.h"
+#include "common/util.h"
 
 extern char **environ;
 

@@ -21,9 +21,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "squash.h"
-#include "util.h"
+#include "common/error.h"
+#include "sif/squash.h"
+#include "common/util.h"
 
 static void die(const char *what, mpictr_err *err)
 {

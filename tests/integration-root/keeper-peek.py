@@ -4,7 +4,7 @@ user running it (tests/integration-root/: another user's attempts).
 
 usage: keeper-peek.py SOCKET [--instance]
 
---instance sends an instance's JOIN request first (runtime/instance.c); a
+--instance sends an instance's JOIN request first (runtime/modes/instance.c); a
 join-mode keeper sends its fds unasked. Prints "connect ERRNO TEXT",
 "closed ERRNO TEXT" (reset by the keeper) or "got N bytes M fds"; exit 2
 when the connect failed, 0 only when fds came, else 1.

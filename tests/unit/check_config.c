@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "error.h"
+#include "config/config.h"
+#include "common/error.h"
 
 START_TEST(test_bind_forms)
 {

@@ -10,13 +10,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "devices.h"
-#include "ldcache.h"
-#include "verbs.h"
-#include "error.h"
+#include "host/devices.h"
+#include "host/ldcache.h"
+#include "host/verbs.h"
+#include "common/error.h"
 #include "preflight.h"
 #include "testutil.h"
-#include "util.h"
+#include "common/util.h"
 
 /* Trees are built once per test case, in the runner process (unchecked
  * fixture), since each takes a second or two to generate. */

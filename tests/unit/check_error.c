@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "error.h"
+#include "common/error.h"
 
 START_TEST(test_set_appends_strerror)
 {

@@ -13,11 +13,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "imgread.h"
-#include "proc.h"
+#include "common/error.h"
+#include "host/imgread.h"
+#include "common/proc.h"
 #include "testutil.h"
-#include "util.h"
+#include "common/util.h"
 
 static char tmpl[] = "/tmp/mpictr-imgread.XXXXXX";
 static char *dir;

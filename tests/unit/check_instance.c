@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "instance.h"
+#include "config/config.h"
+#include "modes/instance.h"
 #include "mpictr.h"
 
 START_TEST(test_names)

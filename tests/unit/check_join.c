@@ -5,10 +5,10 @@
 #include <string.h>
 #include <sys/mount.h>
 
-#include "join.h"
-#include "launcher.h"
-#include "plan.h"
-#include "util.h"
+#include "modes/join.h"
+#include "host/launcher.h"
+#include "plan/plan.h"
+#include "common/util.h"
 
 START_TEST(test_siphash_vectors)
 {

@@ -7,10 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "error.h"
-#include "launcher.h"
+#include "common/error.h"
+#include "host/launcher.h"
 #include "testutil.h"
-#include "util.h"
+#include "common/util.h"
 
 /* ---- a fake process table ---- */
 

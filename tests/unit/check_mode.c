@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "mode.h"
-#include "util.h"
+#include "config/config.h"
+#include "plan/mode.h"
+#include "common/util.h"
 
 /* A step of 4 tasks on one node, as srun sets it (the launcher rule
  * checks SLURM_LOCALID, SLURM_NODEID and SLURM_GTIDS). */

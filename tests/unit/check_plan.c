@@ -8,11 +8,11 @@
 #include <string.h>
 #include <sys/mount.h>
 
-#include "error.h"
-#include "facts.h"
-#include "plan.h"
-#include "siteconf.h"
-#include "util.h"
+#include "common/error.h"
+#include "host/facts.h"
+#include "plan/plan.h"
+#include "config/siteconf.h"
+#include "common/util.h"
 
 #define GIB (1ULL << 30)
 

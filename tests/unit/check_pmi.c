@@ -12,10 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "pmi.h"
-#include "pmi1_wire.h"
+#include "pmi/pmi.h"
+#include "pmi/pmi1_wire.h"
 #include "testutil.h"
-#include "util.h"
+#include "common/util.h"
 
 /* ---- job ---- */
 

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pmix_gate.h"
+#include "pmi/pmix_gate.h"
 
 static int tcp_listener(uint16_t *port)
 {

@@ -14,10 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "image.h"
-#include "sif.h"
+#include "sif/image.h"
+#include "sif/sif.h"
 #include "testutil.h"
-#include "util.h"
+#include "common/util.h"
 
 /* Conformance images live next to the project: ../shared/conformance/sif. */
 static char *conf_path(const char *name)

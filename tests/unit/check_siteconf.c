@@ -8,11 +8,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bindpol.h"
-#include "error.h"
-#include "mpiinject.h"
-#include "siteconf.h"
-#include "util.h"
+#include "config/bindpol.h"
+#include "common/error.h"
+#include "host/mpiinject.h"
+#include "config/siteconf.h"
+#include "common/util.h"
 
 static const char site_text[] =
 	"# site policy\n"

@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "slurm.h"
-#include "util.h"
+#include "common/error.h"
+#include "sched/slurm.h"
+#include "common/util.h"
 
 static void tpn(const char *spec, uint32_t nn, const uint32_t *want)
 {

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pmi.h"
-#include "pmi_internal.h"
-#include "pubstore.h"
-#include "spawn.h"
+#include "pmi/pmi.h"
+#include "pmi/pmi_internal.h"
+#include "pmi/pubstore.h"
+#include "modes/spawn.h"
 
 static int freed;
 

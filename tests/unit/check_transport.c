@@ -5,12 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devices.h"
-#include "error.h"
+#include "host/devices.h"
+#include "common/error.h"
 #include "testutil.h"
-#include "transport.h"
-#include "ucx.h"
-#include "util.h"
+#include "plan/transport.h"
+#include "host/ucx.h"
+#include "common/util.h"
 
 static struct hca hca(const char *name, const char *driver, bool active,
 		      int numa)

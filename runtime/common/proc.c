@@ -1,0 +1,462 @@
+/* proc.c - the process layer (see proc.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/proc.h"
+#include "common/syscalls.h"
+#include "common/util.h"
+
+#define RELAY_MSG_MAX 1024
+
+/* What a child reports over its CLOEXEC relay pipe (R3). An exec that
+ * succeeds closes the pipe with nothing written. */
+struct relay {
+	int ready; /* relay_send_ready: no error; msg: its note, if any */
+	int errnum;
+	int exit_code;
+	char msg[RELAY_MSG_MAX];
+};
+
+long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+void proc_child_setup(const sigset_t *mask, pid_t parent)
+{
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			signal(s, SIG_DFL);
+	sigprocmask(SIG_SETMASK, mask, NULL);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(MPICTR_EXIT_FAILURE);
+}
+
+void proc_child_stdio(bool null_stdin, int out_fd)
+{
+	if (null_stdin) {
+		int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+		if (nul >= 0) {
+			dup2(nul, STDIN_FILENO);
+			close(nul);
+		}
+	}
+	if (out_fd >= 0) {
+		dup2(out_fd, STDOUT_FILENO);
+		dup2(out_fd, STDERR_FILENO);
+		close(out_fd);
+	}
+}
+
+pid_t proc_fork_child(const sigset_t *mask, const char *what, mpictr_err **err)
+{
+	pid_t parent = getpid(), pid = fork();
+
+	if (pid < 0)
+		return err_set(err, errno, "fork %s", what);
+	if (pid == 0)
+		proc_child_setup(mask, parent);
+	return pid;
+}
+
+pid_t proc_fork_relay(int *rfd, int *wfd, const char *what, mpictr_err **err)
+{
+	int p[2];
+	pid_t pid;
+
+	*rfd = *wfd = -1;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return err_set(err, errno, "pipe");
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+
+		close(p[0]);
+		close(p[1]);
+		return err_set(err, e, "fork %s", what);
+	}
+	if (pid == 0) {
+		close(p[0]);
+		*wfd = p[1];
+		return 0;
+	}
+	close(p[1]);
+	*rfd = p[0];
+	return pid;
+}
+
+void proc_detach(int wfd, const char *what)
+{
+	pid_t pid = fork();
+	mpictr_err *e = NULL;
+
+	if (pid == 0)
+		return;
+	if (pid < 0) {
+		err_set(&e, errno, "fork %s", what);
+		relay_send(wfd, e);
+	}
+	_exit(pid < 0);
+}
+
+/* The watcher's side of proc_fork_watcher: see proc.h. */
+static void watcher_setup(bool own_session, int life_fd, int wfd)
+{
+	sigset_t none;
+	int nul;
+
+	close_all_fds_except((int[]){life_fd, wfd}, wfd >= 0 ? 2 : 1);
+	if (own_session)
+		setsid();
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			signal(s, s == SIGCHLD ? SIG_DFL : SIG_IGN);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (nul >= 0) {
+		dup2(nul, STDIN_FILENO);
+		dup2(nul, STDOUT_FILENO);
+		dup2(nul, STDERR_FILENO);
+		if (nul > STDERR_FILENO)
+			close(nul);
+	}
+	if (chdir("/") < 0) {
+		/* a watcher works on absolute paths */
+	}
+}
+
+pid_t proc_fork_watcher(bool own_session, int *life_fd, int *rfd, int *wfd,
+			const char *what, mpictr_err **err)
+{
+	int life[2], r, w;
+	pid_t pid;
+
+	*life_fd = -1;
+	if (pipe2(life, O_CLOEXEC) < 0)
+		return err_set(err, errno, "pipe");
+	pid = proc_fork_relay(&r, &w, what, err);
+	if (pid < 0) {
+		close(life[0]);
+		close(life[1]);
+		return -1;
+	}
+	if (pid > 0) {
+		close(life[0]);
+		*life_fd = life[1];
+		if (rfd)
+			*rfd = r;
+		else
+			close(r);
+		return pid;
+	}
+	close(life[1]);
+	*life_fd = life[0];
+	if (wfd) {
+		*wfd = w;
+	} else {
+		close(w);
+		w = -1;
+	}
+	watcher_setup(own_session, life[0], w);
+	return 0;
+}
+
+size_t proc_watch_lifeline(int life_fd, void *buf, size_t len)
+{
+	size_t got = 0;
+	ssize_t n = 1;
+	char c;
+
+	while (got < len && (n = TEMP_FAILURE_RETRY(read(
+				 life_fd, (char *)buf + got, len - got))) > 0)
+		got += (size_t)n;
+	while (n > 0 && (n = TEMP_FAILURE_RETRY(read(life_fd, &c, 1))) > 0)
+		;
+	return got;
+}
+
+static void relay_write(int fd, const struct relay *r)
+{
+	if (write_full(fd, r, sizeof(*r)) < 0) {
+		/* the parent is gone; nothing more to do */
+	}
+}
+
+void relay_send(int fd, const mpictr_err *e)
+{
+	struct relay r;
+
+	memset(&r, 0, sizeof(r));
+	r.errnum = mpictr_err_errno(e);
+	r.exit_code = mpictr_err_exit_code(e);
+	snprintf(r.msg, sizeof(r.msg), "%s", mpictr_err_message(e));
+	relay_write(fd, &r);
+}
+
+void relay_send_note(int fd, const char *note)
+{
+	struct relay r;
+
+	memset(&r, 0, sizeof(r));
+	r.ready = 1;
+	if (note)
+		snprintf(r.msg, sizeof(r.msg), "%s", note);
+	relay_write(fd, &r);
+}
+
+void relay_send_ready(int fd)
+{
+	relay_send_note(fd, NULL);
+}
+
+/* 1: closed empty, 0: ready (its note in note, len > 0), -1: error (*err
+ * set). */
+static int relay_read(int fd, const char *who, char *note, size_t len,
+		      mpictr_err **err)
+{
+	struct relay r;
+	ssize_t n = TEMP_FAILURE_RETRY(read(fd, &r, sizeof(r)));
+
+	if (n == 0)
+		return 1;
+	if (n != (ssize_t)sizeof(r))
+		return err_set(err, n < 0 ? errno : EIO,
+			       "read the status of the %s", who);
+	r.msg[sizeof(r.msg) - 1] = '\0';
+	if (r.ready) {
+		if (len > 0)
+			snprintf(note, len, "%s", r.msg);
+		return 0;
+	}
+	return err_from_relay(err, r.errnum, r.exit_code, r.msg);
+}
+
+int relay_recv(int fd, const char *who, mpictr_err **err)
+{
+	return relay_read(fd, who, NULL, 0, err) < 0 ? -1 : 0;
+}
+
+int relay_recv_ready(int fd, const char *who, mpictr_err **err)
+{
+	return relay_recv_note(fd, who, NULL, 0, err);
+}
+
+int relay_recv_note(int fd, const char *who, char *note, size_t len,
+		    mpictr_err **err)
+{
+	int rc = relay_read(fd, who, note, len, err);
+
+	if (rc > 0)
+		return err_set(err, EIO, "the %s exited at start", who);
+	if (rc < 0)
+		return err_wrap(err, "the %s failed", who);
+	return 0;
+}
+
+pid_t proc_spawn_output(const char *prog, char *const argv[], bool search,
+			bool with_stderr, int *out_fd, mpictr_err **err)
+{
+	int p[2], rfd, wfd;
+	pid_t pid;
+
+	*out_fd = -1;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return err_set(err, errno, "pipe for %s", prog);
+	pid = proc_fork_relay(&rfd, &wfd, prog, err);
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+		mpictr_err *e = NULL;
+
+		if (nul < 0 || dup2(nul, 0) < 0 || dup2(p[1], 1) < 0 ||
+		    dup2(with_stderr ? p[1] : nul, 2) < 0) {
+			err_set(&e, errno, "redirect the output of %s", prog);
+			relay_send(wfd, e);
+			_exit(MPICTR_EXIT_FAILURE);
+		}
+		if (search)
+			execvp(prog, argv);
+		else
+			execv(prog, argv);
+		err_set_exit(&e,
+			     errno == ENOENT ? MPICTR_EXIT_NOT_FOUND
+					     : MPICTR_EXIT_CANNOT_EXEC,
+			     errno, "run %s", prog);
+		relay_send(wfd, e);
+		_exit(e->exit_code);
+	}
+	close(p[1]);
+	if (relay_recv(rfd, prog, err) < 0) {
+		close(rfd);
+		close(p[0]);
+		TEMP_FAILURE_RETRY(waitpid(pid, NULL, 0));
+		return -1;
+	}
+	close(rfd);
+	*out_fd = p[0];
+	return pid;
+}
+
+void mark_cloexec_except(int keep)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		long fd;
+
+		if (parse_long(de->d_name, 0, INT_MAX, &fd) < 0)
+			continue;
+		if (fd > 2 && fd != keep && fd != dirfd(d))
+			fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+	}
+	closedir(d);
+}
+
+int exit_code_of(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return MPICTR_EXIT_FAILURE;
+}
+
+/* nftw keeps no user pointer: the first failure of the walk in progress
+ * (rm_rf runs in one thread of a process at a time: the janitor, the
+ * supervisor's teardown, the PMI server's stop). */
+static __thread int rm_errno;
+
+static int rm_entry(const char *path, const struct stat *st, int flag,
+		    struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if ((flag == FTW_DP ? rmdir(path) : unlink(path)) < 0 &&
+	    errno != ENOENT && !rm_errno)
+		rm_errno = errno;
+	return 0;
+}
+
+int rm_rf(const char *path)
+{
+	rm_errno = 0;
+	/* FTW_PHYS: never follow a link (a rank may have left one);
+	 * FTW_MOUNT: stay on this file system. */
+	if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return -1;
+	}
+	if (rm_errno) {
+		errno = rm_errno;
+		return -1;
+	}
+	return 0;
+}
+
+/* The state letter and the parent of pid (from /proc/PID/stat): 0, or -1
+ * when it is gone. */
+static int proc_stat(pid_t pid, char *state, pid_t *ppid)
+{
+	char path[64], *txt, *rp;
+	int pp = -1;
+	int rc = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	txt = read_file(path, 4096, NULL);
+	if (!txt)
+		return -1;
+	rp = strrchr(txt, ')'); /* comm may hold spaces and parens */
+	if (rp && sscanf(rp + 1, " %c %d", state, &pp) == 2) {
+		*ppid = (pid_t)pp;
+		rc = 0;
+	}
+	free(txt);
+	return rc;
+}
+
+pid_t proc_ppid(pid_t pid)
+{
+	char state;
+	pid_t ppid;
+
+	return proc_stat(pid, &state, &ppid) == 0 ? ppid : -1;
+}
+
+static bool in_userns(pid_t pid, dev_t dev, ino_t ino)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	return stat(path, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
+int proc_ns_signal(dev_t dev, ino_t ino, pid_t skip, int sig)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	uid_t uid = getuid();
+	pid_t self = getpid();
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		char path[64];
+		struct stat st;
+		long v;
+		pid_t pid, ppid;
+		char state;
+		int pfd;
+
+		if (parse_long(de->d_name, 2, INT_MAX, &v) < 0)
+			continue;
+		pid = (pid_t)v;
+		snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+		/* A zombie has ended: whoever reaps it, it is no member. */
+		if (pid == self || pid == skip || stat(path, &st) < 0 ||
+		    st.st_uid != uid || !in_userns(pid, dev, ino) ||
+		    proc_stat(pid, &state, &ppid) < 0 || state == 'Z' ||
+		    state == 'X' || (skip > 0 && ppid == skip))
+			continue;
+		if (sig <= 0) {
+			n++;
+			continue;
+		}
+		pfd = sys_pidfd_open(pid, 0);
+		if (pfd < 0)
+			continue;
+		if (in_userns(pid, dev, ino)) {
+			n++;
+			sys_pidfd_send_signal(pfd, sig);
+		}
+		close(pfd);
+	}
+	closedir(d);
+	return n;
+}

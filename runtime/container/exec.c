@@ -1,0 +1,243 @@
+/* exec.c - the last steps of every rank, in launch and join mode alike:
+ * join the holder's namespaces, enter the start directory, wrap the
+ * command with the image's environment scripts or find it on PATH (for
+ * 126/127), mark inherited descriptors close-on-exec, drop every
+ * capability and execve.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "container/caps.h"
+#include "common/error.h"
+#include "container/exec.h"
+#include "container/ns.h"
+#include "common/proc.h"
+
+/* Find cmd on PATH (from env) as execvp would, for 126/127. */
+int exec_resolve_command(const char *cmd, char *const *env, char **out,
+			 mpictr_err **err)
+{
+	const char *path = env_get(env, "PATH");
+	int saw_eacces = 0;
+	cleanup_free char *copy = NULL;
+	char *save = NULL;
+
+	if (strchr(cmd, '/')) {
+		if (access(cmd, X_OK) == 0) {
+			*out = xstrdup(cmd);
+			return 0;
+		}
+		if (errno == ENOENT || errno == ENOTDIR)
+			return err_set_exit(err, MPICTR_EXIT_NOT_FOUND, errno,
+					    "command '%s' in the container",
+					    cmd);
+		return err_set_exit(err, MPICTR_EXIT_CANNOT_EXEC, errno,
+				    "command '%s' in the container", cmd);
+	}
+	copy = xstrdup(path ? path : CONTAINER_DEFAULT_PATH);
+	for (char *d = strtok_r(copy, ":", &save); d;
+	     d = strtok_r(NULL, ":", &save)) {
+		cleanup_free char *cand = xasprintf("%s/%s", *d ? d : ".", cmd);
+		struct stat st;
+
+		if (stat(cand, &st) < 0 || S_ISDIR(st.st_mode))
+			continue;
+		if (access(cand, X_OK) == 0) {
+			*out = steal_ptr(&cand);
+			return 0;
+		}
+		saw_eacces = 1;
+	}
+	if (saw_eacces)
+		return err_set_exit(err, MPICTR_EXIT_CANNOT_EXEC, EACCES,
+				    "command '%s' in the container", cmd);
+	return err_set_exit(err, MPICTR_EXIT_NOT_FOUND, 0,
+			    "command '%s' not found in the container (PATH=%s)",
+			    cmd, path ? path : CONTAINER_DEFAULT_PATH);
+}
+
+/* True when the image (the current root) has environment scripts to
+ * source before the command (Apptainer's: the files ending in .sh in
+ * /.singularity.d/env). */
+bool exec_image_has_env_scripts(void)
+{
+	DIR *d = opendir("/.singularity.d/env");
+	struct dirent *de;
+	bool any = false;
+
+	if (!d)
+		return false;
+	while (!any && (de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+		any = l > 3 && strcmp(de->d_name + l - 3, ".sh") == 0;
+	}
+	closedir(d);
+	return any;
+}
+
+/* The shell text that sources the image's env scripts (Apptainer's
+ * order) and exports the user's variables again afterwards, so they win,
+ * then checks the command named by `cmd` (a shell word: "$1" or a
+ * variable) and execs `args` (the words of the exec). Names are validated,
+ * values travel in the environment (*env gains them), so nothing user-supplied
+ * is parsed by the shell. */
+static char *env_script_text(char ***env, char *const *user_env,
+			     const char *cmd, const char *args)
+{
+	struct strbuf sb = STRBUF_INIT;
+	int k = 0;
+
+	sb_puts(&sb, "for __mpictr_f in /.singularity.d/env/*.sh; do "
+		     "[ -r \"$__mpictr_f\" ] && . \"$__mpictr_f\"; done; "
+		     "unset __mpictr_f; ");
+	for (size_t i = 0; user_env && user_env[i]; i++) {
+		const char *eq = strchr(user_env[i], '=');
+		cleanup_free char *name = NULL, *var = NULL;
+
+		if (!eq ||
+		    !env_name_valid(user_env[i], (size_t)(eq - user_env[i])))
+			continue;
+		name = xstrndup(user_env[i], (size_t)(eq - user_env[i]));
+		var = xasprintf("__mpictr_u%d", k++);
+		env_set(env, var, eq + 1);
+		sb_printf(&sb, "export %s=\"$%s\"; unset %s; ", name, var, var);
+	}
+	sb_printf(&sb,
+		  "command -v %s >/dev/null 2>&1 || { echo \"mpictr: "
+		  "command '\"%s\"' not found in the container "
+		  "(PATH=$PATH)\" >&2; exit 127; }; exec %s",
+		  cmd, cmd, args);
+	return sb_steal(&sb);
+}
+
+static bool need_env_scripts(void)
+{
+	return exec_image_has_env_scripts() && access("/bin/sh", X_OK) == 0;
+}
+
+/* The command wrapped by the image's own /bin/sh: sh -c TEXT mpictr-env
+ * ARGV..., or NULL when the image has no env scripts (or no shell). */
+static char **wrap_with_env_scripts(char ***env, char *const *user_env,
+				    char *const *argv)
+{
+	char **out = NULL;
+
+	if (!need_env_scripts())
+		return NULL;
+	strv_push(&out, "/bin/sh");
+	strv_push(&out, "-c");
+	strv_push_own(&out, env_script_text(env, user_env, "\"$1\"", "\"$@\""));
+	strv_push(&out, "mpictr-env");
+	for (size_t i = 0; argv[i]; i++)
+		strv_push(&out, argv[i]);
+	return out;
+}
+
+/* Join the namespaces and enter the start directory. */
+static int container_enter(const struct plan *p, int userns_fd, int mntns_fd,
+			   mpictr_err **err)
+{
+	if (ns_join(userns_fd, mntns_fd, err) < 0)
+		return -1;
+	if (chdir(p->cwd) < 0) {
+		err_set(err, errno, "start directory '%s' in the container",
+			p->cwd);
+		return err_hint(err, "bind it with -B or choose another with "
+				     "--pwd");
+	}
+	return 0;
+}
+
+/* The env-script wrapper as a shell script in a memfd, for a launcher that
+ * execs argv itself: *program is /proc/self/fd/N (kept open across the
+ * exec; the kernel hands it to the script's #!/bin/sh), and the original
+ * command travels in __mpictr_cmd. The memfd is sealed and N is a
+ * read-only descriptor of it: the command inherits N (a shell cannot
+ * close a descriptor above 9, and those below are taken by the launcher's
+ * close-on-exec ones), but cannot change the script. */
+static int wrapper_script(char ***env, const struct plan *p, char **program,
+			  mpictr_err **err)
+{
+	cleanup_free char *text = NULL, *body = NULL, *path = NULL;
+	int fd, ro;
+
+	body = env_script_text(env, p->user_env, "\"$__mpictr_c\"",
+			       "\"$__mpictr_c\" \"$@\"");
+	text = xasprintf("#!/bin/sh\n__mpictr_c=$__mpictr_cmd; "
+			 "unset __mpictr_cmd; %s\n",
+			 body);
+	fd = memfd_create("mpictr-env", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return err_set(err, errno, "create the env-script wrapper");
+	path = xasprintf("/proc/self/fd/%d", fd);
+	if (write_full(fd, text, strlen(text)) < 0 || fchmod(fd, 0500) < 0 ||
+	    fcntl(fd, F_ADD_SEALS,
+		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) <
+		0 ||
+	    (ro = open(path, O_RDONLY)) < 0) {
+		err_set(err, errno, "write the env-script wrapper");
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	env_set(env, "__mpictr_cmd", p->argv[0]);
+	*program = xasprintf("/proc/self/fd/%d", ro);
+	return 0;
+}
+
+int container_enter_task(const struct plan *p, char ***env, int userns_fd,
+			 int mntns_fd, char **program, mpictr_err **err)
+{
+	cleanup_free char *exe = NULL;
+
+	*program = NULL;
+	if (container_enter(p, userns_fd, mntns_fd, err) < 0)
+		return -1;
+	if (need_env_scripts()) {
+		if (wrapper_script(env, p, program, err) < 0)
+			return -1;
+	} else if (exec_resolve_command(p->argv[0], *env, &exe, err) < 0) {
+		return -1;
+	}
+	if (caps_drop_all(err) < 0) {
+		free(*program);
+		*program = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+int container_exec(const struct plan *p, char **env, int userns_fd,
+		   int mntns_fd, int keep_fd, mpictr_err **err)
+{
+	cleanup_free char *exe = NULL;
+	char **argv = p->argv, **wrapped;
+
+	if (container_enter(p, userns_fd, mntns_fd, err) < 0)
+		return -1;
+	wrapped = wrap_with_env_scripts(&env, p->user_env, argv);
+	if (wrapped) {
+		argv = wrapped;
+		exe = xstrdup("/bin/sh");
+	} else if (exec_resolve_command(argv[0], env, &exe, err) < 0) {
+		return -1;
+	}
+	mark_cloexec_except(keep_fd);
+	if (keep_fd >= 0 && fcntl(keep_fd, F_SETFD, 0) < 0)
+		return err_set(err, errno, "keep the PMI descriptor open");
+	if (caps_drop_all(err) < 0)
+		return -1;
+	execve(exe, argv, env);
+	if (errno == ENOENT)
+		return err_set_exit(err, MPICTR_EXIT_NOT_FOUND, errno,
+				    "execute '%s' in the container", exe);
+	return err_set_exit(err, MPICTR_EXIT_CANNOT_EXEC, errno,
+			    "execute '%s' in the container", exe);
+}

@@ -1,0 +1,18 @@
+/* bindm.h - execute a plan's mount operations: assemble the container's
+ * root inside the (already created) private mount namespace. */
+#ifndef MPICTR_BINDM_H
+#define MPICTR_BINDM_H
+
+#include "plan/plan.h"
+
+struct squash_mount;
+
+/* Runs in the holder, after ns_create(). On success the holder's root is
+ * the container root, every planned mount is in place, nothing of the host
+ * is reachable except through planned binds, and *sq holds the image's
+ * FUSE mount (NULL for directory images) whose workers the holder owns.
+ * nworkers: FUSE worker processes for squashfs images. */
+int rootfs_build(const struct plan *p, int nworkers, struct squash_mount **sq,
+		 mpictr_err **err);
+
+#endif

@@ -1,0 +1,130 @@
+/* facts.h - the host facts a plan is built from, gathered once, before
+ * planning: the process's identity and directories, the memory the job may
+ * use, the image's kind and contents, the devices and UCX's answers, the
+ * host paths that binds name and the host MPI libraries that profiles
+ * name. host_facts_gather() does all the I/O (it stats, reads, runs the
+ * UCX helper); plan_build() reads only these facts, so unit tests feed it
+ * recorded ones.
+ */
+#ifndef MPICTR_FACTS_H
+#define MPICTR_FACTS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "config/config.h"
+#include "host/devices.h"
+#include "sif/image.h"
+#include "plan/mode.h"
+#include "host/mpiinject.h"
+#include "host/verbs.h"
+
+/* One host path as planning sees it. */
+struct path_fact {
+	char *path; /* as named (absolute) */
+	char *real; /* realpath(3), NULL when it failed */
+	int err;    /* errno of realpath/stat, 0 when the path exists */
+	bool is_dir;
+};
+
+/* One host MPI library (or dependency) that a profile names. */
+struct mpi_fact {
+	char *path;	    /* as the profile names it */
+	struct mpi_lib lib; /* mpiabi_inspect_host's answer */
+	mpictr_err *err;    /* its error, or NULL */
+};
+
+struct host_facts {
+	uid_t uid;
+	gid_t gid;
+	char *user; /* login name, NULL when the uid has no entry */
+	char *home; /* $HOME when absolute, else the entry's, else "/" */
+	char *cwd;  /* NULL when getcwd failed (cwd_err) */
+	int cwd_err;
+	unsigned long long page_size;
+	unsigned long long job_memory; /* bytes the job may use, 0: unknown */
+
+	struct image_info image; /* image_probe's answer */
+	mpictr_err *image_err;	 /* its error, or NULL */
+	/* The image's contents, read without mounting it (imgread.h): the
+	 * env scripts of a directory image always, of a squashfs or SIF image
+	 * where the plan decides the verbs providers or the MPI ABI check
+	 * (--dry-run, HOST_FACTS_IMAGE; outside join mode with exposed HCAs
+	 * or a profile's host MPI); in join mode the holder decides those (a
+	 * joining task neither loads the squash plugin nor reads the image's
+	 * libraries). */
+	/* The image's /.singularity.d/env/\*.sh in the order the exec
+	 * wrapper sources them. */
+	char **env_scripts;
+	bool env_scripts_known;
+	/* Its verbs providers (read only with exposed HCAs). */
+	bool image_verbs_known;
+	struct verbs_tree image_verbs;
+	/* The image's MPI libraries (mpiabi_find_in_reader), when profiles
+	 * inject a host MPI and the image was read. */
+	struct mpi_lib *image_mpi;
+	size_t nimage_mpi;
+	bool image_mpi_known;
+
+	char *sysroot; /* MPICTR_SYSROOT when honoured, else NULL */
+	struct host_devices hostdev;
+	mpictr_err *devices_err;
+	char *ucx_net_devices; /* from the UCX helper, or NULL */
+	bool ucx_asked; /* UCX was asked (or its answer given): NULL above
+			   is then the helper's failure */
+	struct verbs_tree host_verbs; /* with exposed HCAs: the host's
+					 providers (under the sysroot) */
+
+	struct path_fact *paths;
+	size_t npaths;
+	struct mpi_fact *mpis;
+	size_t nmpis;
+};
+
+/* host_facts_gather flags: read a squashfs or SIF image's contents too. */
+#define HOST_FACTS_IMAGE 1u
+
+/* Node-wide facts another process of the job already gathered (join
+ * mode: the node's keeper, which planned first), used instead of asking
+ * again: the UCX query helper then runs once per node, not per task. */
+struct host_given {
+	bool ucx_known;		     /* use ucx_net_devices, ask no helper */
+	const char *ucx_net_devices; /* the keeper's answer, or NULL */
+};
+
+/* Gather every fact the plan of cfg (for the mode decided in d) reads,
+ * taking the facts in given (NULL: none) as they are.
+ * Failures of single facts are recorded (plan_build reports them, with
+ * the context it has); returns 0, or -1 with *err when the facts cannot
+ * be gathered at all. Release with host_facts_free() either way. */
+int host_facts_gather(const struct mpictr_config *cfg,
+		      const struct run_decision *d, unsigned flags,
+		      const struct host_given *given, struct host_facts *f,
+		      mpictr_err **err);
+void host_facts_free(struct host_facts *f);
+
+struct plan;
+/* Gather the facts, build the plan of cfg from them (plan_build) and
+ * release them: what the run modes call. */
+int host_plan_build(const struct mpictr_config *cfg,
+		    const struct run_decision *d, const char *run_dir,
+		    struct plan *p, mpictr_err **err);
+/* The same, with facts given (join mode: the keeper's). */
+int host_plan_build_given(const struct mpictr_config *cfg,
+			  const struct run_decision *d, const char *run_dir,
+			  const struct host_given *given, struct plan *p,
+			  mpictr_err **err);
+
+/* Record a path (realpath and stat, both following symlinks); the real
+ * path is recorded too. Returns the fact. Exposed for recorded-facts
+ * fixtures of the unit tests. */
+const struct path_fact *host_facts_add_path(struct host_facts *f,
+					    const char *path);
+/* The recorded fact about path, or NULL. */
+const struct path_fact *host_facts_path(const struct host_facts *f,
+					const char *path);
+/* The recorded MPI library named path, or NULL. */
+const struct mpi_fact *host_facts_mpi(const struct host_facts *f,
+				      const char *path);
+
+#endif

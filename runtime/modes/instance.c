@@ -1,0 +1,1082 @@
+/* instance.c - named instances: `mpictr instance start IMAGE NAME` builds
+ * the node container once; `mpictr [exec|run] instance://NAME CMD`,
+ * `mpictr -n N instance://NAME CMD` and `srun|mpirun ... mpictr
+ * instance://NAME CMD` join it; `mpictr instance list|stop`.
+ *
+ * An instance is join mode's keeper (join.c) with a name and another
+ * lifetime (keeper_life): a detached process that owns the namespace
+ * holder (holder.c: namespaces, image mount, FUSE workers) and serves on
+ * DIR/inst-NAME.sock, DIR being the user's private rendezvous directory
+ * (keeper_dir: 0700, owner checked, a private fallback when squatted), so
+ * two users may use the same name and nobody else can list or enter an
+ * instance. Both ends check the peer's uid (SO_PEERCRED). The keeper holds
+ * DIR/inst-NAME.lock (flock) for its whole life: the name is taken while
+ * it is held.
+ *
+ * Requests (one per connection): JOIN gets the holder's namespace fds and
+ * the instance's options (its image and what decides the container); the
+ * joiner plans its command from its own options (environment, --env,
+ * --pwd, the command) and the instance's, mounts nothing and execs as in
+ * any mode (exec.c). INFO answers what `instance list` shows; STOP ends it
+ * and is answered once everything is gone.
+ *
+ * Members are the processes in the instance's user namespace (found in
+ * /proc by the namespace's inode, our uid only), except the holder and its
+ * FUSE workers: what `list` counts, what --linger waits for and what stop
+ * kills (SIGTERM, then SIGKILL after INSTANCE_STOP_GRACE_MS, until none is
+ * left). Then the holder unmounts and exits, and the socket, lock and the
+ * instance's directory DIR/inst-NAME.run (where launch-mode joiners put
+ * their job directory, bound into the container at the same path) go.
+ *
+ * Lifetime: until `instance stop`, SIGTERM, --linger seconds without
+ * members, the end of a watched process an embedder gave, inside a Slurm
+ * job the job's end whichever step started it (jobwatch.c; also under
+ * proctrack/linuxproc, which does not follow a process that left the
+ * step's tree), or the holder's death. Joiners get the image file the
+ * keeper holds open and plan from it, not from the image's path. A keeper
+ * killed with SIGKILL takes its holder with it (PDEATHSIG); its sweeper kills
+ * the members and removes the files.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "host/facts.h"
+#include "container/holder.h"
+#include "modes/instance.h"
+#include "sched/jobwatch.h"
+#include "modes/join.h"
+#include "plan/mode.h"
+#include "plan/plan.h"
+#include "common/proc.h"
+#include "common/syscalls.h"
+
+#define INST_MAGIC 0x6d706931u /* "mpi1" */
+#define INST_REPLY_MS 2000     /* keeper: wait this long for a request */
+#define INST_STOP_WAIT_S 30    /* stop: wait this long for the answer */
+#define INST_BLOB_MAX (64 << 10)
+#define INST_UCX_MAX 4096 /* the UCX answer joiners take (inst_spec) */
+
+enum inst_op { INST_JOIN = 1, INST_INFO = 2, INST_STOP = 3 };
+
+struct inst_req {
+	uint32_t magic, op;
+};
+
+struct inst_reply {
+	uint32_t magic;
+	int32_t status; /* 0, or an errno */
+	uint32_t len;	/* bytes of "key=value\0" items that follow */
+};
+
+bool instance_is_ref(const char *image)
+{
+	return image &&
+	       strncmp(image, INSTANCE_PREFIX, strlen(INSTANCE_PREFIX)) == 0;
+}
+
+int instance_name_check(const char *name, mpictr_err **err)
+{
+	size_t n = name ? strlen(name) : 0;
+	bool ok = n > 0 && n <= INSTANCE_NAME_MAX &&
+		  strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstu"
+			       "vwxyz0123456789_.-") == n &&
+		  name[0] != '_' && name[0] != '.' && name[0] != '-';
+
+	if (ok)
+		return 0;
+	return err_set(err, 0,
+		       "invalid instance name '%s': 1 to %d letters, digits, "
+		       "'_', '.' or '-', starting with a letter or digit",
+		       name ? name : "", INSTANCE_NAME_MAX);
+}
+
+/* ---- names and files ----------------------------------------------------- */
+
+struct inst_paths {
+	char *dir, *sock, *lock, *run;
+};
+
+static void paths_free(struct inst_paths *p)
+{
+	free(p->dir);
+	free(p->sock);
+	free(p->lock);
+	free(p->run);
+	memset(p, 0, sizeof(*p));
+}
+
+static int paths_of(char *const *env, const char *name, bool notice,
+		    struct inst_paths *p, mpictr_err **err)
+{
+	memset(p, 0, sizeof(*p));
+	if (instance_name_check(name, err) < 0 ||
+	    keeper_dir(env, &p->dir, notice, err) < 0)
+		return -1;
+	p->sock = xasprintf("%s/inst-%s.sock", p->dir, name);
+	p->lock = xasprintf("%s/inst-%s.lock", p->dir, name);
+	p->run = xasprintf("%s/inst-%s.run", p->dir, name);
+	if (strlen(p->sock) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		err_set(err, ENAMETOOLONG, "instance socket '%s'", p->sock);
+		paths_free(p);
+		return -1;
+	}
+	return 0;
+}
+
+/* Items "key=value\0..." of a blob. */
+static void blob_put(struct strbuf *sb, const char *key, const char *val)
+{
+	sb_printf(sb, "%s=%s", key, val ? val : "");
+	sb_putc(sb, '\0');
+}
+
+/* The value of key in blob (len bytes), or NULL; index: the how-manieth. */
+static const char *blob_get(const char *blob, size_t len, const char *key,
+			    int index)
+{
+	size_t kl = strlen(key);
+
+	for (size_t i = 0; i < len;) {
+		const char *it = blob + i;
+		size_t il = strnlen(it, len - i);
+
+		if (il > kl && strncmp(it, key, kl) == 0 && it[kl] == '=' &&
+		    index-- == 0)
+			return it + kl + 1;
+		i += il + 1;
+	}
+	return NULL;
+}
+
+static long blob_long(const char *blob, size_t len, const char *key)
+{
+	const char *v = blob_get(blob, len, key, 0);
+	long n = 0;
+
+	if (v)
+		parse_long(v, 0, __LONG_MAX__, &n);
+	return n;
+}
+
+/* ---- the keeper's side --------------------------------------------------- */
+
+struct inst {
+	char *name, *image, *job;
+	char *spec; /* the JOIN blob (the holder's pid added once known) */
+	size_t spec_len;
+	time_t started;
+	long linger_s;
+	pid_t watch_pid;	   /* given by the caller (instance_opts) */
+	int watch_fd;		   /* its pidfd */
+	char *squeue, *slurm_conf; /* inside a job: to follow it */
+	struct job_watch jw;	   /* inside a job, without watch_pid */
+	int image_fd;		   /* the image, held open for joiners */
+	int stop_fd;  /* the STOP request's connection, answered in done */
+	pid_t holder; /* and its user namespace: */
+	dev_t ns_dev;
+	ino_t ns_ino;
+};
+
+static int inst_reply(int c, int32_t status, const char *blob, size_t len,
+		      const int *fds, int nfds)
+{
+	struct inst_reply r = {
+	    .magic = INST_MAGIC, .status = status, .len = (uint32_t)len};
+
+	if (keeper_send(c, &r, sizeof(r), fds, nfds) < 0)
+		return -1;
+	return len ? write_full(c, blob, len) : 0;
+}
+
+static int inst_members(const struct inst *in)
+{
+	return proc_ns_signal(in->ns_dev, in->ns_ino, in->holder, 0);
+}
+
+static char *inst_info(const struct inst *in, size_t *len)
+{
+	struct strbuf sb = STRBUF_INIT;
+	char num[32];
+
+	blob_put(&sb, "name", in->name);
+	blob_put(&sb, "image", in->image);
+	snprintf(num, sizeof(num), "%lld", (long long)in->started);
+	blob_put(&sb, "started", num);
+	snprintf(num, sizeof(num), "%d", inst_members(in));
+	blob_put(&sb, "members", num);
+	snprintf(num, sizeof(num), "%d", (int)getpid());
+	blob_put(&sb, "pid", num);
+	snprintf(num, sizeof(num), "%ld", in->linger_s);
+	blob_put(&sb, "linger", num);
+	if (in->job)
+		blob_put(&sb, "job", in->job);
+	*len = sb.len;
+	return sb_steal(&sb);
+}
+
+/* One connection: its request (INST_STOP: the connection is kept in
+ * in->stop_fd, to be answered once everything is gone), or 0. */
+static uint32_t inst_serve_one(struct inst *in, const struct holder *h, int c)
+{
+	struct inst_req q;
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	struct timeval tv = {.tv_sec = INST_REPLY_MS / 1000,
+			     .tv_usec = INST_REPLY_MS % 1000 * 1000};
+	cleanup_free char *info = NULL;
+	size_t len;
+
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
+	    cr.uid != getuid())
+		return 0; /* never another user's */
+	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (TEMP_FAILURE_RETRY(recv(c, &q, sizeof(q), MSG_WAITALL)) !=
+		(ssize_t)sizeof(q) ||
+	    q.magic != INST_MAGIC)
+		return 0;
+	switch (q.op) {
+	case INST_JOIN:
+		inst_reply(c, 0, in->spec, in->spec_len,
+			   (int[]){h->userns, h->mntns, in->image_fd}, 3);
+		return INST_JOIN;
+	case INST_INFO:
+		info = inst_info(in, &len);
+		inst_reply(c, 0, info, len, NULL, 0);
+		return INST_INFO;
+	case INST_STOP:
+		in->stop_fd = c;
+		return INST_STOP;
+	default:
+		inst_reply(c, EINVAL, NULL, 0, NULL, 0);
+		return 0;
+	}
+}
+
+/* Kill every member: SIGTERM, then SIGKILL after the grace time, until
+ * none is found (they may fork meanwhile). */
+static void inst_kill_members(const struct inst *in)
+{
+	long until = mono_ms() + INSTANCE_STOP_GRACE_MS;
+
+	if (proc_ns_signal(in->ns_dev, in->ns_ino, in->holder, SIGTERM) == 0)
+		return;
+	while (mono_ms() < until && inst_members(in) > 0)
+		usleep(20000);
+	for (int i = 0; i < 500; i++) {
+		if (proc_ns_signal(in->ns_dev, in->ns_ino, in->holder,
+				   SIGKILL) == 0)
+			return;
+		usleep(10000);
+	}
+}
+
+/* The job's end ends the instance (jobwatch.c): SLURM_CONF as the
+ * starter had it, for squeue. */
+static int inst_watch_job(struct inst *in, mpictr_err **err)
+{
+	if (in->slurm_conf && setenv("SLURM_CONF", in->slurm_conf, 1) < 0)
+		return err_set(err, errno, "set SLURM_CONF");
+	if (job_watch_start(&in->jw, in->job, in->squeue, err) < 0) {
+		err_wrap(err, "instance start inside Slurm job %s", in->job);
+		return err_hint(err, "an instance never outlives the job that "
+				     "started it");
+	}
+	return 0;
+}
+
+static int inst_setup(void *data, mpictr_err **err)
+{
+	struct inst *in = data;
+
+	in->watch_fd = -1;
+	in->stop_fd = -1;
+	in->jw.stepd_fd = in->jw.query_fd = -1;
+	/* Joiners plan from this file, also when the path is deleted or
+	 * names another file by now. */
+	in->image_fd = open(in->image, O_RDONLY | O_CLOEXEC);
+	if (in->image_fd < 0)
+		return err_set(err, errno, "open the image '%s'", in->image);
+	if (in->watch_pid <= 0)
+		return in->job ? inst_watch_job(in, err) : 0;
+	in->watch_fd = sys_pidfd_open(in->watch_pid, 0);
+	if (in->watch_fd < 0)
+		return err_set(err, errno, "watch process %d",
+			       (int)in->watch_pid);
+	return 0;
+}
+
+static size_t add_holder(char **spec, size_t len, pid_t holder)
+{
+	struct strbuf sb = STRBUF_INIT;
+	char num[32];
+
+	sb_add(&sb, *spec, len);
+	snprintf(num, sizeof(num), "%d", (int)holder);
+	blob_put(&sb, "holder", num);
+	free(*spec);
+	len = sb.len;
+	*spec = sb_steal(&sb);
+	return len;
+}
+
+static void inst_serve(void *data, struct keeper_serve *ks)
+{
+	struct inst *in = data;
+	struct stat st;
+	int hfd = sys_pidfd_open(ks->h->pid, 0);
+	long idle_since = mono_ms();
+
+	in->holder = ks->h->pid;
+	in->spec_len = add_holder(&in->spec, in->spec_len, in->holder);
+	if (fstat(ks->h->userns, &st) == 0) {
+		in->ns_dev = st.st_dev;
+		in->ns_ino = st.st_ino;
+	}
+	in->started = time(NULL);
+	while (!keeper_stopping()) {
+		struct pollfd pfd[4] = {
+		    {.fd = ks->listen_fd, .events = POLLIN},
+		    {.fd = in->watch_fd, .events = POLLIN},
+		    {.fd = hfd, .events = POLLIN},
+		    {.fd = job_watch_fd(&in->jw), .events = POLLIN},
+		};
+		long wait = in->job && in->watch_pid <= 0
+				? job_watch_wait_ms(&in->jw)
+				: -1;
+		struct timespec tick;
+
+		if (in->linger_s > 0 && (wait < 0 || wait > 1000))
+			wait = 1000;
+		tick = (struct timespec){.tv_sec = wait / 1000,
+					 .tv_nsec = wait % 1000 * 1000000L};
+		if (ppoll(pfd, 4, wait >= 0 ? &tick : NULL, ks->waitmask) < 0 &&
+		    errno != EINTR)
+			break;
+		if (pfd[0].revents & POLLIN) {
+			int c =
+			    accept4(ks->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+			uint32_t op = c >= 0 ? inst_serve_one(in, ks->h, c) : 0;
+
+			if (op == INST_STOP)
+				break;
+			if (c >= 0)
+				close(c);
+			if (op == INST_JOIN) /* it may not have entered yet */
+				idle_since = mono_ms();
+		}
+		if (pfd[1].revents || pfd[2].revents)
+			break; /* the process watched ended, or the holder */
+		if (in->job && in->watch_pid <= 0 &&
+		    job_watch_over(&in->jw, pfd[3].revents))
+			break; /* the job ended */
+		if (in->linger_s > 0 && inst_members(in) > 0)
+			idle_since = mono_ms();
+		if (in->linger_s > 0 &&
+		    mono_ms() - idle_since >= in->linger_s * 1000L)
+			break;
+	}
+	/* No new member from here on. */
+	close(ks->listen_fd);
+	ks->listen_fd = -1;
+	inst_kill_members(in);
+	if (hfd >= 0)
+		close(hfd);
+	if (in->watch_fd >= 0)
+		close(in->watch_fd);
+	job_watch_free(&in->jw);
+}
+
+static void inst_done(void *data)
+{
+	struct inst *in = data;
+
+	if (in->stop_fd >= 0) {
+		inst_reply(in->stop_fd, 0, NULL, 0, NULL, 0);
+		close(in->stop_fd);
+	}
+}
+
+/* ---- the client's side ---------------------------------------------------
+ */
+
+/* Remove what a keeper killed together with its sweeper left (or what a
+ * sweeper killed halfway left): the socket, the lock and the directory,
+ * when the lock is free. Taken (created if need be) first, so that no
+ * instance of the name can be starting meanwhile. True when it was free. */
+static bool clean_stale(const struct inst_paths *p)
+{
+	int fd = open(p->lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	bool stale = false;
+
+	if (fd < 0)
+		return false;
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+	    keeper_lock_current(fd, p->lock)) {
+		unlink(p->sock);
+		rm_rf(p->run);
+		unlink(p->lock);
+		stale = true;
+	}
+	close(fd);
+	return stale;
+}
+
+/* Send op to the instance at p: the connection, with the reply header in
+ * *r (and fds, when nfds), or -1 with an error naming the instance. */
+static int inst_request(const struct inst_paths *p, const char *name,
+			uint32_t op, struct inst_reply *r, int *fds, int nfds,
+			int timeout_s, mpictr_err **err)
+{
+	struct inst_req q = {.magic = INST_MAGIC, .op = op};
+	struct timeval tv = {.tv_sec = timeout_s};
+	int c = keeper_connect(p->sock);
+	ssize_t n;
+
+	if (c < 0 && errno == EPERM)
+		return err_set(err, 0,
+			       "instance '%s': the keeper at '%s' does not run "
+			       "as uid %u",
+			       name, p->sock, (unsigned)getuid());
+	if (c < 0 && (errno == ENOENT || errno == ECONNREFUSED)) {
+		bool was = errno == ECONNREFUSED;
+
+		if (!clean_stale(p) && was)
+			return err_set(err, 0,
+				       "instance '%s' is stopping: its socket "
+				       "'%s' is closed",
+				       name, p->sock);
+		err_set(err, 0, "no instance '%s' of uid %u on this node%s",
+			name, (unsigned)getuid(),
+			was ? ": its keeper was killed (its files are now "
+			      "removed)"
+			    : "");
+		return err_hint(err,
+				"'mpictr instance list' shows the running "
+				"ones; 'mpictr instance start IMAGE %s' "
+				"starts it",
+				name);
+	}
+	if (c < 0)
+		return err_set(err, errno, "instance '%s': connect to '%s'",
+			       name, p->sock);
+	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (TEMP_FAILURE_RETRY(send(c, &q, sizeof(q), MSG_NOSIGNAL)) !=
+	    (ssize_t)sizeof(q)) {
+		err_set(err, errno, "instance '%s': send the request", name);
+		close(c);
+		return -1;
+	}
+	n = keeper_recv(c, r, sizeof(*r), fds, nfds);
+	if (n != (ssize_t)sizeof(*r) || r->magic != INST_MAGIC ||
+	    r->status != 0 || r->len > INST_BLOB_MAX) {
+		err_set(err,
+			n < 0		? errno
+			: r->status > 0 ? r->status
+					: EPROTO,
+			"instance '%s': no answer from its keeper at '%s'%s",
+			name, p->sock, n == 0 ? " (it ended meanwhile)" : "");
+		for (int i = 0; i < nfds; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		close(c);
+		return -1;
+	}
+	return c;
+}
+
+/* A request whose reply carries a blob: *blob (NUL-terminated, caller
+ * frees) and its length. */
+static int inst_query(const struct inst_paths *p, const char *name, uint32_t op,
+		      char **blob, size_t *len, int *fds, int nfds,
+		      mpictr_err **err)
+{
+	struct inst_reply r;
+	int c = inst_request(p, name, op, &r, fds, nfds, INST_STOP_WAIT_S, err);
+	char *b;
+
+	if (c < 0)
+		return -1;
+	b = xcalloc(1, (size_t)r.len + 1);
+	if (r.len && TEMP_FAILURE_RETRY(recv(c, b, r.len, MSG_WAITALL)) !=
+			 (ssize_t)r.len) {
+		err_set(err, errno ? errno : EPROTO,
+			"instance '%s': read the keeper's answer", name);
+		free(b);
+		close(c);
+		for (int i = 0; i < nfds; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		return -1;
+	}
+	close(c);
+	*blob = b;
+	*len = r.len;
+	return 0;
+}
+
+/* ---- start --------------------------------------------------------------- */
+
+/* What a joiner needs of the instance's options: the image and what
+ * decides its container and environment (see instance_attach). */
+static char *inst_spec(const struct mpictr_config *cfg, const struct plan *p,
+		       const char *run, size_t *len)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	blob_put(&sb, "image", p->image.path);
+	blob_put(&sb, "run", run);
+	blob_put(&sb, "contain", cfg->contain ? "1" : "0");
+	blob_put(&sb, "fakeroot", cfg->fakeroot ? "1" : "0");
+	blob_put(&sb, "gpu", cfg->gpu ? "1" : "0");
+	blob_put(&sb, "verbs", cfg->inject_verbs ? "1" : "0");
+	if (cfg->devices)
+		blob_put(&sb, "devices", cfg->devices);
+	for (size_t i = 0; cfg->profiles && cfg->profiles[i]; i++)
+		blob_put(&sb, "profile", cfg->profiles[i]);
+	/* The UCX answer (ucx_none: the helper failed): joiners ask none;
+	 * one too long for the blob they ask themselves. */
+	if (p->ucx_asked && !p->ucx_net_devices)
+		blob_put(&sb, "ucx_none", "1");
+	else if (p->ucx_asked && strlen(p->ucx_net_devices) <= INST_UCX_MAX)
+		blob_put(&sb, "ucx", p->ucx_net_devices);
+	*len = sb.len;
+	return sb_steal(&sb);
+}
+
+static int inst_refuse_start(const struct mpictr_config *cfg, mpictr_err **err)
+{
+	if (!cfg->image)
+		return err_set(err, 0, "instance start: no image given");
+	if (instance_is_ref(cfg->image))
+		return err_set(err, 0,
+			       "instance start: the image '%s' is an instance; "
+			       "give a SIF, squashfs or directory image",
+			       cfg->image);
+	if (cfg->nranks > 0)
+		return err_set(err, 0,
+			       "instance start: -n cannot be used: ranks join "
+			       "with 'mpictr -n N instance://NAME CMD'");
+	if (cfg->no_share)
+		return err_set(err, 0,
+			       "instance start: --no-share cannot be used: an "
+			       "instance is one set of namespaces");
+	return 0;
+}
+
+/* Plan the instance's container (no command runs: its argv is a
+ * placeholder the holder's prefetch looks up). */
+static int inst_plan(const struct mpictr_config *cfg, const char *run,
+		     struct plan *p, mpictr_err **err)
+{
+	static char *const placeholder[] = {"true", NULL};
+	struct mpictr_config c = *cfg;
+	struct run_decision d;
+
+	memset(&d, 0, sizeof(d));
+	d.mode = RUN_SINGLE;
+	d.shared_ns = true;
+	d.peers.local_rank = d.peers.local_size = LAUNCHER_UNKNOWN;
+	d.peers.node_id = LAUNCHER_UNKNOWN;
+	c.argv = (char **)placeholder;
+	c.runscript = false;
+	return host_plan_build(&c, &d, run, p, err);
+}
+
+struct inst_start {
+	struct inst_paths p;
+	struct plan plan;
+	struct inst in;
+	int lock_fd;
+};
+
+static int inst_take_name(struct inst_start *s, const char *name,
+			  mpictr_err **err)
+{
+	for (int tries = 0; tries < 10; tries++) {
+		s->lock_fd = open(
+		    s->p.lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (s->lock_fd < 0)
+			return err_set(err, errno, "open '%s'", s->p.lock);
+		if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+			close(s->lock_fd);
+			s->lock_fd = -1;
+			err_set(err, 0,
+				"instance '%s' already exists (or is starting)",
+				name);
+			return err_hint(err,
+					"'mpictr instance stop %s' ends "
+					"it",
+					name);
+		}
+		if (keeper_lock_current(s->lock_fd, s->p.lock))
+			return 0;
+		close(s->lock_fd); /* an exiting keeper's: again */
+		s->lock_fd = -1;
+	}
+	return err_set(err, EAGAIN, "take the lock '%s'", s->p.lock);
+}
+
+static int inst_prepare(struct inst_start *s, const struct mpictr_config *cfg,
+			const struct instance_opts *o, mpictr_err **err)
+{
+	const char *job = env_get(cfg->host_env, "SLURM_JOB_ID");
+
+	rm_rf(s->p.run); /* a killed keeper's */
+	if (mkdir(s->p.run, 0700) < 0)
+		return err_set(err, errno, "create the instance directory '%s'",
+			       s->p.run);
+	if (inst_plan(cfg, s->p.run, &s->plan, err) < 0)
+		return -1;
+	s->in.name = xstrdup(o->name);
+	s->in.image = xstrdup(s->plan.image.path);
+	s->in.job = job && *job ? xstrdup(job) : NULL;
+	s->in.linger_s = o->linger_s;
+	s->in.watch_pid = o->watch_pid;
+	if (!s->in.watch_pid && s->in.job) {
+		const char *conf = env_get(cfg->host_env, "SLURM_CONF");
+
+		/* Not found: job_watch_start fails unless a slurmstepd of
+		 * the job's runs here. */
+		s->in.squeue = job_watch_program(cfg->host_env);
+		s->in.slurm_conf = conf ? xstrdup(conf) : NULL;
+	}
+	s->in.spec = inst_spec(cfg, &s->plan, s->p.run, &s->in.spec_len);
+	return 0;
+}
+
+int instance_start(const struct mpictr_config *cfg,
+		   const struct instance_opts *o, mpictr_err **err)
+{
+	struct inst_start s;
+	struct keeper_life life = {.setup = inst_setup,
+				   .serve = inst_serve,
+				   .done = inst_done,
+				   .data = &s.in};
+	struct keeper_spec ks;
+	int rc = -1;
+
+	memset(&s, 0, sizeof(s));
+	s.lock_fd = -1;
+	if (!cfg || !o)
+		return err_set(err, EINVAL, "instance start: missing argument");
+	if (o->linger_s < 0)
+		return err_set(err, 0, "instance start: --linger must be >= 0");
+	if (inst_refuse_start(cfg, err) < 0 ||
+	    paths_of(cfg->host_env, o->name, true, &s.p, err) < 0)
+		return -1;
+	if (inst_take_name(&s, o->name, err) < 0)
+		goto out;
+	if (inst_prepare(&s, cfg, o, err) < 0)
+		goto fail;
+	for (size_t i = 0; s.plan.notices && s.plan.notices[i]; i++)
+		log_notice("%s", s.plan.notices[i]);
+	ks = (struct keeper_spec){.plan = &s.plan,
+				  .nworkers = holder_fuse_workers(cfg),
+				  .sock_path = s.p.sock,
+				  .lock_path = s.p.lock,
+				  .dir = s.p.run,
+				  .kill_members = true,
+				  .life = &life};
+	if (keeper_start(&ks, s.lock_fd, err) < 0)
+		goto fail;
+	rc = 0;
+	goto out;
+fail:
+	/* Nothing runs (we hold the name): leave no file. */
+	rm_rf(s.p.run);
+	unlink(s.p.lock);
+out:
+	if (s.lock_fd >= 0)
+		close(s.lock_fd);
+	free(s.in.name);
+	free(s.in.image);
+	free(s.in.job);
+	free(s.in.spec);
+	free(s.in.squeue);
+	free(s.in.slurm_conf);
+	plan_free(&s.plan);
+	paths_free(&s.p);
+	return rc;
+}
+
+/* ---- stop, list ----------------------------------------------------------
+ */
+
+static int stop_one(char *const *env, const char *name, mpictr_err **err)
+{
+	struct inst_paths p;
+	struct inst_reply r;
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	int c, pfd = -1;
+
+	if (paths_of(env, name, false, &p, err) < 0)
+		return -1;
+	c = inst_request(&p, name, INST_STOP, &r, NULL, 0, INST_STOP_WAIT_S,
+			 err);
+	paths_free(&p);
+	if (c < 0)
+		return -1;
+	/* Answered once all is gone; wait for the keeper's exit too. */
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0)
+		pfd = sys_pidfd_open(cr.pid, 0);
+	close(c);
+	if (pfd >= 0) {
+		poll(&(struct pollfd){.fd = pfd, .events = POLLIN}, 1, 5000);
+		close(pfd);
+	}
+	return 0;
+}
+
+/* The names of the user's instances: of their sockets, locks and
+ * directories (a killed keeper's leftovers are asked, found stale and
+ * removed). */
+static char **inst_names(const char *dir)
+{
+	static const char *const ext[] = {".sock", ".lock", ".run"};
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char **names = NULL;
+
+	while (d && (de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+
+		for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
+			size_t e = strlen(ext[i]);
+			char *n;
+
+			if (l <= 5 + e || strncmp(de->d_name, "inst-", 5) ||
+			    strcmp(de->d_name + l - e, ext[i]))
+				continue;
+			n = xstrndup(de->d_name + 5, l - 5 - e);
+			if (strv_contains(names, n))
+				free(n);
+			else
+				strv_push_own(&names, n);
+		}
+	}
+	if (d)
+		closedir(d);
+	return names;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int instance_stop(char *const *env, const char *name, mpictr_err **err)
+{
+	cleanup_free char *dir = NULL;
+	char **names;
+	int rc = 0;
+
+	if (name)
+		return stop_one(env, name, err);
+	if (keeper_dir(env, &dir, false, err) < 0)
+		return -1;
+	names = inst_names(dir);
+	for (size_t i = 0; names && names[i]; i++) {
+		mpictr_err *e = NULL;
+
+		if (instance_name_check(names[i], NULL) == 0 &&
+		    stop_one(env, names[i], &e) < 0 && rc == 0 &&
+		    strncmp(mpictr_err_message(e), "no instance", 11) != 0) {
+			*err = e; /* the first failure; the others go on */
+			e = NULL;
+			rc = -1;
+		}
+		mpictr_err_free(e);
+	}
+	strv_free(names);
+	return rc;
+}
+
+static void info_from_blob(struct instance_info *v, const char *b, size_t len)
+{
+	const char *job = blob_get(b, len, "job", 0);
+
+	v->name = xstrdup(blob_get(b, len, "name", 0) ?: "");
+	v->image = xstrdup(blob_get(b, len, "image", 0) ?: "");
+	v->started = (time_t)blob_long(b, len, "started");
+	v->members = (int)blob_long(b, len, "members");
+	v->keeper = (pid_t)blob_long(b, len, "pid");
+	v->linger_s = blob_long(b, len, "linger");
+	v->job = job ? xstrdup(job) : NULL;
+}
+
+int instance_list(char *const *env, struct instance_info **out, size_t *n,
+		  mpictr_err **err)
+{
+	cleanup_free char *dir = NULL;
+	char **names;
+	size_t k = 0, cap;
+
+	*out = NULL;
+	*n = 0;
+	if (keeper_dir(env, &dir, false, err) < 0)
+		return -1;
+	names = inst_names(dir);
+	cap = strv_len(names);
+	if (cap)
+		qsort(names, cap, sizeof(*names), cmp_str);
+	*out = xcalloc(cap + 1, sizeof(**out));
+	for (size_t i = 0; i < cap; i++) {
+		struct inst_paths p;
+		char *blob = NULL;
+		size_t len = 0;
+
+		if (paths_of(env, names[i], false, &p, NULL) < 0)
+			continue;
+		/* Gone meanwhile, or stale (then cleaned): not listed. */
+		if (inst_query(&p, names[i], INST_INFO, &blob, &len, NULL, 0,
+			       NULL) == 0)
+			info_from_blob(&(*out)[k++], blob, len);
+		free(blob);
+		paths_free(&p);
+	}
+	strv_free(names);
+	*n = k;
+	return 0;
+}
+
+void instance_list_free(struct instance_info *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		free(v[i].name);
+		free(v[i].image);
+		free(v[i].job);
+	}
+	free(v);
+}
+
+/* ---- attach -------------------------------------------------------------- */
+
+/* Options that would change the container cannot be given to a joiner. */
+static int refuse_container_options(const struct mpictr_config *cfg,
+				    const char *name, mpictr_err **err)
+{
+	const char *opt = cfg->nbinds		    ? "-B/--bind"
+			  : cfg->contain	    ? "--contain"
+			  : cfg->fakeroot	    ? "--fakeroot"
+			  : cfg->gpu		    ? "--gpu"
+			  : cfg->inject_verbs	    ? "--inject-verbs"
+			  : cfg->devices	    ? "--devices"
+			  : cfg->no_share	    ? "--no-share"
+			  : strv_len(cfg->profiles) ? "--profile"
+						    : NULL;
+
+	if (!opt)
+		return 0;
+	err_set(err, 0,
+		"%s cannot be used with instance://%s: it would change the "
+		"container, which the instance set up when it started",
+		opt, name);
+	return err_hint(err, "give it to 'mpictr instance start'; -e/--env and "
+			     "--pwd apply per command");
+}
+
+static void attach_options(struct instance_attach *a, const char *b, size_t len)
+{
+	const char *v;
+
+	a->image = xstrdup(blob_get(b, len, "image", 0) ?: "");
+	a->run_base = xstrdup(blob_get(b, len, "run", 0) ?: "/tmp");
+	v = blob_get(b, len, "devices", 0);
+	a->devices = v ? xstrdup(v) : NULL;
+	for (int i = 0; (v = blob_get(b, len, "profile", i)); i++)
+		strv_push(&a->profiles, v);
+	a->cfg.image = a->image;
+	a->cfg.devices = a->devices;
+	a->cfg.profiles = a->profiles;
+	a->cfg.contain = blob_long(b, len, "contain") != 0;
+	a->cfg.fakeroot = blob_long(b, len, "fakeroot") != 0;
+	a->cfg.gpu = blob_long(b, len, "gpu") != 0;
+	a->cfg.inject_verbs = blob_long(b, len, "verbs") != 0;
+	a->holder = (pid_t)blob_long(b, len, "holder");
+	v = blob_get(b, len, "ucx", 0);
+	a->ucx = v ? xstrdup(v) : NULL;
+	a->ucx_known = v || blob_long(b, len, "ucx_none") == 1;
+}
+
+int instance_attach(const struct mpictr_config *cfg, struct instance_attach *a,
+		    mpictr_err **err)
+{
+	struct inst_paths p;
+	cleanup_free char *blob = NULL;
+	size_t len = 0;
+	int fds[3] = {-1, -1, -1};
+
+	memset(a, 0, sizeof(*a));
+	a->userns = a->mntns = a->image_fd = -1;
+	if (!instance_is_ref(cfg->image))
+		return err_set(err, EINVAL, "'%s' names no instance",
+			       cfg->image ? cfg->image : "");
+	a->name = xstrdup(cfg->image + strlen(INSTANCE_PREFIX));
+	if (refuse_container_options(cfg, a->name, err) < 0 ||
+	    paths_of(cfg->host_env, a->name, false, &p, err) < 0)
+		return -1;
+	if (inst_query(&p, a->name, INST_JOIN, &blob, &len, fds, 3, err) < 0) {
+		paths_free(&p);
+		return -1;
+	}
+	paths_free(&p);
+	a->userns = fds[0];
+	a->mntns = fds[1];
+	a->image_fd = fds[2];
+	if (a->userns < 0 || a->mntns < 0 || a->image_fd < 0)
+		return err_set(err, EPROTO,
+			       "instance '%s': its keeper sent no namespaces "
+			       "or image",
+			       a->name);
+	a->cfg = *cfg;
+	attach_options(a, blob, len);
+	/* Plan from the file the instance mounted, whatever its path names
+	 * by now (deleted, replaced). */
+	a->image_read = xasprintf("/proc/self/fd/%d", a->image_fd);
+	a->cfg.image_read = a->image_read;
+	return 0;
+}
+
+void instance_rank_env(const struct instance_attach *a, char ***env)
+{
+	const char *d = env_get(*env, "PMIX_SERVER_TMPDIR");
+	cleanup_free char *path = NULL;
+
+	if (!d || d[0] != '/' || env_get(*env, "PMIX_MCA_gds") ||
+	    a->holder <= 0)
+		return;
+	path = xasprintf("/proc/%d/root%s", (int)a->holder, d);
+	if (access(path, F_OK) == 0)
+		return;
+	log_info("the launcher's PMIx server directory '%s' "
+		 "(PMIX_SERVER_TMPDIR) is not in instance '%s': "
+		 "PMIX_MCA_gds=hash",
+		 d, a->name);
+	env_set(env, "PMIX_MCA_gds", "hash");
+}
+
+void instance_attach_free(struct instance_attach *a)
+{
+	if (a->userns >= 0)
+		close(a->userns);
+	if (a->mntns >= 0)
+		close(a->mntns);
+	if (a->image_fd >= 0)
+		close(a->image_fd);
+	free(a->image_read);
+	free(a->ucx);
+	free(a->name);
+	free(a->run_base);
+	free(a->image);
+	free(a->devices);
+	strv_free(a->profiles);
+	memset(a, 0, sizeof(*a));
+	a->userns = a->mntns = a->image_fd = -1;
+}
+
+/* ---- the public API (mpictr.h) ------------------------------------------ */
+
+extern char **environ;
+
+static char *const *host_env_of(const mpictr_config *cfg)
+{
+	return cfg && cfg->host_env ? cfg->host_env : environ;
+}
+
+MPICTR_PUBLIC int mpictr_instance_start(mpictr_config *cfg, const char *name,
+					long linger_s, int watch_pid,
+					mpictr_err **err)
+{
+	struct instance_opts o = {
+	    .name = name, .linger_s = linger_s, .watch_pid = watch_pid};
+
+	if (!cfg)
+		return err_set(err, EINVAL, "instance start: missing config");
+	if (instance_name_check(name, err) < 0)
+		return -1;
+	return instance_start(cfg, &o, err);
+}
+
+MPICTR_PUBLIC int mpictr_instance_stop(mpictr_config *cfg, const char *name,
+				       mpictr_err **err)
+{
+	return instance_stop(host_env_of(cfg), name, err);
+}
+
+static void list_text(struct strbuf *sb, const struct instance_info *v,
+		      size_t n)
+{
+	sb_printf(sb, "%-16s %-40s %-20s %7s %8s %6s %s\n", "NAME", "IMAGE",
+		  "STARTED", "MEMBERS", "PID", "LINGER", "JOB");
+	for (size_t i = 0; i < n; i++) {
+		char when[32] = "";
+		struct tm tm;
+
+		if (gmtime_r(&v[i].started, &tm))
+			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		sb_printf(sb, "%-16s %-40s %-20s %7d %8d %6ld %s\n", v[i].name,
+			  v[i].image, when, v[i].members, (int)v[i].keeper,
+			  v[i].linger_s, v[i].job ? v[i].job : "-");
+	}
+}
+
+static void list_json(struct strbuf *sb, const struct instance_info *v,
+		      size_t n)
+{
+	sb_puts(sb, "[");
+	for (size_t i = 0; i < n; i++) {
+		char when[32] = "";
+		struct tm tm;
+
+		if (gmtime_r(&v[i].started, &tm))
+			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		sb_puts(sb, i ? ",\n {\"name\": " : "\n {\"name\": ");
+		sb_json_str(sb, v[i].name);
+		sb_puts(sb, ", \"image\": ");
+		sb_json_str(sb, v[i].image);
+		sb_puts(sb, ", \"started\": ");
+		sb_json_str(sb, when);
+		sb_printf(sb,
+			  ", \"start_time\": %lld, \"members\": %d, \"pid\": "
+			  "%d, \"linger\": %ld, \"job\": ",
+			  (long long)v[i].started, v[i].members,
+			  (int)v[i].keeper, v[i].linger_s);
+		sb_json_str(sb, v[i].job);
+		sb_puts(sb, "}");
+	}
+	sb_puts(sb, n ? "\n]\n" : "]\n");
+}
+
+MPICTR_PUBLIC int mpictr_instance_list(mpictr_config *cfg, int json, char **out,
+				       mpictr_err **err)
+{
+	struct instance_info *v;
+	struct strbuf sb = STRBUF_INIT;
+	size_t n;
+
+	if (!out)
+		return err_set(err, EINVAL, "instance list: missing argument");
+	if (instance_list(host_env_of(cfg), &v, &n, err) < 0)
+		return -1;
+	if (json)
+		list_json(&sb, v, n);
+	else
+		list_text(&sb, v, n);
+	instance_list_free(v, n);
+	*out = sb_steal(&sb);
+	return 0;
+}

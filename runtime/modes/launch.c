@@ -1,0 +1,650 @@
+/* launch.c - launch mode (mpictr -n N), the single process (no -n) and,
+ * with daemon.c, node daemon mode: plan -> holder -> PMI -> ranks.
+ * run.c decides the mode and calls launch_run().
+ *
+ * Process model (docs/architecture.md):
+ *   supervisor (the caller, host namespaces): PMI servers, signal
+ *     forwarding, exit status; forks, in order:
+ *   janitor: in a session of its own, waits for the supervisor to go
+ *     away, however it ends, and removes the job's private run directory
+ *     (so a SIGKILL, even to the whole process group, leaves nothing);
+ *   holder: creates the user+mount namespace, mounts the image (its FUSE
+ *     workers are its children), assembles the root, then waits until the
+ *     supervisor closes its control pipe. It outlives every rank, so the
+ *     mount does too;
+ *   ranks: join the holder's namespaces, drop capabilities, exec;
+ *   spawned processes (MPI_Comm_spawn, spawn.c): the same, later, each
+ *     when a rank asks through the PMIx server.
+ * Every child has PR_SET_PDEATHSIG(SIGKILL) except the janitor, so killing
+ * the supervisor ends the job and the namespace with it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "container/exec.h"
+#include "container/holder.h"
+#include "sched/node_daemon.h"
+#include "modes/launch.h"
+#include "common/error.h"
+#include "plan/plan.h"
+#include "pmi/pmi.h"
+#include "common/proc.h"
+#include "modes/spawn.h"
+
+#define TERM_GRACE_MS 3000
+
+struct job {
+	const mpictr_config *cfg;
+	const struct instance_attach *inst; /* joined instance, or NULL */
+	struct plan plan;
+	char *run_dir;
+	int nranks; /* processes to start (1 without -n) */
+	bool with_pmi;
+	sigset_t old_mask;
+	pid_t supervisor;
+	pid_t janitor;
+	int janitor_fd; /* write end; closing it lets the janitor clean */
+	struct holder *holders; /* one, or one per rank with --no-share */
+	size_t nholders;
+	pid_t *ranks;
+	int *status;   /* wait status per rank, -1 while running */
+	int *out_fd;   /* --tag-output: read ends of rank stdout/stderr */
+	bool *midline; /* --tag-output: last byte of rank r was not \n */
+	struct pmi_server *pmi;
+	struct pmi_upstream *upstream; /* node daemon mode, else NULL */
+	struct spawner *spawn;	       /* MPI_Comm_spawn (launch mode) */
+	uint32_t rank_base;	       /* global rank of local rank 0 */
+	int abort_pipe[2];
+	int sfd; /* signalfd */
+};
+
+/* dir: the mkdtemp template (the child's copy, made in place). A watcher
+ * (proc_fork_watcher) in a session of its own, out of the launcher's
+ * process group: a SIGKILL to the group (timeout -s KILL, kill -- -PGID, a
+ * batch system killing by group) or the terminal's ^C and hang-up end the
+ * job but not the janitor, whose only job is to run after everything else
+ * has ended. No signal that can be ignored ends it before it has cleaned
+ * (only a SIGKILL aimed at it, or at its cgroup, does). It holds no
+ * terminal, output or working directory of the user's, and still ends by
+ * itself: when the supervisor is gone and the directory too. It makes the
+ * directory itself, once out of the group, so that no moment exists where
+ * the directory is there and no janitor is. */
+static _Noreturn void janitor_main(int life_fd, int relay_fd, char *dir)
+{
+	mpictr_err *err = NULL;
+	size_t len = strlen(dir);
+
+	if (!mkdtemp(dir)) {
+		err_set(&err, errno ? errno : EIO,
+			"create the job directory '%s'", dir);
+		relay_send(relay_fd, err);
+		_exit(0);
+	}
+	/* What mkdtemp put in place of the template's XXXXXX. */
+	relay_send_note(relay_fd, dir + len - 6);
+	close(relay_fd);
+	proc_watch_lifeline(life_fd, NULL, 0);
+	/* The ranks and the holder die of PR_SET_PDEATHSIG when the
+	 * supervisor does, possibly a moment after it: an entry made in the
+	 * meantime fails the rmdir, so try again for up to 5 s. */
+	for (int i = 0; i < 50 && rm_rf(dir) < 0; i++)
+		usleep(100 * 1000);
+	_exit(0);
+}
+
+/* --bind-to core: rank r gets the r-th CPU (round robin) of the CPUs the
+ * launcher may use. Returns -1 with errno set. */
+static int bind_rank_to_core(int rank)
+{
+	cpu_set_t allowed, one;
+	int n = 0, want;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0)
+		return -1;
+	n = CPU_COUNT(&allowed);
+	if (n <= 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	want = rank % n;
+	CPU_ZERO(&one);
+	for (int c = 0, k = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &allowed) && k++ == want) {
+			CPU_SET(c, &one);
+			break;
+		}
+	return sched_setaffinity(0, sizeof(one), &one);
+}
+
+static void rank_main(struct job *j, int rank, int sync_wfd, int pmi_fd,
+		      char **env, int out_wfd)
+{
+	mpictr_err *err = NULL;
+	size_t h = j->nholders > 1 ? (size_t)rank : 0;
+
+	proc_child_setup(&j->old_mask, j->supervisor);
+	if (j->cfg->bind_to && strcmp(j->cfg->bind_to, "core") == 0 &&
+	    bind_rank_to_core(rank) < 0)
+		log_warn("rank %d: bind to a core: %s", rank, strerror(errno));
+	proc_child_stdio(rank > 0 && j->cfg->nranks > 0, out_wfd);
+	container_exec(&j->plan, env, j->holders[h].userns, j->holders[h].mntns,
+		       pmi_fd, &err);
+	if (j->cfg->nranks > 0)
+		err_wrap(&err, "rank %d", rank);
+	relay_send(sync_wfd, err);
+	_exit(mpictr_err_exit_code(err));
+}
+
+/* ---- supervisor ----------------------------------------------------- */
+
+/* Start the janitor, which makes the directory j->run_dir (a mkdtemp
+ * template) names and reports it; j->run_dir is then the directory. */
+static int start_janitor(struct job *j, mpictr_err **err)
+{
+	char suffix[8] = "";
+	size_t len = strlen(j->run_dir);
+	int rfd, wfd;
+
+	j->janitor = proc_fork_watcher(true, &j->janitor_fd, &rfd, &wfd,
+				       "the cleanup process", err);
+	if (j->janitor < 0) {
+		j->janitor = 0;
+		return -1;
+	}
+	if (j->janitor == 0)
+		janitor_main(j->janitor_fd, wfd, j->run_dir);
+	if (relay_recv_note(rfd, "cleanup process", suffix, sizeof(suffix),
+			    err) < 0 ||
+	    strlen(suffix) != 6 || strchr(suffix, '/')) {
+		if (!*err)
+			err_set(err, EIO, "create the job directory '%s'",
+				j->run_dir);
+		close(rfd);
+		free(j->run_dir);
+		j->run_dir = NULL;
+		return -1;
+	}
+	close(rfd);
+	memcpy(j->run_dir + len - 6, suffix, 6);
+	return 0;
+}
+
+static int make_run_dir(struct job *j, mpictr_err **err)
+{
+	const char *base = env_get(j->cfg->host_env, "TMPDIR");
+	struct stat st;
+
+	/* Node daemon mode: Slurm's per-step directory, which slurmstepd
+	 * removes even when it kills the step (and our janitor with it). */
+	if (j->upstream && pmi_upstream_step_dir(j->upstream) &&
+	    access(pmi_upstream_step_dir(j->upstream), W_OK) == 0)
+		base = pmi_upstream_step_dir(j->upstream);
+	if (!base || base[0] != '/' || access(base, W_OK) < 0)
+		base = "/tmp";
+	/* An instance's ranks see its directory, bound in at the same path. */
+	if (j->inst)
+		base = j->inst->run_base;
+	j->run_dir = xasprintf("%s/mpictr-%u.XXXXXX", base, (unsigned)getuid());
+	if (strlen(j->run_dir) >= PATH_MAX)
+		return err_set(err, ENAMETOOLONG,
+			       "create the job directory '%s'", j->run_dir);
+	if (start_janitor(j, err) < 0)
+		return -1;
+	/* mkdtemp made it 0700 and ours; check anyway before trusting it. */
+	if (lstat(j->run_dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != getuid() || (st.st_mode & 077)) {
+		err_set(err, EPERM,
+			"job directory '%s' is not a private directory of ours",
+			j->run_dir);
+		free(j->run_dir);
+		j->run_dir = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static void on_pmi_abort(int code, const char *msg, void *data)
+{
+	struct job *j = data;
+	unsigned char c = (unsigned char)(code & 0xff);
+
+	if (write(j->abort_pipe[1], &c, 1) < 0) {
+		/* the supervisor is already tearing down */
+	}
+}
+
+static int rank_env(struct job *j, int rank, char ***env, int *pmi_fd,
+		    mpictr_err **err)
+{
+	*env = plan_rank_env(&j->plan, rank);
+	*pmi_fd = -1;
+	env_binding(env, j->cfg->bind_to);
+	if (!j->with_pmi)
+		return 0;
+	return pmi_server_rank_env(j->pmi, j->rank_base + (uint32_t)rank, env,
+				   pmi_fd, err);
+}
+
+static int start_rank(struct job *j, int rank, mpictr_err **err)
+{
+	int rfd, wfd, out[2] = {-1, -1}, pmi_fd;
+	char **env = NULL;
+	pid_t pid;
+
+	if (rank_env(j, rank, &env, &pmi_fd, err) < 0)
+		return -1;
+	if (j->cfg->tag_output && pipe2(out, O_CLOEXEC) < 0) {
+		strv_free(env);
+		return err_set(err, errno, "pipe");
+	}
+	pid = proc_fork_relay(&rfd, &wfd, "a rank", err);
+	if (pid < 0) {
+		strv_free(env);
+		if (out[0] >= 0) {
+			close(out[0]);
+			close(out[1]);
+		}
+		return err_wrap(err, "rank %d", rank);
+	}
+	if (pid == 0) {
+		if (out[0] >= 0)
+			close(out[0]);
+		rank_main(j, rank, wfd, pmi_fd, env, out[1]);
+	}
+	strv_free(env);
+	if (out[1] >= 0)
+		close(out[1]);
+	j->out_fd[rank] = out[0];
+	j->ranks[rank] = pid;
+	if (j->with_pmi)
+		pmi_server_rank_forked(j->pmi, j->rank_base + (uint32_t)rank);
+	if (relay_recv(rfd, "rank", err) < 0) {
+		int st;
+		close(rfd);
+		TEMP_FAILURE_RETRY(waitpid(pid, &st, 0));
+		j->ranks[rank] = 0;
+		j->status[rank] = st;
+		return -1;
+	}
+	close(rfd);
+	return 0;
+}
+
+static void signal_ranks(struct job *j, int sig)
+{
+	for (int r = 0; r < j->nranks; r++)
+		if (j->ranks[r] > 0 && j->status[r] < 0)
+			kill(j->ranks[r], sig);
+	spawner_signal(j->spawn, sig);
+}
+
+/* ^C and ^\ from the terminal reach the whole foreground process group,
+ * ranks included: forwarding them again would deliver them twice. */
+static bool from_tty(const struct signalfd_siginfo *si)
+{
+	return (si->ssi_signo == SIGINT || si->ssi_signo == SIGQUIT) &&
+	       si->ssi_code == SI_KERNEL;
+}
+
+/* Copy one chunk of a rank's output, prefixing each line with [rank]. */
+static void pump_output(struct job *j, int r)
+{
+	char tag[16];
+
+	snprintf(tag, sizeof(tag), "[%d] ", r);
+	output_pump(&j->out_fd[r], &j->midline[r], tag);
+}
+
+/* What the supervisor loop keeps. */
+struct watch {
+	int live;	/* ranks running */
+	int fail_code;	/* exit code of the first rank or spawned process
+			   that failed, or -1 */
+	int abort_code; /* from MPI_Abort & co, or -1 */
+	long kill_at;	/* SIGKILL what is left at this time, or -1 */
+	bool ending;	/* SIGTERM sent: no new spawns */
+};
+
+/* The first failure (or an abort) ends the job: SIGTERM now, SIGKILL
+ * after the grace period. */
+static void end_job(struct job *j, struct watch *w)
+{
+	if (w->ending)
+		return;
+	w->ending = true;
+	signal_ranks(j, SIGTERM);
+	w->kill_at = mono_ms() + TERM_GRACE_MS;
+}
+
+/* Reap every child that exited: ranks, spawned processes, holders.
+ * Anything else (a child of ours the job does not know) is only
+ * logged. */
+static void reap(struct job *j, struct watch *w)
+{
+	int st;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		int code = spawner_reaped(j->spawn, pid, st);
+		bool known = code >= 0;
+
+		if (code > 0 && w->fail_code < 0) {
+			w->fail_code = code;
+			end_job(j, w);
+		}
+		for (int r = 0; !known && r < j->nranks; r++) {
+			if (j->ranks[r] != pid)
+				continue;
+			known = true;
+			j->status[r] = st;
+			w->live--;
+			if (j->with_pmi)
+				pmi_server_rank_exited(j->pmi, j->rank_base +
+								   (uint32_t)r);
+			if (exit_code_of(st) != 0 && w->fail_code < 0) {
+				w->fail_code = exit_code_of(st);
+				if (w->live > 0 || spawner_live(j->spawn))
+					end_job(j, w);
+			}
+		}
+		for (size_t h = 0; !known && h < j->nholders; h++) {
+			if (j->holders[h].pid != pid)
+				continue;
+			known = true;
+			j->holders[h].pid = 0;
+			if (w->live > 0 || spawner_live(j->spawn)) {
+				log_error("the namespace holder exited early "
+					  "(status 0x%x); ending the job",
+					  st);
+				signal_ranks(j, SIGKILL);
+			}
+		}
+		if (!known)
+			log_debug("reaped process %d (status 0x%x), not one "
+				  "of the job's",
+				  (int)pid, st);
+	}
+}
+
+/* Wait for every rank and spawned process; forward signals; on the first
+ * failure (or an abort) terminate the others, then kill them after a
+ * grace period. */
+static int supervise(struct job *j, int *status)
+{
+	struct watch w = {0, -1, -1, -1, false};
+
+	for (int r = 0; r < j->nranks; r++)
+		if (j->ranks[r] > 0 && j->status[r] < 0)
+			w.live++;
+	while (w.live > 0 || spawner_live(j->spawn) > 0) {
+		struct pollfd pfd[2 + 4096];
+		nfds_t np = 0, nranks_fds, nsp;
+		int timeout = -1;
+
+		pfd[np++] = (struct pollfd){.fd = j->sfd, .events = POLLIN};
+		pfd[np++] =
+		    (struct pollfd){.fd = j->abort_pipe[0], .events = POLLIN};
+		for (int r = 0; r < j->nranks && np < ARRAY_SIZE(pfd); r++)
+			if (j->out_fd[r] >= 0)
+				pfd[np++] = (struct pollfd){.fd = j->out_fd[r],
+							    .events = POLLIN};
+		nranks_fds = np;
+		nsp = spawner_pollfds(j->spawn, pfd + np, ARRAY_SIZE(pfd) - np);
+		np += nsp;
+		if (w.kill_at >= 0) {
+			long left = w.kill_at - mono_ms();
+			timeout = left > 0 ? (int)left : 0;
+		}
+		if (poll(pfd, np, timeout) < 0 && errno != EINTR)
+			break;
+		if (w.kill_at >= 0 && mono_ms() >= w.kill_at) {
+			signal_ranks(j, SIGKILL);
+			w.kill_at = -1;
+		}
+		if (pfd[1].revents & POLLIN) {
+			unsigned char c;
+			/* The first reason wins: a process that failed
+			 * before the abort (a killed child the others
+			 * then abort over) gives the job's status. */
+			if (read(j->abort_pipe[0], &c, 1) == 1 &&
+			    w.abort_code < 0 && w.fail_code < 0) {
+				w.abort_code = c;
+				log_notice("job aborted by a rank with code %d",
+					   w.abort_code);
+				end_job(j, &w);
+			}
+		}
+		for (nfds_t i = 2; i < nranks_fds; i++)
+			if (pfd[i].revents)
+				for (int r = 0; r < j->nranks; r++)
+					if (j->out_fd[r] == pfd[i].fd) {
+						pump_output(j, r);
+						break;
+					}
+		spawner_poll(j->spawn, pfd + nranks_fds, nsp, (uint32_t)w.live,
+			     w.ending);
+		if (pfd[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			if (read(j->sfd, &si, sizeof(si)) == sizeof(si) &&
+			    si.ssi_signo != SIGCHLD && !from_tty(&si))
+				signal_ranks(j, (int)si.ssi_signo);
+		}
+		reap(j, &w);
+	}
+	for (int r = 0; r < j->nranks; r++)
+		while (j->out_fd[r] >= 0)
+			pump_output(j, r);
+	if (w.abort_code >= 0)
+		*status = w.abort_code;
+	else
+		*status = w.fail_code >= 0 ? w.fail_code : 0;
+	return 0;
+}
+
+static void teardown(struct job *j)
+{
+	/* Ranks first (a failed start may leave some), then the spawned
+	 * processes, then the holders, then the PMI server, then the
+	 * janitor's directory. */
+	for (int r = 0; r < j->nranks; r++)
+		if (j->ranks && j->ranks[r] > 0 && j->status[r] < 0) {
+			kill(j->ranks[r], SIGKILL);
+			TEMP_FAILURE_RETRY(waitpid(j->ranks[r], NULL, 0));
+		}
+	spawner_stop(j->spawn);
+	j->spawn = NULL;
+	for (size_t h = 0; h < j->nholders; h++) {
+		if (j->holders[h].ctl >= 0)
+			close(j->holders[h].ctl);
+		j->holders[h].ctl = -1;
+	}
+	for (size_t h = 0; h < j->nholders; h++) {
+		holder_stop(&j->holders[h]);
+	}
+	if (j->pmi)
+		pmi_server_stop(j->pmi);
+	pmi_upstream_stop(j->upstream); /* after the server: it uses it */
+	if (j->run_dir && j->janitor_fd >= 0)
+		rm_rf(j->run_dir); /* made by the janitor: ours */
+	if (j->janitor_fd >= 0)
+		close(j->janitor_fd);
+	if (j->janitor > 0)
+		TEMP_FAILURE_RETRY(waitpid(j->janitor, NULL, 0));
+	for (int r = 0; r < j->nranks; r++)
+		if (j->out_fd && j->out_fd[r] >= 0)
+			close(j->out_fd[r]);
+	if (j->sfd >= 0)
+		close(j->sfd);
+	if (j->abort_pipe[0] >= 0) {
+		close(j->abort_pipe[0]);
+		close(j->abort_pipe[1]);
+	}
+	sigprocmask(SIG_SETMASK, &j->old_mask, NULL);
+	free(j->holders);
+	free(j->ranks);
+	free(j->status);
+	free(j->out_fd);
+	free(j->midline);
+	free(j->run_dir);
+	plan_free(&j->plan);
+}
+
+/* The PMI servers and, in launch mode, the service that starts what the
+ * ranks spawn (node daemon mode refuses PMIx_Spawn: NOT_SUPPORTED). */
+static int start_pmi(struct job *j, mpictr_err **err)
+{
+	const mpictr_config *cfg = j->cfg;
+	struct spawn_ctx sc;
+	struct pmi_job pj;
+	int prc;
+
+	if (j->upstream
+		? daemon_job(cfg, j->upstream, j->nranks, j->plan.uid_in,
+			     j->plan.gid_in, &pj, &j->rank_base, err) < 0
+		: pmi_job_single_node((uint32_t)j->nranks, j->plan.uid_in,
+				      j->plan.gid_in, &pj, err) < 0)
+		return -1;
+	pj.universe = cfg->universe_size > 0 ? (uint32_t)cfg->universe_size
+		      : j->upstream	     ? 0
+				    : spawn_default_universe(j->nranks);
+	prc = pmi_server_start_upstream(&pj, j->run_dir, j->upstream,
+					on_pmi_abort, j, &j->pmi, err);
+	sc = (struct spawn_ctx){
+	    .plan = &j->plan,
+	    .old_mask = &j->old_mask,
+	    .supervisor = j->supervisor,
+	    .userns = j->holders[0].userns,
+	    .mntns = j->holders[0].mntns,
+	    .tag_output = cfg->tag_output,
+	    .first_local = j->nranks,
+	    .pmi = j->pmi,
+	    .universe = pj.universe,
+	};
+	pmi_job_free(&pj);
+	if (prc < 0 || j->upstream)
+		return prc;
+	return spawner_start(&sc, &j->spawn, err);
+}
+
+/* The per-rank and per-holder arrays of j. */
+static void job_alloc(struct job *j)
+{
+	j->nholders = j->cfg->no_share ? (size_t)j->nranks : 1;
+	j->holders = xcalloc(j->nholders, sizeof(*j->holders));
+	for (size_t h = 0; h < j->nholders; h++)
+		j->holders[h].ctl = j->holders[h].userns = j->holders[h].mntns =
+		    -1;
+	j->ranks = xcalloc((size_t)j->nranks, sizeof(pid_t));
+	j->status = xcalloc((size_t)j->nranks, sizeof(int));
+	j->out_fd = xcalloc((size_t)j->nranks, sizeof(int));
+	j->midline = xcalloc((size_t)j->nranks, sizeof(bool));
+	for (int r = 0; r < j->nranks; r++)
+		j->status[r] = j->out_fd[r] = -1;
+}
+
+/* The job's namespaces: a holder of its own (one per rank with
+ * --no-share), or the instance's. */
+static int job_namespaces(struct job *j, mpictr_err **err)
+{
+	if (j->inst) {
+		j->holders[0].userns =
+		    fcntl(j->inst->userns, F_DUPFD_CLOEXEC, 0);
+		j->holders[0].mntns = fcntl(j->inst->mntns, F_DUPFD_CLOEXEC, 0);
+		if (j->holders[0].userns < 0 || j->holders[0].mntns < 0)
+			return err_set(err, errno, "instance '%s'",
+				       j->inst->name);
+		return 0;
+	}
+	for (size_t h = 0; h < j->nholders; h++)
+		if (holder_start(&j->plan, holder_fuse_workers(j->cfg),
+				 &j->old_mask, &j->holders[h], err) < 0)
+			return -1;
+	return 0;
+}
+
+int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
+	       const struct instance_attach *inst, int *status,
+	       mpictr_err **err)
+{
+	struct job j;
+	sigset_t mask;
+	int rc = -1;
+
+	memset(&j, 0, sizeof(j));
+	j.cfg = cfg;
+	j.inst = inst;
+	j.janitor_fd = j.sfd = j.abort_pipe[0] = j.abort_pipe[1] = -1;
+	j.supervisor = getpid();
+	j.nranks = cfg->nranks > 0 ? cfg->nranks : 1;
+	j.with_pmi = cfg->nranks > 0;
+
+	/* Block the signals we forward before any child exists, so none is
+	 * lost between fork and the loop; children restore old_mask. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGUSR1);
+	sigaddset(&mask, SIGUSR2);
+	sigaddset(&mask, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &mask, &j.old_mask);
+	j.sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (j.sfd < 0) {
+		err_set(err, errno, "signalfd");
+		sigprocmask(SIG_SETMASK, &j.old_mask, NULL);
+		return -1;
+	}
+	if (pipe2(j.abort_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		err_set(err, errno, "pipe");
+		goto out;
+	}
+	if (d->mode == RUN_NODE_DAEMON &&
+	    daemon_start(cfg, &j.upstream, err) < 0)
+		goto out;
+	/* The job directory holds the PMI servers' files and nothing else:
+	 * a single process (no -n) needs neither it nor the janitor, which
+	 * saves a fork, a mkdtemp, a bind and an rm_rf per run. */
+	if (j.with_pmi && make_run_dir(&j, err) < 0)
+		goto out;
+	/* An instance's UCX answer: its commands run no helper. */
+	if (host_plan_build_given(
+		cfg, d, j.run_dir,
+		j.inst ? &(struct host_given){.ucx_known = j.inst->ucx_known,
+					      .ucx_net_devices = j.inst->ucx}
+		       : NULL,
+		&j.plan, err) < 0)
+		goto out;
+	/* Launch mode: every rank is ours, unless other nodes run the rest. */
+	j.plan.single_node = !j.upstream;
+	for (size_t i = 0; j.plan.notices && j.plan.notices[i]; i++)
+		log_notice("%s", j.plan.notices[i]);
+
+	job_alloc(&j);
+
+	/* Holders before the PMI server: fork while single-threaded. */
+	if (job_namespaces(&j, err) < 0)
+		goto out;
+	if (j.with_pmi && start_pmi(&j, err) < 0)
+		goto out;
+	for (int r = 0; r < j.nranks; r++)
+		if (start_rank(&j, r, err) < 0)
+			goto out; /* 126/127 travel in the error's exit code */
+	rc = supervise(&j, status);
+out:
+	if (rc < 0)
+		daemon_fail(j.upstream, err);
+	teardown(&j);
+	return rc;
+}

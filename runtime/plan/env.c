@@ -1,0 +1,148 @@
+/* env.c - a rank's environment, in the order env.h documents. */
+#include <string.h>
+
+#include "plan/env.h"
+#include "common/error.h"
+#include "plan/plan.h"
+#include "plan/transport.h"
+
+bool plan_env_excluded(const char *name)
+{
+	/* Loader variables name host libraries that do not match the image's
+	 * libc; PATH names host directories. MPICTR_* configure mpictr. */
+	static const char *const exact[] = {"PATH", NULL};
+	static const char *const prefix[] = {"LD_", "MPICTR_", NULL};
+
+	for (size_t i = 0; exact[i]; i++)
+		if (strcmp(name, exact[i]) == 0)
+			return true;
+	for (size_t i = 0; prefix[i]; i++)
+		if (str_has_prefix(name, prefix[i]))
+			return true;
+	return false;
+}
+
+/* NAME=VALUE into env (set). */
+static void set_kv(char ***env, const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	cleanup_free char *name = eq ? xstrndup(kv, (size_t)(eq - kv)) : NULL;
+
+	if (name && *name)
+		env_set(env, name, eq + 1);
+}
+
+/* NAME=VALUE into env, prepended to the current value with ':'. */
+static void prepend_kv(char ***env, const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	cleanup_free char *name = eq ? xstrndup(kv, (size_t)(eq - kv)) : NULL;
+	const char *cur = name ? env_get(*env, name) : NULL;
+	cleanup_free char *v = NULL;
+
+	if (!name || !*name)
+		return;
+	v = cur && *cur ? xasprintf("%s:%s", eq + 1, cur) : xstrdup(eq + 1);
+	env_set(env, name, v);
+}
+
+/* Step 2: the site file's variables and the selected profiles'. */
+static void site_env(const struct mpictr_config *cfg,
+		     const struct site_profile *const *profs, char ***env)
+{
+	const struct siteconf *sc = &cfg->site;
+
+	for (size_t i = 0; i < sc->env.n; i++)
+		set_kv(env, sc->env.v[i].value);
+	for (size_t i = 0; profs && profs[i]; i++) {
+		for (size_t k = 0; k < profs[i]->env.n; k++)
+			set_kv(env, profs[i]->env.v[k].value);
+		for (size_t k = 0; k < profs[i]->env_prepend.n; k++)
+			prepend_kv(env, profs[i]->env_prepend.v[k].value);
+	}
+}
+
+/* Step 1: the host's variables that the container keeps. */
+static char **host_env(const struct mpictr_config *cfg, enum run_mode mode)
+{
+	char **env = NULL;
+
+	for (size_t i = 0; cfg->host_env && cfg->host_env[i]; i++) {
+		const char *kv = cfg->host_env[i];
+		const char *eq = strchr(kv, '=');
+		cleanup_free char *name = NULL;
+
+		if (!eq || eq == kv)
+			continue;
+		name = xstrndup(kv, (size_t)(eq - kv));
+		if (plan_env_excluded(name))
+			continue;
+		/* Where mpictr is the PMI server, variables of an outer
+		 * launcher would point the ranks at the wrong one. */
+		if (run_mode_serves_pmi(mode) &&
+		    (str_has_prefix(name, "PMI_") ||
+		     str_has_prefix(name, "PMIX_")))
+			continue;
+		strv_push(&env, kv);
+	}
+	return env;
+}
+
+void env_plan(const struct mpictr_config *cfg, enum run_mode mode,
+	      const struct site_profile *const *profs, const char *image,
+	      const char *pwd, char ***env, char ***user_env)
+{
+	*env = host_env(cfg, mode);
+	*user_env = NULL;
+	env_set(env, "PATH", CONTAINER_DEFAULT_PATH);
+	site_env(cfg, profs, env);
+	env_set(env, "MPICTR_CONTAINER", image);
+	env_set(env, "PWD", pwd);
+	/* Step 4: MPICTR_ENV_NAME first, then --env, which wins over both
+	 * (as APPTAINERENV_ and --env do). */
+	for (size_t i = 0; cfg->host_env && cfg->host_env[i]; i++)
+		if (str_has_prefix(cfg->host_env[i], "MPICTR_ENV_"))
+			set_kv(user_env, cfg->host_env[i] + 11);
+	for (size_t i = 0; cfg->user_env && cfg->user_env[i]; i++)
+		set_kv(user_env, cfg->user_env[i]);
+	for (size_t i = 0; *user_env && (*user_env)[i]; i++)
+		set_kv(env, (*user_env)[i]);
+}
+
+/* Step 5. */
+char **plan_rank_env(const struct plan *p, int local_rank)
+{
+	char **env = strv_dup(p->env);
+	char **notices = NULL;
+	struct transport_opts o = {
+	    .enabled = p->transport_env,
+	    .shared_ns = p->shared_ns,
+	    .single_node = p->single_node,
+	    .local_rank = local_rank,
+	    .nlocal = p->nlocal,
+	    .ucx_net_devices_from_ucx = p->ucx_net_devices,
+	};
+	transport_env(&p->hostdev, &o, &env, &notices);
+	/* Notices are the same for every rank: say them once. */
+	for (size_t i = 0; local_rank == 0 && notices && notices[i]; i++)
+		log_notice("%s", notices[i]);
+	strv_free(notices);
+	for (size_t i = 0; p->hostdev.lib_dirs && p->hostdev.lib_dirs[i]; i++) {
+		cleanup_free char *kv =
+		    xasprintf("LD_LIBRARY_PATH=%s", p->hostdev.lib_dirs[i]);
+		prepend_kv(&env, kv);
+	}
+	if (p->nmpi)
+		prepend_kv(&env, "LD_LIBRARY_PATH=" MPIINJECT_DIR);
+	return env;
+}
+
+void env_binding(char ***env, const char *bind_to)
+{
+	if (!bind_to || strcmp(bind_to, "core") != 0)
+		return;
+	if (!env_get(*env, "OMPI_MCA_hwloc_base_binding_policy"))
+		env_set(env, "OMPI_MCA_hwloc_base_binding_policy", "none");
+	if (!env_get(*env, "OMPI_MCA_orte_externally_bound"))
+		env_set(env, "OMPI_MCA_orte_externally_bound", "1");
+}

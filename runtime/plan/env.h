@@ -1,0 +1,51 @@
+/* env.h - a rank's environment, built in one place, in this order
+ * (docs/architecture.md, "Environment"):
+ *
+ *  1. the host's, filtered: minus PATH, LD_* and MPICTR_*; where mpictr
+ *     serves PMI (launch and node daemon mode) also minus PMI_* and PMIX_*
+ *     of an outer launcher;
+ *  2. PATH reset to the container default; the site's variables, then the
+ *     selected profiles' (set, or prepended with ':');
+ *  3. MPICTR_CONTAINER and PWD;
+ *  4. the user's: MPICTR_ENV_NAME, then -e/--env (kept apart too, see 7);
+ *     -- env_plan above, once per plan; env_rank below, per rank --
+ *  5. the transport variables, only where still unset; the host library
+ *     directories (GPU driver libraries, injected MPI) prepended to
+ *     LD_LIBRARY_PATH;
+ *  6. launch and node daemon mode: the binding hints (env_binding) and the
+ *     PMI variables (the PMI server's pmi_server_rank_env);
+ *  7. at exec, inside the container (exec.c): the image's
+ *     /.singularity.d/env/\*.sh, then 4 once more, so that the user's win.
+ *
+ * Used by launch, join and node daemon mode alike; nothing here reads the
+ * process's environment (the host's comes from the config).
+ */
+#ifndef MPICTR_ENV_H
+#define MPICTR_ENV_H
+
+#include <stdbool.h>
+
+#include "config/config.h"
+#include "plan/mode.h"
+
+struct plan;
+
+/* Is the host variable name left out in step 1 (PMI variables aside)? */
+bool plan_env_excluded(const char *name);
+
+/* Steps 1 to 4 for cfg in mode: *env the command's environment, *user_env
+ * the user's variables of step 4 alone (both NULL-terminated, new). */
+void env_plan(const struct mpictr_config *cfg, enum run_mode mode,
+	      const struct site_profile *const *profs, const char *image,
+	      const char *pwd, char ***env, char ***user_env);
+
+/* Steps 1 to 5: the environment of local rank local_rank of plan p.
+ * Caller frees with strv_free. */
+char **plan_rank_env(const struct plan *p, int local_rank);
+
+/* Step 6's binding hints: with --bind-to core (mpictr binds), what Slurm's
+ * schizo component tells Open MPI, unless already set: do not bind again
+ * (reference pmix-server.md §10). */
+void env_binding(char ***env, const char *bind_to);
+
+#endif
