@@ -11,8 +11,8 @@
 . "$(dirname "$0")/../integration/lib.sh"
 . "$ROOT/tests/slurm/env.sh"
 
-V=mpictr-test2
-A=mpictr-test
+V=${MPICTR_TEST_VICTIM:-mpictr-test2}
+A=${MPICTR_TEST_ATTACKER:-mpictr-test}
 require_two_users "$A" "$V" "$V"
 VUID=$(id -u "$V")
 AUID=$(id -u "$A")

@@ -7,8 +7,8 @@
 # which only switches users: every mpictr here runs unprivileged.
 . "$(dirname "$0")/../integration/lib.sh"
 
-V=mpictr-test2
-A=mpictr-test
+V=${MPICTR_TEST_VICTIM:-mpictr-test2}
+A=${MPICTR_TEST_ATTACKER:-mpictr-test}
 PROBE=$ROOT/build/tests/escape-probe
 require_two_users "$A" "$V" "$A"
 [ -x "$PROBE" ] || { need "escape probe" "build/tests/escape-probe not built"; done_testing; exit; }

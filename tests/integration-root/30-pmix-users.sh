@@ -16,8 +16,8 @@
 # unprivileged.
 . "$(dirname "$0")/../integration/lib.sh"
 
-V=mpictr-test2
-A=mpictr-test
+V=${MPICTR_TEST_VICTIM:-mpictr-test2}
+A=${MPICTR_TEST_ATTACKER:-mpictr-test}
 require_two_users "$A" "$V" "$V"
 if ! pkg-config --exists pmix || ! command -v cc >/dev/null; then
 	need "a C compiler and libpmix-dev" "the attacker's PMIx client is built in the test"

@@ -8,7 +8,7 @@
 # (SO_PEERCRED).
 . "$(dirname "$0")/../integration/lib.sh"
 
-V=mpictr-test2 A=mpictr-test
+V=${MPICTR_TEST_VICTIM:-mpictr-test2} A=${MPICTR_TEST_ATTACKER:-mpictr-test}
 require_two_users "$A" "$V" "$V"
 require_images tiny
 VUID=$(id -u "$V")

@@ -6,7 +6,7 @@
 # and puts a shell in it; every mpictr runs as mpictr-test.
 . "$(dirname "$0")/../integration/lib.sh"
 
-U=mpictr-test
+U=${MPICTR_TEST_VICTIM:-mpictr-test}
 if [ "$(id -u)" != 0 ]; then
 	need "run as root" "tests/integration-root/ needs root (make check-root)"
 	done_testing
