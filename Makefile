@@ -36,6 +36,12 @@ DEPS_BASE  := libcap
 DEP_LIBS   := $(shell $(PKG_CONFIG) --libs $(DEPS_BASE)) -lpthread
 FUSE_LIBS  := $(shell $(PKG_CONFIG) --libs $(DEPS_FUSE))
 PMIX_LIBS  := $(shell $(PKG_CONFIG) --libs $(DEPS_PMIX)) -lpthread
+# `mpictr pull` (runtime/pull/, the plugin mpictr-pull.so only): tar and
+# its compressions, the squashfs writer, JSON that rejects duplicate keys,
+# sha256, and the registry's HTTP.
+DEPS_PULL  := libarchive libsquashfs1 jansson libcrypto libcurl
+PULL_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEPS_PULL))
+PULL_LIBS  := $(shell $(PKG_CONFIG) --libs $(DEPS_PULL)) -lpthread
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check)
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check)
 
@@ -65,10 +71,12 @@ LDFLAGS_ALL := -Wl,-z,relro,-z,now $(SAN_LDFLAGS) $(LDFLAGS)
 
 # The plugins: their own sources, plus a copy of the pure helpers with
 # logging routed to the host (error.c built with MPICTR_PLUGIN_BUILD).
-PLUGIN_NAMES := pmix squash
+PLUGIN_NAMES := pmix squash pull
 PLUGIN_SRCS_pmix := pmi/pmix_server.c pmi/pmix_dyn.c pmi/pmix_gate.c pmi/upstream.c \
 	pmi/pmix_plugin.c
 PLUGIN_SRCS_squash := sif/squash.c sif/squash_plugin.c
+# pull_stub.c is the host side (in libmpictr); the rest is the plugin.
+PLUGIN_SRCS_pull := $(filter-out runtime/pull/pull_stub.c,$(wildcard runtime/pull/*.c))
 PLUGIN_ONLY_SRCS := $(foreach p,$(PLUGIN_NAMES),$(PLUGIN_SRCS_$(p)))
 PLUGIN_BASE_OBJS := $(B)/obj-plugin/runtime/common/error.o $(B)/obj/runtime/common/util.o
 PLUGIN_EXTRA_pmix := $(B)/obj/pmi/job.o $(B)/obj/pmi/pubstore.o $(B)/obj/pmi/spawnreq.o \
@@ -78,7 +86,11 @@ PLUGIN_EXTRA_pmix := $(B)/obj/pmi/job.o $(B)/obj/pmi/pubstore.o $(B)/obj/pmi/spa
 # for the FUSE workers' fork.
 PLUGIN_EXTRA_squash := $(B)/obj/sif/image.o $(B)/obj/sif/sif.o \
 	$(B)/obj/runtime/common/proc.o $(B)/obj/runtime/common/syscalls.o
+PLUGIN_EXTRA_pull := $(B)/obj/sif/sif.o $(B)/obj/sif/sif_write.o $(B)/obj/sif/image.o \
+	$(B)/obj/runtime/config/imageref.o \
+	$(B)/obj/runtime/common/proc.o $(B)/obj/runtime/common/syscalls.o
 PLUGIN_LIBS_pmix := $(PMIX_LIBS)
+PLUGIN_LIBS_pull := $(PULL_LIBS)
 PLUGIN_LIBS_squash := $(FUSE_LIBS)
 PLUGINS := $(PLUGIN_NAMES:%=$(B)/plugins/mpictr-%.so)
 
@@ -90,7 +102,7 @@ PLUGINS := $(PLUGIN_NAMES:%=$(B)/plugins/mpictr-%.so)
 SLURM_INCLUDE ?= /usr/include
 SPANK_PLUGIN := $(if $(wildcard $(SLURM_INCLUDE)/slurm/spank.h),$(B)/plugins/mpictr-spank.so)
 
-LIB_SRCS := $(sort $(filter-out runtime/main.c $(PLUGIN_ONLY_SRCS),$(wildcard runtime/*.c runtime/common/*.c runtime/config/*.c runtime/sched/*.c runtime/host/*.c runtime/plan/*.c runtime/container/*.c runtime/modes/*.c sif/*.c pmi/*.c)))
+LIB_SRCS := $(sort $(filter-out runtime/main.c $(PLUGIN_ONLY_SRCS),$(wildcard runtime/*.c runtime/common/*.c runtime/config/*.c runtime/sched/*.c runtime/host/*.c runtime/plan/*.c runtime/container/*.c runtime/modes/*.c runtime/pull/*.c sif/*.c pmi/*.c)))
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
 HELPER_SRCS := $(wildcard runtime/helpers/*.c)
 HELPERS  := $(HELPER_SRCS:runtime/helpers/%.c=$(B)/libexec/%)
@@ -109,6 +121,7 @@ cli: $(CLI)
 
 $(B)/obj/sif/squash.o: EXTRA_CFLAGS := $(FUSE_CFLAGS)
 $(B)/obj/pmi/%.o: EXTRA_CFLAGS := $(PMIX_CFLAGS)
+$(B)/obj/runtime/pull/%.o: EXTRA_CFLAGS := $(PULL_CFLAGS)
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -262,6 +275,8 @@ FUZZ_CFLAGS_fuzz_squash := $(FUSE_CFLAGS)
 FUZZ_LIBS_fuzz_squash := $(FUSE_LIBS)
 FUZZ_SRCS_fuzz_imgread := runtime/host/imgread.c sif/squash_stub.c runtime/common/plugin.c \
 	runtime/common/error.c runtime/common/util.c runtime/common/syscalls.c runtime/common/proc.c
+FUZZ_SRCS_fuzz_imageref := runtime/config/imageref.c runtime/common/error.c runtime/common/util.c
+$(B)/fuzz/fuzz_imageref: $(FUZZ_SRCS_fuzz_imageref)
 fuzz: $(FUZZERS)
 $(B)/fuzz/fuzz_squash: $(FUZZ_SRCS_fuzz_squash)
 $(B)/fuzz/fuzz_imgread: $(FUZZ_SRCS_fuzz_imgread)

@@ -122,6 +122,25 @@ MPICTR_PUBLIC int mpictr_sif_create(const char *out, const char *source,
 				    const mpictr_sif_create_opts *opts,
 				    mpictr_err **err);
 
+/* ---- pulling images (docs/pull.md) --------------------------------- */
+
+typedef struct mpictr_pull_opts mpictr_pull_opts;
+/* Options for mpictr_pull(). New/free own the object; the setter copies. */
+MPICTR_PUBLIC mpictr_pull_opts *mpictr_pull_opts_new(void);
+MPICTR_PUBLIC void mpictr_pull_opts_free(mpictr_pull_opts *o);
+/* Set option name (the long option of `mpictr pull` without "--":
+ * "force", "quiet", "arch", "tls-ca", "insecure", "no-expansion-limit",
+ * "cache-dir"); value is NULL for the flags. */
+MPICTR_PUBLIC int mpictr_pull_opts_set(mpictr_pull_opts *o, const char *name,
+				       const char *value, mpictr_err **err);
+/* `mpictr pull SOURCE [OUT]`: write the image SOURCE (docker://...,
+ * REPO[:TAG], REGISTRY#IMAGE, docker-archive:, oci-archive:, oci:) as the
+ * SIF OUT (NULL: NAME_TAG.sif, or the cache for registry forms). *summary
+ * receives a one-line report (caller frees). opts may be NULL. */
+MPICTR_PUBLIC int mpictr_pull(const char *source, const char *out,
+			      const mpictr_pull_opts *opts, char **summary,
+			      mpictr_err **err);
+
 /* ---- container configuration ---------------------------------------- */
 
 typedef struct mpictr_config mpictr_config;
