@@ -679,6 +679,20 @@ static const char pull_usage[] =
     "usage: pull [--force] [-q] [--arch ARCH] [--tls-ca FILE] "
     "[--insecure HOST] [--no-expansion-limit] SOURCE [OUT.sif]";
 
+/* Pull progress on stderr: on a terminal the byte counts update one line
+ * in place; elsewhere only the step lines, one each. */
+static void pull_progress(const char *line, int transient, void *data)
+{
+	bool tty = data != NULL;
+
+	if (transient && !tty)
+		return;
+	if (tty)
+		fprintf(stderr, "\r\033[K%s%s", line, transient ? "" : "\n");
+	else
+		fprintf(stderr, "%s\n", line);
+}
+
 /* `mpictr pull [OPTIONS] SOURCE [OUT.sif]` (docs/pull.md). */
 static int cmd_pull(int argc, char **argv)
 {
@@ -717,6 +731,9 @@ static int cmd_pull(int argc, char **argv)
 		mpictr_pull_opts_free(o);
 		return usage_error("%s", pull_usage);
 	}
+	if (rc == 0 && !quiet)
+		mpictr_pull_opts_progress(
+		    o, pull_progress, isatty(STDERR_FILENO) ? (void *)1 : NULL);
 	if (rc == 0)
 		rc = mpictr_pull(argv[optind],
 				 optind + 1 < argc ? argv[optind + 1] : NULL, o,

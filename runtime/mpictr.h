@@ -133,6 +133,12 @@ MPICTR_PUBLIC void mpictr_pull_opts_free(mpictr_pull_opts *o);
  * "cache-dir"); value is NULL for the flags. */
 MPICTR_PUBLIC int mpictr_pull_opts_set(mpictr_pull_opts *o, const char *name,
 				       const char *value, mpictr_err **err);
+/* Progress of a pull: fn gets one line at a time (no newline); transient
+ * lines (byte counts) may be overwritten by the next one on a terminal or
+ * dropped elsewhere. fn NULL: none (the default). */
+MPICTR_PUBLIC void mpictr_pull_opts_progress(
+    mpictr_pull_opts *o,
+    void (*fn)(const char *line, int transient, void *data), void *data);
 /* `mpictr pull SOURCE [OUT]`: write the image SOURCE (docker://...,
  * REPO[:TAG], REGISTRY#IMAGE, docker-archive:, oci-archive:, oci:) as the
  * SIF OUT (NULL: NAME_TAG.sif, or the cache for registry forms). *summary

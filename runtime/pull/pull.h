@@ -30,6 +30,10 @@ struct pull_opts {
 	unsigned max_expansion; /* 0 = no limit (--no-expansion-limit) */
 	int comp_level;		/* zstd level, 0 = default (3) */
 	const char *cache_dir;	/* NULL: the default (h22b) */
+	/* Progress lines (NULL: none). A transient line (byte counts) may be
+	 * overwritten in place by the next on a terminal, or dropped. */
+	void (*progress)(const char *line, int transient, void *data);
+	void *progress_data;
 };
 
 /* What a pull did, for the summary line and the tests. */

@@ -60,7 +60,12 @@ MPICTR_PUBLIC int mpictr_pull_opts_set(mpictr_pull_opts *p, const char *name,
 		return set_string(&p->arch, &p->o.arch, name, value, err);
 	else if (strcmp(name, "tls-ca") == 0)
 		return set_string(&p->tls_ca, &p->o.tls_ca, name, value, err);
-	else if (strcmp(name, "insecure") == 0)
+	else if (strcmp(name, "insecure") == 0 && p->insecure && value &&
+		 *value) { /* given again: one more host */
+		char *all = xasprintf("%s,%s", p->insecure, value);
+		free(p->insecure);
+		p->o.insecure = p->insecure = all;
+	} else if (strcmp(name, "insecure") == 0)
 		return set_string(&p->insecure, &p->o.insecure, name, value,
 				  err);
 	else if (strcmp(name, "cache-dir") == 0)
@@ -69,6 +74,14 @@ MPICTR_PUBLIC int mpictr_pull_opts_set(mpictr_pull_opts *p, const char *name,
 	else
 		return err_set(err, EINVAL, "unknown pull option '%s'", name);
 	return 0;
+}
+
+MPICTR_PUBLIC void mpictr_pull_opts_progress(
+    mpictr_pull_opts *p,
+    void (*fn)(const char *line, int transient, void *data), void *data)
+{
+	p->o.progress = fn;
+	p->o.progress_data = data;
 }
 
 int pull_image(const struct image_ref *ref, const char *out,
