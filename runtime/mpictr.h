@@ -147,6 +147,16 @@ MPICTR_PUBLIC int mpictr_pull(const char *source, const char *out,
 			      const mpictr_pull_opts *opts, char **summary,
 			      mpictr_err **err);
 
+/* `mpictr cache list`: the images in the cache dir (NULL: the default,
+ * docs/pull.md) as text, one per line, then totals. */
+MPICTR_PUBLIC int mpictr_cache_list(const char *dir, char **text,
+				    mpictr_err **err);
+/* `mpictr cache clean`: remove every image, blob and tag of the cache (all
+ * = 0: only what killed pulls left in its tmp/). Fails (EBUSY) while a
+ * pull or run holds the cache. Bytes freed in *freed. */
+MPICTR_PUBLIC int mpictr_cache_clean(const char *dir, int all,
+				     uint64_t *freed, mpictr_err **err);
+
 /* ---- container configuration ---------------------------------------- */
 
 typedef struct mpictr_config mpictr_config;

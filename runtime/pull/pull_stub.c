@@ -103,19 +103,23 @@ MPICTR_PUBLIC int mpictr_pull(const char *source, const char *out,
 	    .o = {.max_expansion = PULL_MAX_EXPANSION}};
 	struct image_ref ref;
 	struct pull_stats st = {0};
-	cleanup_free char *def = NULL, *what = NULL;
+	struct pull_opts o;
+	cleanup_free char *def = NULL, *what = NULL, *site = NULL;
 	char *sif = NULL;
 	int rc;
 
 	*summary = NULL;
 	if (!opts)
 		opts = &defaults;
+	o = opts->o;
+	if (!o.cache_dir) /* the site's shared cache, if it names one */
+		o.cache_dir = site = pull_site_cache_dir();
 	if (image_ref_parse(source, &ref, err) < 0)
 		return -1;
 	if (!out && ref.transport != IMAGE_REF_DOCKER)
 		out = def = image_ref_default_out(&ref);
 	what = image_ref_string(&ref);
-	rc = pull_image(&ref, out, &opts->o, &st, &sif, err);
+	rc = pull_image(&ref, out, &o, &st, &sif, err);
 	if (rc < 0) {
 		err_wrap(err, "pull '%s'", source);
 	} else {
