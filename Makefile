@@ -76,7 +76,10 @@ PLUGIN_SRCS_pmix := pmi/pmix_server.c pmi/pmix_dyn.c pmi/pmix_gate.c pmi/upstrea
 	pmi/pmix_plugin.c
 PLUGIN_SRCS_squash := sif/squash.c sif/squash_plugin.c
 # pull_stub.c is the host side (in libmpictr); the rest is the plugin.
-PLUGIN_SRCS_pull := $(filter-out runtime/pull/pull_stub.c,$(wildcard runtime/pull/*.c))
+# pull_run.c and cache.c (pure POSIX: a run finds a cached image without
+# the plugin) are in libmpictr too.
+PULL_HOST_SRCS := runtime/pull/pull_stub.c runtime/pull/pull_run.c runtime/pull/cache.c
+PLUGIN_SRCS_pull := $(filter-out $(PULL_HOST_SRCS),$(wildcard runtime/pull/*.c))
 PLUGIN_ONLY_SRCS := $(foreach p,$(PLUGIN_NAMES),$(PLUGIN_SRCS_$(p)))
 PLUGIN_BASE_OBJS := $(B)/obj-plugin/runtime/common/error.o $(B)/obj/runtime/common/util.o
 PLUGIN_EXTRA_pmix := $(B)/obj/pmi/job.o $(B)/obj/pmi/pubstore.o $(B)/obj/pmi/spawnreq.o \
@@ -87,7 +90,7 @@ PLUGIN_EXTRA_pmix := $(B)/obj/pmi/job.o $(B)/obj/pmi/pubstore.o $(B)/obj/pmi/spa
 PLUGIN_EXTRA_squash := $(B)/obj/sif/image.o $(B)/obj/sif/sif.o \
 	$(B)/obj/runtime/common/proc.o $(B)/obj/runtime/common/syscalls.o
 PLUGIN_EXTRA_pull := $(B)/obj/sif/sif.o $(B)/obj/sif/sif_write.o $(B)/obj/sif/image.o \
-	$(B)/obj/runtime/config/imageref.o \
+	$(B)/obj/runtime/config/imageref.o $(B)/obj/runtime/pull/cache.o \
 	$(B)/obj/runtime/common/proc.o $(B)/obj/runtime/common/syscalls.o
 PLUGIN_LIBS_pmix := $(PMIX_LIBS)
 PLUGIN_LIBS_pull := $(PULL_LIBS)

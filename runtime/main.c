@@ -73,14 +73,18 @@ static void print_help(void)
 	       "       %s pull [--force] [-q] [--arch ARCH] [--tls-ca FILE] "
 	       "[--insecure HOST]\n"
 	       "            [--no-expansion-limit] SOURCE [OUT.sif]\n"
+	       "       %s cache list|clean [--cache-dir DIR]\n"
 	       "       %s check\n"
 	       "       %s instance start [OPTIONS] [--linger SECONDS] IMAGE "
 	       "NAME\n"
 	       "       %s instance list [--json]\n"
 	       "       %s instance stop NAME|--all\n"
 	       "\n"
-	       "IMAGE is a SIF file, a squashfs file, a directory or "
-	       "instance://NAME\n"
+	       "IMAGE is a SIF file, a squashfs file, a directory, "
+	       "instance://NAME, or a registry\n"
+	       "image (docker://..., REGISTRY#IMAGE), pulled into the cache "
+	       "first (MPICTR_CACHEDIR;\n"
+	       "MPICTR_PULL_INSECURE, MPICTR_PULL_TLS_CA, MPICTR_PULL_ARCH)\n"
 	       "SOURCE is docker://[USER@]HOST[:PORT]/REPO[:TAG][@DIGEST], "
 	       "REPO[:TAG],\n"
 	       "[USER@]REGISTRY#IMAGE[:TAG], docker-archive:FILE[:REF], "
@@ -134,7 +138,7 @@ static void print_help(void)
 	       "127 not found, 255 when mpictr itself fails. See mpictr(1).\n",
 	       progname, progname, progname, progname, progname, progname,
 	       progname, progname, progname, progname, progname, progname,
-	       mpictr_site_config_path());
+	       progname, mpictr_site_config_path());
 }
 
 enum {
@@ -679,6 +683,20 @@ static const char pull_usage[] =
     "usage: pull [--force] [-q] [--arch ARCH] [--tls-ca FILE] "
     "[--insecure HOST] [--no-expansion-limit] SOURCE [OUT.sif]";
 
+/* Pull progress on stderr: on a terminal the byte counts update one line
+ * in place; elsewhere only the step lines, one each. */
+static void pull_progress(const char *line, int transient, void *data)
+{
+	bool tty = data != NULL;
+
+	if (transient && !tty)
+		return;
+	if (tty)
+		fprintf(stderr, "\r\033[K%s%s", line, transient ? "" : "\n");
+	else
+		fprintf(stderr, "%s\n", line);
+}
+
 /* `mpictr pull [OPTIONS] SOURCE [OUT.sif]` (docs/pull.md). */
 static int cmd_pull(int argc, char **argv)
 {
@@ -717,6 +735,9 @@ static int cmd_pull(int argc, char **argv)
 		mpictr_pull_opts_free(o);
 		return usage_error("%s", pull_usage);
 	}
+	if (rc == 0 && !quiet)
+		mpictr_pull_opts_progress(
+		    o, pull_progress, isatty(STDERR_FILENO) ? (void *)1 : NULL);
 	if (rc == 0)
 		rc = mpictr_pull(argv[optind],
 				 optind + 1 < argc ? argv[optind + 1] : NULL, o,
@@ -728,6 +749,41 @@ static int cmd_pull(int argc, char **argv)
 		fputs(summary, stderr);
 	free(summary);
 	return 0;
+}
+
+/* `mpictr cache list|clean [--cache-dir DIR]` (docs/pull.md). */
+static int cmd_cache(int argc, char **argv)
+{
+	static const char usage[] =
+	    "usage: cache list|clean [--tmp] [--cache-dir DIR]";
+	const char *dir = NULL, *sub = argc > 1 ? argv[1] : "";
+	mpictr_err *err = NULL;
+	bool tmp_only = false;
+	char *text = NULL;
+	uint64_t freed = 0;
+
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--cache-dir") == 0 && i + 1 < argc)
+			dir = argv[++i];
+		else if (strcmp(argv[i], "--tmp") == 0)
+			tmp_only = true;
+		else
+			return usage_error("%s", usage);
+	}
+	if (strcmp(sub, "list") == 0 && !tmp_only) {
+		if (mpictr_cache_list(dir, &text, &err) < 0)
+			return fail(err);
+		fputs(text, stdout);
+		free(text);
+		return 0;
+	}
+	if (strcmp(sub, "clean") == 0) {
+		if (mpictr_cache_clean(dir, !tmp_only, &freed, &err) < 0)
+			return fail(err);
+		printf("freed %llu bytes\n", (unsigned long long)freed);
+		return 0;
+	}
+	return usage_error("%s", usage);
 }
 
 /* Refuse to run with elevated privileges (charliecloud's
@@ -772,6 +828,8 @@ int main(int argc, char **argv)
 		return cmd_instance(argc - 1, argv + 1);
 	if (strcmp(verb, "pull") == 0)
 		return cmd_pull(argc - 1, argv + 1);
+	if (strcmp(verb, "cache") == 0)
+		return cmd_cache(argc - 1, argv + 1);
 	if (strcmp(verb, "check") == 0) {
 		mpictr_err *err = NULL;
 		char *report = NULL;

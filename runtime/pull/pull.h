@@ -30,6 +30,10 @@ struct pull_opts {
 	unsigned max_expansion; /* 0 = no limit (--no-expansion-limit) */
 	int comp_level;		/* zstd level, 0 = default (3) */
 	const char *cache_dir;	/* NULL: the default (h22b) */
+	/* Progress lines (NULL: none). A transient line (byte counts) may be
+	 * overwritten in place by the next on a terminal, or dropped. */
+	void (*progress)(const char *line, int transient, void *data);
+	void *progress_data;
 };
 
 /* What a pull did, for the summary line and the tests. */
@@ -86,5 +90,16 @@ struct pull_plugin {
 int pull_image(const struct image_ref *ref, const char *out,
 	       const struct pull_opts *o, struct pull_stats *st, char **sif_out,
 	       mpictr_err **err);
+
+/* Host side (pull_run.c, in libmpictr). The site configuration's
+ * cache_dir, or NULL. */
+char *pull_site_cache_dir(void);
+/* When cfg->image is a registry reference, replace it with the path of its
+ * SIF in the cache, pulling it first unless it is cached by digest
+ * (MPICTR_PULL_INSECURE, MPICTR_PULL_TLS_CA, MPICTR_PULL_ARCH and
+ * MPICTR_CACHEDIR of cfg's environment are the pull's options). Other
+ * images are left alone. */
+struct mpictr_config;
+int pull_resolve_image(struct mpictr_config *cfg, mpictr_err **err);
 
 #endif

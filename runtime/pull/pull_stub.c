@@ -60,7 +60,12 @@ MPICTR_PUBLIC int mpictr_pull_opts_set(mpictr_pull_opts *p, const char *name,
 		return set_string(&p->arch, &p->o.arch, name, value, err);
 	else if (strcmp(name, "tls-ca") == 0)
 		return set_string(&p->tls_ca, &p->o.tls_ca, name, value, err);
-	else if (strcmp(name, "insecure") == 0)
+	else if (strcmp(name, "insecure") == 0 && p->insecure && value &&
+		 *value) { /* given again: one more host */
+		char *all = xasprintf("%s,%s", p->insecure, value);
+		free(p->insecure);
+		p->o.insecure = p->insecure = all;
+	} else if (strcmp(name, "insecure") == 0)
 		return set_string(&p->insecure, &p->o.insecure, name, value,
 				  err);
 	else if (strcmp(name, "cache-dir") == 0)
@@ -69,6 +74,14 @@ MPICTR_PUBLIC int mpictr_pull_opts_set(mpictr_pull_opts *p, const char *name,
 	else
 		return err_set(err, EINVAL, "unknown pull option '%s'", name);
 	return 0;
+}
+
+MPICTR_PUBLIC void mpictr_pull_opts_progress(
+    mpictr_pull_opts *p,
+    void (*fn)(const char *line, int transient, void *data), void *data)
+{
+	p->o.progress = fn;
+	p->o.progress_data = data;
 }
 
 int pull_image(const struct image_ref *ref, const char *out,
@@ -90,19 +103,23 @@ MPICTR_PUBLIC int mpictr_pull(const char *source, const char *out,
 	    .o = {.max_expansion = PULL_MAX_EXPANSION}};
 	struct image_ref ref;
 	struct pull_stats st = {0};
-	cleanup_free char *def = NULL, *what = NULL;
+	struct pull_opts o;
+	cleanup_free char *def = NULL, *what = NULL, *site = NULL;
 	char *sif = NULL;
 	int rc;
 
 	*summary = NULL;
 	if (!opts)
 		opts = &defaults;
+	o = opts->o;
+	if (!o.cache_dir) /* the site's shared cache, if it names one */
+		o.cache_dir = site = pull_site_cache_dir();
 	if (image_ref_parse(source, &ref, err) < 0)
 		return -1;
 	if (!out && ref.transport != IMAGE_REF_DOCKER)
 		out = def = image_ref_default_out(&ref);
 	what = image_ref_string(&ref);
-	rc = pull_image(&ref, out, &opts->o, &st, &sif, err);
+	rc = pull_image(&ref, out, &o, &st, &sif, err);
 	if (rc < 0) {
 		err_wrap(err, "pull '%s'", source);
 	} else {

@@ -44,6 +44,7 @@
 
 #include "mpictr.h"
 #include "config/bindspec.h"
+#include "config/imageref.h"
 #include "common/proc.h"
 #include "config/siteconf.h"
 #include "common/util.h"
@@ -204,6 +205,39 @@ static void image_dirs_error(const char *real)
 			    opts.image, dirs);
 }
 
+/* A registry image (docker://..., Pyxis's REGISTRY#IMAGE): parsed here;
+ * each task then finds it in the cache or pulls it (libmpictr: one task
+ * of the node pulls, the others wait for it). A site that restricts
+ * images to image_dirs allows no registry images. */
+static int check_pull_source(void)
+{
+	struct image_ref ref;
+	mpictr_err *e = NULL;
+
+	if (opts.image_dirs) {
+		slurm_error("mpictr: --container-image '%s': the site allows "
+			    "only images from its image_dirs, not registry "
+			    "images",
+			    opts.image);
+		return -1;
+	}
+	if (image_ref_parse(opts.image, &ref, &e) < 0) {
+		slurm_error("mpictr: --container-image: %s",
+			    mpictr_err_message(e));
+		mpictr_err_free(e);
+		return -1;
+	}
+	if (ref.transport != IMAGE_REF_DOCKER) {
+		slurm_error("mpictr: --container-image '%s': a local source; "
+			    "write a SIF with 'mpictr pull' first",
+			    opts.image);
+		image_ref_free(&ref);
+		return -1;
+	}
+	image_ref_free(&ref);
+	return 0;
+}
+
 /* The checks that need nothing but the path: run in srun/sbatch/salloc
  * (before anything is launched) and again in each task, where they are
  * the enforcement (srun is the user's, and so is its plugstack.conf).
@@ -219,6 +253,15 @@ static int check_image(void)
 
 	if (!opts.image)
 		return 0;
+	/* As Pyxis: a name that is no path ("ubuntu:22.04") is Docker Hub's */
+	if (!strchr("/.", opts.image[0]) && !strstr(opts.image, "://") &&
+	    access(opts.image, F_OK) < 0) {
+		char *d = xasprintf("docker://%s", opts.image);
+		free(opts.image);
+		opts.image = d;
+	}
+	if (image_ref_is_pull_source(opts.image))
+		return check_pull_source();
 	fd = open(opts.image, O_PATH | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		slurm_error(
