@@ -147,12 +147,20 @@ struct sif_object_input {
 	const void *data; /* in memory ... */
 	size_t len;
 	int fd; /* ... or copied from this fd (offset 0, len bytes) if >= 0 */
+	/* ... or already written at the offset the writer gives it (the
+	 * first object: SIF_WRITE_DATA_START for a partition); data and fd
+	 * are then unused */
+	bool in_place;
 	const char *name;
 	/* partitions only */
 	int32_t fstype;
 	int32_t parttype;
 	const char *arch_code; /* 2-digit code */
 };
+
+/* Where sif_write_fd() puts a partition that is its first object: after
+ * the 48 descriptors at 4096, 4 KiB aligned. */
+#define SIF_WRITE_DATA_START 32768
 
 /* Write a new SIF to fd (which must be empty) with the objects in order,
  * following Apptainer's layout: launch script, random v4 UUID, 48

@@ -126,7 +126,11 @@ int sif_write_fd(int fd, const char *name, const struct sif_object_input *objs,
 				arch = o->arch_code;
 			}
 		}
-		if (o->fd >= 0)
+		if (o->in_place)
+			rc = i == 0 && start == SIF_WRITE_DATA_START
+				 ? 0
+				 : (errno = EINVAL, -1);
+		else if (o->fd >= 0)
 			rc = copy_range(o->fd, fd, start, o->len);
 		else
 			rc = pwrite_all(fd, o->data, o->len, start);
