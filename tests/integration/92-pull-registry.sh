@@ -245,6 +245,21 @@ if have_userns && have_fuse; then
 	GETS=$(reg_blob_gets p test/busybox)
 	ok "mpictr exec REGISTRY#IMAGE again" $T "$MPICTR" exec "$REG_p#test/busybox:1" /bin/sh -c true
 	check "... no blob downloaded" test "$(reg_blob_gets p test/busybox)" = "$GETS"
+	ok "mpictr -n 2 docker://... (launch mode)" $T "$MPICTR" -n 2 "docker://$REG_p/test/busybox:1" /bin/sh -c 'echo rank-$PMIX_RANK'
+	check "... 2 ranks" test "$(grep -c '^rank-[01]$' "$W/last")" = 2
+	if command -v mpirun >/dev/null; then
+		ok "mpirun -np 2 mpictr docker://... (hybrid)" $T mpirun -np 2 "$MPICTR" "docker://$REG_p/test/busybox@$DIGEST" /bin/sh -c 'echo hybrid'
+		check "... 2 ranks" test "$(grep -c '^hybrid$' "$W/last")" = 2
+	else
+		need "mpirun mpictr docker://..." "Open MPI's mpirun is not installed"
+	fi
+	INST=pull$$
+	ok "mpictr instance start docker://... NAME" $T "$MPICTR" instance start "docker://$REG_p/test/busybox:1" "$INST"
+	ok "... exec instance://NAME sees the image" $T "$MPICTR" exec "instance://$INST" /bin/sh -c 'ls /data/payload'
+	check "... /data/payload" grep -q "^/data/payload$" "$W/last"
+	ok "... instance stop" $T "$MPICTR" instance stop "$INST"
+	ok_status "exec of a registry image that does not exist: exit 255" 255 $T "$MPICTR" exec "docker://$REG_p/test/nothing:1" /bin/sh -c true
+	check "... names it and the 404" grep -q "test/nothing:1.*404" "$W/last"
 	unset MPICTR_PULL_INSECURE
 else
 	need "exec of a registry image" "user namespaces or /dev/fuse are not usable"
