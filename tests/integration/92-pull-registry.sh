@@ -184,6 +184,19 @@ export MPICTR_CACHEDIR=$W/cache-f-429
 ok "429 with Retry-After: retried, then pulled" $T $F "docker://$REG_f/fault/429:1" "$W/f429.sif"
 check "... after 2 answers of 429" test "$(grep -c '/fault/429/manifests/1 HTTP/1.1" 429' "$RW/f.log")" = 2
 
+export MPICTR_CACHEDIR=$W/cache-f-busy
+ok_status "429 for ever: a bounded number of tries, then exit 255" 255 $T $F "docker://$REG_f/fault/busy:1"
+check "... 'too many requests'" grep -q "fault/busy.*429 too many requests" "$W/last"
+check "... after 5 requests (1 + 4 retries)" test "$(grep -c '/fault/busy/manifests/1 HTTP/1.1" 429' "$RW/f.log")" = 5
+
+# ---- proxies from the environment (libcurl) ---------------------------------
+export MPICTR_CACHEDIR=$W/cache-proxy
+ok_status "http_proxy is used (a proxy that is not there: exit 255)" 255 \
+	env http_proxy=http://127.0.0.1:1 no_proxy= $T $P "docker://$REG_p/test/busybox:1"
+check "... the error is the proxy's connection" grep -qi "proxy\|connect" "$W/last"
+ok "... no_proxy lifts it for the registry" \
+	env http_proxy=http://127.0.0.1:1 no_proxy=127.0.0.1 $T $P "docker://$REG_p/test/busybox:1"
+
 # ---- 8 concurrent pulls ---------------------------------------------------------
 export MPICTR_CACHEDIR=$W/cache-8
 GETS=$(reg_blob_gets p test/busybox)

@@ -11,6 +11,7 @@ is needed; every request is logged to stdout ("GET /v2/...").
   short     blobs 10 bytes short              flipped
   long      blobs 10 bytes too long           slow     blobs at 1 MB/s
   ctype     a manifest whose mediaType is not its Content-Type
+  busy      429 with Retry-After: 1, always
 """
 import hashlib
 import json
@@ -123,7 +124,7 @@ class H(BaseHTTPRequestHandler):
             return self.error(403, 'DENIED', 'requested access to the resource is denied')
         if kind == '404':
             return self.error(404, 'MANIFEST_UNKNOWN', 'manifest unknown')
-        if kind == '429' and COUNT[kind] <= 2:
+        if (kind == '429' and COUNT[kind] <= 2) or kind == 'busy':
             return self.error(429, 'TOOMANYREQUESTS', 'slow down', [('Retry-After', '1')])
         try:
             if what == 'manifests':
