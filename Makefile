@@ -281,6 +281,10 @@ FUZZ_SRCS_fuzz_imgread := runtime/host/imgread.c sif/squash_stub.c runtime/commo
 	runtime/common/error.c runtime/common/util.c runtime/common/syscalls.c runtime/common/proc.c
 FUZZ_SRCS_fuzz_imageref := runtime/config/imageref.c runtime/common/error.c runtime/common/util.c
 $(B)/fuzz/fuzz_imageref: $(FUZZ_SRCS_fuzz_imageref)
+FUZZ_SRCS_fuzz_regauth := runtime/pull/auth.c runtime/common/error.c runtime/common/util.c
+FUZZ_CFLAGS_fuzz_regauth := $(shell $(PKG_CONFIG) --cflags jansson)
+FUZZ_LIBS_fuzz_regauth := $(shell $(PKG_CONFIG) --libs jansson)
+$(B)/fuzz/fuzz_regauth: $(FUZZ_SRCS_fuzz_regauth)
 fuzz: $(FUZZERS)
 $(B)/fuzz/fuzz_squash: $(FUZZ_SRCS_fuzz_squash)
 $(B)/fuzz/fuzz_imgread: $(FUZZ_SRCS_fuzz_imgread)
