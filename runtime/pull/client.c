@@ -51,6 +51,7 @@ struct client {
 	char *authz;	   /* "Authorization: ..." or NULL (secret) */
 	unsigned auth_gen; /* bumped with each new authz */
 	int cred_state;	   /* 0: not looked up, 1: have, 2: none */
+	long last_status;  /* of the last request (with retries) */
 	struct reg_cred cred;
 	/* progress of the blob downloads */
 	uint64_t all_done, all_total;
@@ -573,6 +574,7 @@ static int call(struct client *cl, CURL *h, const char *path, bool head,
 			wait_seconds(w);
 			continue;
 		}
+		cl->last_status = r->status;
 		if (r->status >= 200 && r->status <= 299)
 			return 0;
 		return status_error(cl, what, r->status, r, s, err);
@@ -859,11 +861,18 @@ static int resolve(struct client *cl, CURL *h, const char *want,
 		cleanup_free char *s = xasprintf("resolve %s", cl->what);
 		step(cl, s);
 		/* one HEAD: a tag whose content is cached costs no GET */
-		rc = manifest_get(cl, h, ref->tag, true, &hm, NULL);
-		if (rc == 0 && hm.digest)
+		mpictr_err *he = NULL;
+		rc = manifest_get(cl, h, ref->tag, true, &hm, &he);
+		if (rc < 0 &&
+		    (cl->last_status == 429 || cl->last_status == 503)) {
+			if (err) /* retried enough already */
+				*err = steal_ptr(&he);
+		} else if (rc == 0 && hm.digest) {
 			rc = manifest_local(cl, hm.digest, m, err);
-		else
+		} else {
 			rc = 0; /* the GET tells why (HEAD has no body) */
+		}
+		mpictr_err_free(he);
 		manifest_free(&hm);
 		if (rc == 0)
 			rc = manifest_get(cl, h, ref->tag, false, m, err);

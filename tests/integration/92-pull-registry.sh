@@ -110,6 +110,40 @@ ok_status "bare REPO:TAG is Docker Hub's library/ (no network here: a clear erro
 check "... naming registry-1.docker.io/library/debian:bookworm" grep -q "registry-1.docker.io/library/debian:bookworm" "$W/last"
 check "... nothing written" test ! -e "$W/hub.sif"
 
+# ---- progress -------------------------------------------------------------------
+export MPICTR_CACHEDIR=$W/cache-progress
+ok "progress, not a terminal: one line per step" $T "$MPICTR" pull --insecure "$REG_p" "docker://$REG_p/test/busybox:1" "$W/p1.sif"
+check "... resolve, manifest, each blob, assembling" bash -c "grep -q '^resolve ' '$W/last' && grep -q '^manifest sha256:.* (linux/' '$W/last' &&
+	[ \$(grep -c '^blob [1-3]/3 sha256:.*done' '$W/last') = 3 ] && grep -q '^assembling the SIF' '$W/last'"
+check "... no in-place updates (no carriage return)" bash -c "! grep -q \$'\r' '$W/last'"
+rm -rf "$MPICTR_CACHEDIR"
+if command -v script >/dev/null; then
+	ok "progress on a terminal (script(1))" $T script -qec "'$MPICTR' pull --insecure '$REG_p' 'docker://$REG_p/test/busybox:1'" /dev/null
+	check "... byte counts updated in place, with the rate" bash -c "grep -q \$'\r\e\\[Kdownloading: .* MB/s' '$W/last'"
+else
+	need "progress on a terminal" "script(1) (util-linux) is missing"
+fi
+rm -rf "$MPICTR_CACHEDIR"
+ok "-q: silent" $T $P "docker://$REG_p/test/busybox:1"
+check "... no output at all" test ! -s "$W/last"
+
+# ---- the site's cache_dir ----------------------------------------------------------
+if [ ! -e /etc/mpictr/mpictr.conf ]; then
+	printf 'cache_dir = %s\n' "$W/sitecache" >"$W/site.conf"
+	mkdir -m 0700 "$W/sitecache"
+	ok "the site configuration's cache_dir (MPICTR_CACHEDIR unset)" env -u MPICTR_CACHEDIR \
+		MPICTR_TEST_SITE_CONF="$W/site.conf" $T $P "docker://$REG_p/test/busybox:1"
+	check "... the image is in the site's cache" test -s "$W/sitecache/images/sha256/${DIGEST#sha256:}.sif"
+	ok "... cache list finds it there" env -u MPICTR_CACHEDIR MPICTR_TEST_SITE_CONF="$W/site.conf" "$MPICTR" cache list
+	check "... one image" grep -q "^1 images" "$W/last"
+	printf 'cache_dir = relative\n' >"$W/site.conf"
+	ok_status "... a relative cache_dir is refused" 255 env -u MPICTR_CACHEDIR \
+		MPICTR_TEST_SITE_CONF="$W/site.conf" "$MPICTR" exec "$W/a.sif" /bin/sh -c true
+	check "... naming the key" grep -q "cache_dir.*absolute" "$W/last"
+else
+	skip "the site configuration's cache_dir" "a real /etc/mpictr/mpictr.conf exists (MPICTR_TEST_SITE_CONF is ignored then)"
+fi
+
 # ---- registry stopped: by digest from the cache ---------------------------
 reg_stop p
 ok "registry stopped: pull by digest of the cached image" $T $P "docker://$REG_p/test/busybox@$DIGEST" "$W/c.sif"
@@ -266,6 +300,8 @@ if have_userns && have_fuse; then
 	else
 		need "mpirun mpictr docker://..." "Open MPI's mpirun is not installed"
 	fi
+	ok "mpictr --dry-run docker://... (pulls, plans, runs nothing)" $T "$MPICTR" --dry-run "docker://$REG_p/test/busybox:1" /bin/sh
+	check "... the plan's image source is the cached SIF" grep -q "images/sha256/${DIGEST#sha256:}.sif" "$W/last"
 	INST=pull$$
 	ok "mpictr instance start docker://... NAME" $T "$MPICTR" instance start "docker://$REG_p/test/busybox:1" "$INST"
 	ok "... exec instance://NAME sees the image" $T "$MPICTR" exec "instance://$INST" /bin/sh -c 'ls /data/payload'
