@@ -154,8 +154,8 @@ MPICTR_PUBLIC int mpictr_cache_list(const char *dir, char **text,
 /* `mpictr cache clean`: remove every image, blob and tag of the cache (all
  * = 0: only what killed pulls left in its tmp/). Fails (EBUSY) while a
  * pull or run holds the cache. Bytes freed in *freed. */
-MPICTR_PUBLIC int mpictr_cache_clean(const char *dir, int all,
-				     uint64_t *freed, mpictr_err **err);
+MPICTR_PUBLIC int mpictr_cache_clean(const char *dir, int all, uint64_t *freed,
+				     mpictr_err **err);
 
 /* ---- container configuration ---------------------------------------- */
 

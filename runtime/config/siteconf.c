@@ -212,9 +212,8 @@ static int global_key(struct parser *ps, const char *key, const char *v,
 {
 	struct siteconf *a = &ps->add;
 	static const char *const site_only[] = {
-	    "lock_devices", "lock_transport_env", "user_binds",
-	    "allow_bind",   "deny_bind",	  "shm_size",
-	    "cache_dir"};
+	    "lock_devices", "lock_transport_env", "user_binds", "allow_bind",
+	    "deny_bind",    "shm_size",		  "cache_dir"};
 	bool b;
 
 	for (size_t i = 0; i < ARRAY_SIZE(site_only); i++)

@@ -74,19 +74,21 @@ int pull_resolve_image(mpictr_config *cfg, mpictr_err **err)
 		return -1;
 	if (ref.transport != IMAGE_REF_DOCKER) {
 		image_ref_free(&ref);
-		err_set(err, EINVAL, "image '%s': local sources are not run "
-				     "directly",
+		err_set(err, EINVAL,
+			"image '%s': local sources are not run "
+			"directly",
 			cfg->image);
-		return err_hint(err, "write a SIF first: mpictr pull '%s' "
-				     "IMAGE.sif",
+		return err_hint(err,
+				"write a SIF first: mpictr pull '%s' "
+				"IMAGE.sif",
 				cfg->image);
 	}
 	o.cache_dir = cfg->site.cache_dir.value;
 	o.insecure = env_get(env, "MPICTR_PULL_INSECURE");
 	o.tls_ca = env_get(env, "MPICTR_PULL_TLS_CA");
 	o.arch = env_get(env, "MPICTR_PULL_ARCH");
-	dir = cache_dir_choose(env_get(env, "MPICTR_CACHEDIR"), o.cache_dir,
-			       err);
+	dir =
+	    cache_dir_choose(env_get(env, "MPICTR_CACHEDIR"), o.cache_dir, err);
 	if (!dir)
 		rc = -1;
 	if (rc == 0) {
@@ -127,8 +129,8 @@ MPICTR_PUBLIC int mpictr_cache_list(const char *dir, char **text,
 	return 0;
 }
 
-MPICTR_PUBLIC int mpictr_cache_clean(const char *dir, int all,
-				     uint64_t *freed, mpictr_err **err)
+MPICTR_PUBLIC int mpictr_cache_clean(const char *dir, int all, uint64_t *freed,
+				     mpictr_err **err)
 {
 	cleanup_free char *d = cache_dir_for(dir, err);
 
