@@ -280,6 +280,8 @@ FUZZ_SRCS_fuzz_imgread := runtime/host/imgread.c sif/squash_stub.c runtime/commo
 	runtime/common/error.c runtime/common/util.c runtime/common/syscalls.c runtime/common/proc.c
 FUZZ_SRCS_fuzz_imageref := runtime/config/imageref.c runtime/common/error.c runtime/common/util.c
 $(B)/fuzz/fuzz_imageref: $(FUZZ_SRCS_fuzz_imageref)
+FUZZ_SRCS_fuzz_ociconfig := runtime/config/ociconfig.c runtime/common/error.c runtime/common/util.c
+$(B)/fuzz/fuzz_ociconfig: $(FUZZ_SRCS_fuzz_ociconfig)
 fuzz: $(FUZZERS)
 $(B)/fuzz/fuzz_squash: $(FUZZ_SRCS_fuzz_squash)
 $(B)/fuzz/fuzz_imgread: $(FUZZ_SRCS_fuzz_imgread)
