@@ -205,12 +205,13 @@ $(B)/tests/suites.h: $(UNIT_SRCS) Makefile
 
 # The PMIx gate lives in the pmix plugin but needs no libpmix: its object
 # is linked in for its unit tests.
-UNIT_PLUGIN_OBJS := $(B)/obj/pmi/pmix_gate.o
+UNIT_PLUGIN_OBJS := $(B)/obj/pmi/pmix_gate.o $(B)/obj/runtime/pull/auth.o
 $(B)/tests/check_unit: tests/unit/main.c $(UNIT_SRCS) $(B)/tests/suites.h $(STATIC_LIB) \
 		$(UNIT_PLUGIN_OBJS)
 	$(CC) $(CPPFLAGS_ALL) -I$(B)/tests -Itests/unit $(CFLAGS_ALL) $(CHECK_CFLAGS) \
 		$(FUSE_CFLAGS_TESTS) -o $@ tests/unit/main.c $(UNIT_SRCS) $(UNIT_PLUGIN_OBJS) \
-		$(LDFLAGS_ALL) $(STATIC_LIB) $(DEP_LIBS) $(CHECK_LIBS)
+		$(LDFLAGS_ALL) $(STATIC_LIB) $(DEP_LIBS) $(CHECK_LIBS) \
+		$(shell $(PKG_CONFIG) --libs jansson)
 
 $(B)/tests/%: tests/helpers/%.c $(STATIC_LIB)
 	@mkdir -p $(dir $@)
@@ -282,6 +283,10 @@ FUZZ_SRCS_fuzz_imageref := runtime/config/imageref.c runtime/common/error.c runt
 $(B)/fuzz/fuzz_imageref: $(FUZZ_SRCS_fuzz_imageref)
 FUZZ_SRCS_fuzz_ociconfig := runtime/config/ociconfig.c runtime/common/error.c runtime/common/util.c
 $(B)/fuzz/fuzz_ociconfig: $(FUZZ_SRCS_fuzz_ociconfig)
+FUZZ_SRCS_fuzz_regauth := runtime/pull/auth.c runtime/common/error.c runtime/common/util.c
+FUZZ_CFLAGS_fuzz_regauth := $(shell $(PKG_CONFIG) --cflags jansson)
+FUZZ_LIBS_fuzz_regauth := $(shell $(PKG_CONFIG) --libs jansson)
+$(B)/fuzz/fuzz_regauth: $(FUZZ_SRCS_fuzz_regauth)
 fuzz: $(FUZZERS)
 $(B)/fuzz/fuzz_squash: $(FUZZ_SRCS_fuzz_squash)
 $(B)/fuzz/fuzz_imgread: $(FUZZ_SRCS_fuzz_imgread)

@@ -73,7 +73,7 @@ static void print_help(void)
 	       "       %s pull [--force] [-q] [--arch ARCH] [--tls-ca FILE] "
 	       "[--insecure HOST]\n"
 	       "            [--no-expansion-limit] SOURCE [OUT.sif]\n"
-	       "       %s cache list|clean [--cache-dir DIR]\n"
+	       "       %s cache list|clean [--tmp] [--cache-dir DIR]\n"
 	       "       %s check\n"
 	       "       %s instance start [OPTIONS] [--linger SECONDS] IMAGE "
 	       "NAME\n"

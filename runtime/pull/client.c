@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -287,7 +286,11 @@ static int perform(struct client *cl, CURL *h, const char *url, bool head,
 			       "%s: plain HTTP is used only for hosts given "
 			       "with --insecure ('%s')",
 			       url, host ? host : "?");
-	return err_set(err, 0, "%s: %s", url, curl_easy_strerror(rc));
+	err_set(err, 0, "%s: %s", url, curl_easy_strerror(rc));
+	if (rc == CURLE_SSL_CONNECT_ERROR && !plain_ok)
+		err_hint(err, "a registry that speaks plain HTTP must be named "
+			      "with --insecure HOST[:PORT]");
+	return -1;
 }
 
 /* ---- authentication
@@ -547,7 +550,7 @@ static int call(struct client *cl, CURL *h, const char *path, bool head,
 		pthread_mutex_unlock(&cl->mu);
 		sink_reset(s);
 		if (perform(cl, h, url, head, accept, authz, s, r, err) < 0)
-			return -1;
+			return err_wrap(err, "%s", what);
 		if (authz)
 			explicit_bzero(authz, strlen(authz));
 		if (r->status == 401 && !fresh) {
@@ -770,28 +773,6 @@ out:
 	return rc;
 }
 
-char *reg_platform_wanted(const char *arch)
-{
-	static const struct {
-		const char *uname, *oci;
-	} map[] = {{"x86_64", "amd64"},	   {"aarch64", "arm64"},
-		   {"armv7l", "arm/v7"},   {"armv6l", "arm/v6"},
-		   {"ppc64le", "ppc64le"}, {"s390x", "s390x"},
-		   {"riscv64", "riscv64"}, {"i686", "386"}};
-	struct utsname u;
-
-	if (arch && *arch)
-		return str_has_prefix(arch, "linux/")
-			   ? xstrdup(arch)
-			   : xasprintf("linux/%s", arch);
-	if (uname(&u) < 0)
-		return xstrdup("linux/amd64");
-	for (size_t i = 0; i < ARRAY_SIZE(map); i++)
-		if (strcmp(u.machine, map[i].uname) == 0)
-			return xasprintf("linux/%s", map[i].oci);
-	return xasprintf("linux/%s", u.machine);
-}
-
 /* "os/arch[/variant]" of an index entry, or NULL. */
 static char *entry_platform(json_t *ent)
 {
@@ -878,9 +859,11 @@ static int resolve(struct client *cl, CURL *h, const char *want,
 		cleanup_free char *s = xasprintf("resolve %s", cl->what);
 		step(cl, s);
 		/* one HEAD: a tag whose content is cached costs no GET */
-		rc = manifest_get(cl, h, ref->tag, true, &hm, err);
+		rc = manifest_get(cl, h, ref->tag, true, &hm, NULL);
 		if (rc == 0 && hm.digest)
 			rc = manifest_local(cl, hm.digest, m, err);
+		else
+			rc = 0; /* the GET tells why (HEAD has no body) */
 		manifest_free(&hm);
 		if (rc == 0)
 			rc = manifest_get(cl, h, ref->tag, false, m, err);

@@ -55,6 +55,7 @@ struct spank_opts {
 	char *image, *mounts, *workdir, *env, *name;
 	bool no_entrypoint;
 	char **image_dirs; /* site policy (plugin argument image_dirs=) */
+	bool no_registry;  /* plugin argument registry_images=no */
 };
 
 static struct spank_opts opts;
@@ -139,8 +140,14 @@ static int parse_args(int ac, char **av)
 			}
 			continue;
 		}
+		if (strcmp(av[i], "registry_images=no") == 0 ||
+		    strcmp(av[i], "registry_images=yes") == 0) {
+			opts.no_registry = av[i][16] == 'n';
+			continue;
+		}
 		slurm_error("mpictr: plugstack.conf: unknown argument '%s' "
-			    "(known: image_dirs=DIR[:DIR...])",
+			    "(known: image_dirs=DIR[:DIR...], "
+			    "registry_images=yes|no)",
 			    av[i]);
 		return -1;
 	}
@@ -207,17 +214,16 @@ static void image_dirs_error(const char *real)
 
 /* A registry image (docker://..., Pyxis's REGISTRY#IMAGE): parsed here;
  * each task then finds it in the cache or pulls it (libmpictr: one task
- * of the node pulls, the others wait for it). A site that restricts
- * images to image_dirs allows no registry images. */
+ * of the node pulls, the others wait for it) into the user's cache, so
+ * image_dirs (files) does not apply; registry_images=no forbids them. */
 static int check_pull_source(void)
 {
 	struct image_ref ref;
 	mpictr_err *e = NULL;
 
-	if (opts.image_dirs) {
+	if (opts.no_registry) {
 		slurm_error("mpictr: --container-image '%s': the site allows "
-			    "only images from its image_dirs, not registry "
-			    "images",
+			    "no registry images (registry_images=no)",
 			    opts.image);
 		return -1;
 	}

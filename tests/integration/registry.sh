@@ -134,3 +134,14 @@ push() {
 	shift 2
 	skopeo copy -q --dest-tls-verify=false "$@" "oci:$dir:latest" "docker://$ref" >/dev/null
 }
+
+# reg_fault NAME UPSTREAM-NAME: tests/integration/regfault.py in front of
+# registry UPSTREAM-NAME (its test/busybox); sets REG_<NAME>.
+reg_fault() {
+	local up=REG_$2 port
+	port=$(reg_port $((${REG_PORT_BASE:-22200} + 5)))
+	"$PY" "$ROOT/tests/integration/regfault.py" "$port" "${!up}" >"$RW/$1.log" 2>&1 &
+	REG_PIDS+=($!)
+	reg_wait "http://127.0.0.1:$port/v2/" || return 1
+	printf -v "REG_$1" '%s' "127.0.0.1:$port"
+}
