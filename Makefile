@@ -281,6 +281,8 @@ FUZZ_SRCS_fuzz_imgread := runtime/host/imgread.c sif/squash_stub.c runtime/commo
 	runtime/common/error.c runtime/common/util.c runtime/common/syscalls.c runtime/common/proc.c
 FUZZ_SRCS_fuzz_imageref := runtime/config/imageref.c runtime/common/error.c runtime/common/util.c
 $(B)/fuzz/fuzz_imageref: $(FUZZ_SRCS_fuzz_imageref)
+FUZZ_SRCS_fuzz_ociconfig := runtime/config/ociconfig.c runtime/common/error.c runtime/common/util.c
+$(B)/fuzz/fuzz_ociconfig: $(FUZZ_SRCS_fuzz_ociconfig)
 FUZZ_SRCS_fuzz_regauth := runtime/pull/auth.c runtime/common/error.c runtime/common/util.c
 FUZZ_CFLAGS_fuzz_regauth := $(shell $(PKG_CONFIG) --cflags jansson)
 FUZZ_LIBS_fuzz_regauth := $(shell $(PKG_CONFIG) --libs jansson)

@@ -4,12 +4,14 @@
  *  1. the host's, filtered: minus PATH, LD_* and MPICTR_*; where mpictr
  *     serves PMI (launch and node daemon mode) also minus PMI_* and PMIX_*
  *     of an outer launcher;
- *  2. PATH reset to the container default; the site's variables, then the
- *     selected profiles' (set, or prepended with ':');
+ *  2. PATH reset to the container default; a pulled image's Env (its
+ *     config's, docs/pull.md: it overrides the host's); the site's
+ *     variables, then the selected profiles' (set, or prepended with ':');
  *  3. MPICTR_CONTAINER and PWD;
  *  4. the user's: MPICTR_ENV_NAME, then -e/--env (kept apart too, see 7);
  *     -- env_plan above, once per plan; env_rank below, per rank --
- *  5. the transport variables, only where still unset; the host library
+ *  5. the transport variables, only where still unset (or set by the
+ *     image's Env only: they win over the image's); the host library
  *     directories (GPU driver libraries, injected MPI) prepended to
  *     LD_LIBRARY_PATH;
  *  6. launch and node daemon mode: the binding hints (env_binding) and the
@@ -38,7 +40,8 @@ bool plan_env_excluded(const char *name);
  * the user's variables of step 4 alone (both NULL-terminated, new). */
 void env_plan(const struct mpictr_config *cfg, enum run_mode mode,
 	      const struct site_profile *const *profs, const char *image,
-	      const char *pwd, char ***env, char ***user_env);
+	      const char *pwd, char *const *image_env, char ***env,
+	      char ***user_env);
 
 /* Steps 1 to 5: the environment of local rank local_rank of plan p.
  * Caller frees with strv_free. */

@@ -237,7 +237,8 @@ static int add_runtime_files(struct tree *t, struct sqw *w, json_t *config,
 
 	if (wd && wd[0] == '/' && wd[1]) {
 		cleanup_free char *norm = NULL;
-		if (merge_norm_path(wd, &norm) == 0 && norm[0])
+		if (merge_norm_path(wd + strspn(wd, "/"), &norm) == 0 &&
+		    norm[0])
 			(void)mkdirs(t, norm); /* a file there: left alone */
 	}
 	lab = json_dumps(json_is_object(labels) ? labels : empty,

@@ -613,6 +613,23 @@ static int finish_digest(struct merge *m, struct lreader *r, int L)
 	return 0;
 }
 
+/* Whether the rest of the layer hashes to its digest (errors aside). */
+static bool digest_checked(struct merge *m, struct lreader *r, int L)
+{
+	mpictr_err *e = NULL;
+	struct merge quiet = *m;
+	struct lreader copy = *r;
+	bool ok;
+
+	quiet.err = &e;
+	copy.md = EVP_MD_CTX_new();
+	EVP_MD_CTX_copy_ex(copy.md, r->md);
+	ok = finish_digest(&quiet, &copy, L) == 0;
+	EVP_MD_CTX_free(copy.md);
+	mpictr_err_free(e);
+	return ok;
+}
+
 static struct archive *open_layer(struct lreader *r)
 {
 	struct archive *a = archive_read_new();
@@ -651,8 +668,14 @@ static int scan_layer(struct merge *m, int L, bool reread)
 		if (rc == 0 && !reread)
 			m->st->entries++;
 	}
-	if (rc == 0)
+	if (rc == 0) {
 		rc = finish_digest(m, &r, L);
+	} else if (!digest_checked(m, &r, L)) {
+		/* a corrupt blob: its digest is the cause to report */
+		mpictr_err_free(*m->err);
+		*m->err = NULL;
+		finish_digest(m, &r, L);
+	}
 	if (rc == 0 && !reread)
 		m->st->bytes_in += (uint64_t)archive_filter_bytes(a, 0);
 	archive_read_free(a);
