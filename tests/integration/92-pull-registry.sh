@@ -223,6 +223,15 @@ ok_status "429 for ever: a bounded number of tries, then exit 255" 255 $T $F "do
 check "... 'too many requests'" grep -q "fault/busy.*429 too many requests" "$W/last"
 check "... after 5 requests (1 + 4 retries)" test "$(grep -c '/fault/busy/manifests/1 HTTP/1.1" 429' "$RW/f.log")" = 5
 
+# ---- a redirect to another host gets no Authorization -----------------------
+export MPICTR_CACHEDIR=$W/cache-f-redirect
+mkdir -p "$HOME/.docker"
+printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$REG_f" "$(printf alice:s3cret | base64)" >"$HOME/.docker/config.json"
+ok "Basic auth, blobs redirected (307) to another host" $T $F --insecure "localhost:${REG_f#*:}" "docker://$REG_f/fault/redirect:1"
+check "... the other host was asked for each blob" test "$(grep -c '^sawauth=' "$RW/f.log")" = "$NBLOBS"
+check "... never with the Authorization header" bash -c "! grep -q '^sawauth=yes' '$RW/f.log'"
+rm -rf "$HOME/.docker"
+
 # ---- proxies from the environment (libcurl) ---------------------------------
 export MPICTR_CACHEDIR=$W/cache-proxy
 ok_status "http_proxy is used (a proxy that is not there: exit 255)" 255 \

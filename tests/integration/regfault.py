@@ -12,6 +12,9 @@ is needed; every request is logged to stdout ("GET /v2/...").
   long      blobs 10 bytes too long           slow     blobs at 1 MB/s
   ctype     a manifest whose mediaType is not its Content-Type
   busy      429 with Retry-After: 1, always
+  redirect  Basic auth required (any user); blobs answered 307 to
+            http://localhost:PORT/v2/fault/sawauth/... (another host),
+            which logs "sawauth=yes" or "sawauth=no" and serves the blob
 """
 import hashlib
 import json
@@ -117,6 +120,16 @@ class H(BaseHTTPRequestHandler):
             return self.error(404, 'NAME_UNKNOWN', 'repository name not known')
         kind, what, ref = parts[3], parts[4], parts[5]
         COUNT[kind] = COUNT.get(kind, 0) + 1
+        if kind == 'redirect':
+            if not self.headers.get('Authorization', '').startswith('Basic '):
+                return self.error(401, 'UNAUTHORIZED', 'authentication required',
+                                  [('WWW-Authenticate', 'Basic realm="fault"')])
+            if what == 'blobs':
+                loc = 'http://localhost:%s/v2/fault/sawauth/blobs/%s' % (sys.argv[1], ref)
+                return self.send(307, b'', extra=[('Location', loc)])
+        if kind == 'sawauth':
+            print('sawauth=%s' % ('yes' if self.headers.get('Authorization') else 'no'),
+                  flush=True)
         if kind == '401':
             return self.error(401, 'UNAUTHORIZED', 'authentication required',
                               [('WWW-Authenticate', 'Basic realm="fault"')])
