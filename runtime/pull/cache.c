@@ -46,22 +46,43 @@ char *cache_dir_choose(const char *dir, const char *site_dir, mpictr_err **err)
 	return NULL;
 }
 
-/* mkdir that accepts an existing directory. */
+/* mkdir that accepts an existing directory; mode exactly (no umask). */
 static int mkdir_ok(const char *path, mode_t mode, mpictr_err **err)
 {
-	if (mkdir(path, mode) == 0 || errno == EEXIST)
+	if (mkdir(path, mode) == 0) {
+		if ((mode & 02070) && chmod(path, mode) < 0)
+			return err_set(err, errno, "chmod '%s'", path);
+		return 0;
+	}
+	if (errno == EEXIST)
 		return 0;
 	return err_set(err, errno, "create cache directory '%s'", path);
 }
 
-/* mkdir -p of path's parents below (and including) nothing above base. */
+/* The mode of a new directory below parent: 0755, or 02775 below a
+ * setgid group-writable one (a site's shared cache, owned by a group). */
+static mode_t child_mode(const char *path)
+{
+	cleanup_free char *parent = xstrdup(path);
+	char *slash = strrchr(parent, '/');
+	struct stat st;
+
+	if (slash && slash != parent)
+		*slash = '\0';
+	if (stat(parent, &st) == 0 && (st.st_mode & S_ISGID) &&
+	    (st.st_mode & S_IWGRP))
+		return 02775;
+	return 0755;
+}
+
+/* mkdir -p of path's parents. */
 static int mkdir_parents(const char *path, mpictr_err **err)
 {
 	cleanup_free char *p = xstrdup(path);
 
 	for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
 		*s = '\0';
-		if (mkdir_ok(p, 0755, err) < 0)
+		if (access(p, F_OK) < 0 && mkdir_ok(p, child_mode(p), err) < 0)
 			return -1;
 		*s = '/';
 	}
@@ -69,8 +90,9 @@ static int mkdir_parents(const char *path, mpictr_err **err)
 }
 
 /* The cache root: ours (created 0700) or a shared one that others cannot
- * plant images in. */
-static int check_root(const char *dir, mpictr_err **err)
+ * plant images in: owned by us or root, writable by no one else but its
+ * group (*shared then). */
+static int check_root(const char *dir, bool *shared, mpictr_err **err)
 {
 	struct stat st;
 
@@ -92,12 +114,27 @@ static int check_root(const char *dir, mpictr_err **err)
 			       "image cache '%s' is owned by uid %u, not by "
 			       "you or root",
 			       dir, (unsigned)st.st_uid);
-	if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
-		return err_set(err, 0,
-			       "image cache '%s' is writable by anyone "
-			       "(mode %o): anyone could plant an image there",
-			       dir, (unsigned)(st.st_mode & 07777));
+	if (st.st_mode & S_IWOTH) {
+		err_set(err, 0,
+			"image cache '%s' is writable by anyone (mode %o): "
+			"anyone could plant an image there",
+			dir, (unsigned)(st.st_mode & 07777));
+		return err_hint(err, "a shared cache belongs to a group: "
+				     "chmod 2775 and chgrp it");
+	}
+	*shared = (st.st_mode & S_IWGRP) != 0;
 	return 0;
+}
+
+/* A lock file, opened for fcntl write locks; group-writable in a shared
+ * cache so that its other users can lock it too. */
+static int open_lock(const char *path, bool shared)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+
+	if (fd >= 0 && shared)
+		(void)fchmod(fd, 0664); /* not ours: its creator did */
+	return fd;
 }
 
 static int ensure_file(const char *dir, const char *name, const char *text,
@@ -129,18 +166,18 @@ int cache_open(struct cache *c, const char *dir, mpictr_err **err)
 
 	c->dir = NULL;
 	c->lockfd = -1;
-	if (check_root(dir, err) < 0)
+	if (check_root(dir, &c->shared, err) < 0)
 		return -1;
 	for (size_t i = 0; i < ARRAY_SIZE(sub); i++) {
 		cleanup_free char *p = xasprintf("%s/%s", dir, sub[i]);
-		if (mkdir_ok(p, 0755, err) < 0)
+		if (mkdir_ok(p, c->shared ? 02775 : 0755, err) < 0)
 			return -1;
 	}
 	if (ensure_file(dir, "oci-layout", LAYOUT_JSON, err) < 0 ||
 	    ensure_file(dir, "index.json", INDEX_EMPTY, err) < 0)
 		return -1;
 	lockp = xasprintf("%s/locks/cache.lock", dir);
-	c->lockfd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	c->lockfd = open_lock(lockp, c->shared);
 	if (c->lockfd < 0)
 		return err_set(err, errno, "open '%s'", lockp);
 	if (TEMP_FAILURE_RETRY(fcntl(c->lockfd, F_SETLKW, &fl)) < 0) {
@@ -200,7 +237,7 @@ int cache_lock(const struct cache *c, const char *name, mpictr_err **err)
 {
 	cleanup_free char *p = xasprintf("%s/locks/%s.lock", c->dir, name);
 	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
-	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	int fd = open_lock(p, c->shared);
 
 	if (fd < 0)
 		return err_set(err, errno, "open lock '%s'", p);
@@ -508,12 +545,13 @@ int cache_clean(const char *dir, bool all, uint64_t *freed, mpictr_err **err)
 	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
 	cleanup_free char *lockp = xasprintf("%s/locks/cache.lock", dir);
 	cleanup_close int fd = -1;
+	bool shared;
 	int rc = 0;
 
 	*freed = 0;
-	if (check_root(dir, err) < 0)
+	if (check_root(dir, &shared, err) < 0)
 		return -1;
-	fd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	fd = open_lock(lockp, shared);
 	if (fd < 0)
 		return err_set(err, errno, "open '%s'", lockp);
 	if (fcntl(fd, F_SETLK, &fl) < 0) {

@@ -26,6 +26,7 @@
 struct cache {
 	char *dir;
 	int lockfd; /* the shared lock on locks/cache.lock (clean: exclusive) */
+	bool shared; /* group-writable: a site's cache (files for the group) */
 };
 
 /* The cache directory: dir if not NULL, else $MPICTR_CACHEDIR, else
@@ -36,7 +37,8 @@ char *cache_dir_choose(const char *dir, const char *site_dir, mpictr_err **err);
 /* Open (creating the layout if needed) the cache in dir and take the
  * shared cache lock that `cache clean` waits for. A directory we create
  * ourselves is 0700; an existing one must be owned by us or by root and
- * not writable by others unless sticky (a shared site cache). */
+ * not writable by others; a group-writable one (a site's shared cache,
+ * 2775) gets group-writable directories and locks. */
 int cache_open(struct cache *c, const char *dir, mpictr_err **err);
 void cache_close(struct cache *c);
 

@@ -54,8 +54,8 @@ START_TEST(test_challenge_bad)
 
 	ck_assert_int_eq(reg_challenge_parse("Negotiate abc", &ch), -1);
 	ck_assert_int_eq(reg_challenge_parse("Bearer service=\"x\"", &ch), -1);
-	ck_assert_int_eq(reg_challenge_parse("Bearer realm=\"unterminated", &ch),
-			 -1);
+	ck_assert_int_eq(
+	    reg_challenge_parse("Bearer realm=\"unterminated", &ch), -1);
 	ck_assert_int_eq(reg_challenge_parse("Bearer =x", &ch), -1);
 }
 END_TEST
@@ -108,9 +108,9 @@ START_TEST(test_netrc)
 	struct reg_cred c;
 	mpictr_err *e = NULL;
 
-	ck_assert_int_eq(reg_netrc_find(netrc, strlen(netrc), "F", "nvcr.io",
-					NULL, &c, &e),
-			 1);
+	ck_assert_int_eq(
+	    reg_netrc_find(netrc, strlen(netrc), "F", "nvcr.io", NULL, &c, &e),
+	    1);
 	ck_assert_str_eq(c.user, "$oauthtoken");
 	ck_assert_str_eq(c.secret, "KEY1");
 	ck_assert_str_eq(c.origin, "F");
@@ -125,9 +125,8 @@ START_TEST(test_netrc)
 			 1);
 	ck_assert_str_eq(c.user, "alice");
 	reg_cred_free(&c);
-	ck_assert_int_eq(reg_netrc_find(netrc, strlen(netrc), "F", "x.io",
-					NULL, &c, &e),
-			 0);
+	ck_assert_int_eq(
+	    reg_netrc_find(netrc, strlen(netrc), "F", "x.io", NULL, &c, &e), 0);
 }
 END_TEST
 
@@ -296,8 +295,8 @@ START_TEST(test_cache_layout)
 				       "json",
 				       &e),
 			 0);
-	ck_assert_int_eq(
-	    cache_ref_get(&c, "h:1", "test/img", "v1", &man, &top), 1);
+	ck_assert_int_eq(cache_ref_get(&c, "h:1", "test/img", "v1", &man, &top),
+			 1);
 	ck_assert_str_eq(man, "sha256:" HEX64);
 	ck_assert_int_eq(cache_ref_get(&c, "h:1", "test/img", "v2", &man, NULL),
 			 0);
@@ -348,8 +347,22 @@ START_TEST(test_cache_refuses_open_dir)
 	ck_assert_ptr_nonnull(strstr(mpictr_err_message(e), "writable by"));
 	mpictr_err_free(e);
 	e = NULL;
-	ck_assert_int_eq(chmod(dir, 01777), 0); /* sticky: a shared cache */
+	ck_assert_int_eq(chmod(dir, 01777), 0); /* sticky is no better */
+	ck_assert_int_eq(cache_open(&c, dir, &e), -1);
+	mpictr_err_free(e);
+	e = NULL;
+	ck_assert_int_eq(chmod(dir, 02775), 0); /* a group's shared cache */
 	ck_assert_int_eq(cache_open(&c, dir, &e), 0);
+	ck_assert(c.shared);
+	{
+		cleanup_free char *sub = xasprintf("%s/images", dir);
+		cleanup_free char *lk = xasprintf("%s/locks/cache.lock", dir);
+		struct stat st;
+		ck_assert_int_eq(stat(sub, &st), 0);
+		ck_assert_uint_eq(st.st_mode & 07777, 02775);
+		ck_assert_int_eq(stat(lk, &st), 0);
+		ck_assert_uint_eq(st.st_mode & 0777, 0664);
+	}
 	cache_close(&c);
 }
 END_TEST
