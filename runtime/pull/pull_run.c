@@ -32,10 +32,18 @@ char *pull_site_cache_dir(void)
 	return dir;
 }
 
-/* Run-time pulls: steps go to the log at info level (-v). */
+/* Run-time pulls: steps go to the log at info level (-v), but that a
+ * download starts is a notice (one line, from the one task that pulls). */
 static void log_progress(const char *line, int transient, void *data)
 {
-	if (!transient)
+	const char *image = data;
+
+	if (transient)
+		return;
+	if (str_has_prefix(line, "manifest "))
+		log_notice("pulling '%s' into the image cache: %s", image,
+			   line);
+	else
 		log_info("pull: %s", line);
 }
 
@@ -83,6 +91,7 @@ int pull_resolve_image(mpictr_config *cfg, mpictr_err **err)
 				"IMAGE.sif",
 				cfg->image);
 	}
+	o.progress_data = cfg->image;
 	o.cache_dir = cfg->site.cache_dir.value;
 	o.insecure = env_get(env, "MPICTR_PULL_INSECURE");
 	o.tls_ca = env_get(env, "MPICTR_PULL_TLS_CA");

@@ -297,10 +297,12 @@ if have_userns && have_fuse; then
 	export MPICTR_CACHEDIR=$W/cache-exec MPICTR_PULL_INSECURE=$REG_p
 	ok "mpictr exec docker://.../test/busybox:1 (pulled into the cache)" $T "$MPICTR" exec "docker://$REG_p/test/busybox:1" /bin/sh -c 'ls -l /data/payload'
 	check "... the image's file is there" grep -q "payload" "$W/last"
+	check "... one notice says it is being pulled" test "$(grep -c "^mpictr: pulling 'docker://$REG_p/test/busybox:1' into the image cache: manifest sha256:" "$W/last")" = 1
 	check "... the cache has the SIF" test -s "$MPICTR_CACHEDIR/images/sha256/${DIGEST#sha256:}.sif"
 	GETS=$(reg_blob_gets p test/busybox)
 	ok "mpictr exec REGISTRY#IMAGE again" $T "$MPICTR" exec "$REG_p#test/busybox:1" /bin/sh -c true
 	check "... no blob downloaded" test "$(reg_blob_gets p test/busybox)" = "$GETS"
+	check "... and no notice" bash -c "! grep -q pulling '$W/last'"
 	ok "mpictr -n 2 docker://... (launch mode)" $T "$MPICTR" -n 2 "docker://$REG_p/test/busybox:1" /bin/sh -c 'echo rank-$PMIX_RANK'
 	check "... 2 ranks" test "$(grep -c '^rank-[01]$' "$W/last")" = 2
 	if command -v mpirun >/dev/null; then
