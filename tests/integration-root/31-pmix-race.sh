@@ -129,7 +129,7 @@ hits=$(grep -c '^hit' "$W/racer.out")
 early=$(grep -c "closed at libpmix's accept" "$W/v.out")
 echo "# $RUNS jobs raced: $hits ports hit, $early connections closed before the gate, slowest $max ms, $bad failed, $slow slow" >&2
 { cat "$W/runs"; tail -40 "$W/v.out"; } >"$W/log"
-judge_ok "the racer reached V's port in every job (it sees them as they appear)" log $((hits < RUNS))
+judge_ok "the racer reached V's port in most jobs ($hits of $RUNS: it sees them as they appear)" log $((hits * 5 < RUNS * 4))
 judge_ok "... and landed before the gate's takeover in some jobs ($early connections)" log $((early == 0))
 judge_ok "every one of V's $RUNS jobs ends with 0 (no crash, no SIGPIPE)" log $((bad != 0))
 judge_ok "... and none stalls (each within 1.5 s of the slowest job alone: $base ms)" log $((slow != 0))
@@ -156,5 +156,50 @@ kill "$RACER" 2>/dev/null; wait "$RACER" 2>/dev/null
 pkill -KILL -u "$VUID" -f "$W/" 2>/dev/null; wait "$VJOB" 2>/dev/null
 echo "# SIGTERM to end: $ms ms" >&2
 judge_ok "SIGTERM while A holds connections ends V's job within 5 s ($ms ms)" v2.out $((gone != 1))
+
+# Node daemon mode (srun, one mpictr per node, the upstream agent as
+# Slurm's client) serves PMIx through the same code: the same race.
+. "$ROOT/tests/slurm/env.sh"
+if ! slurm_up; then
+	need "single-node Slurm answers sinfo" "the Slurm cluster (sudo tests/slurm/cluster.sh start)"
+else
+	DRUNS=${MPICTR_RACE_DAEMON_RUNS:-15}
+	# run_d: one node-daemon job of V; prints "STATUS MILLISECONDS"
+	run_d() {
+		local t0 st
+		t0=$(date +%s%N)
+		runuser -u "$V" -- env TMPDIR=/tmp SLURM_CONF="$SLURM_CONF" timeout -k 5 90 \
+			srun -O -n 1 --mpi=pmix "$MPICTR" -n 2 "$W/mpi.sif" true >>"$W/d.out" 2>&1
+		st=$?
+		echo "$st $((($(date +%s%N) - t0) / 1000000))"
+	}
+	run_d >/dev/null # warm-up: the first step of a cold cluster is slow
+	dbase=0
+	for _ in 1 2; do
+		read -r st ms < <(run_d)
+		[ "$st" = 0 ] || dbase=-1
+		[ "$dbase" -ge 0 ] && [ "$ms" -gt "$dbase" ] && dbase=$ms
+	done
+	echo "# node daemon control: slowest of 2 jobs alone: $dbase ms" >&2
+	ok "node daemon control: V's srun jobs succeed without the attacker" [ "$dbase" -gt 0 ]
+	: >"$W/d.out"
+	runuser -u "$A" -- "$W/racer" "$VUID" 100000 >"$W/racer3.out" 2>&1 &
+	RACER=$!
+	sleep 0.2
+	: >"$W/druns"
+	for _ in $(seq "$DRUNS"); do run_d >>"$W/druns"; done
+	kill "$RACER" 2>/dev/null; wait "$RACER" 2>/dev/null
+	bad=$(awk '$1 != 0' "$W/druns" | wc -l)
+	slow=$(awk -v lim=$((dbase + 1500)) '$2 > lim' "$W/druns" | wc -l)
+	max=$(sort -k2 -n "$W/druns" | tail -1 | cut -d' ' -f2)
+	hits=$(grep -c '^hit' "$W/racer3.out")
+	early=$(grep -c "closed at libpmix's accept" "$W/d.out")
+	echo "# $DRUNS node-daemon jobs raced: $hits listeners hit, $early connections closed before the gate, slowest $max ms, $bad failed, $slow slow" >&2
+	{ cat "$W/druns"; tail -40 "$W/d.out"; } >"$W/log"
+	judge_ok "node daemon: the racer reached V's listeners ($hits of $DRUNS)" log $((hits * 5 < DRUNS * 4))
+	judge_ok "node daemon: every one of V's $DRUNS srun jobs ends with 0" log $((bad != 0))
+	judge_ok "... none stalls (within 1.5 s of the slowest alone: $dbase ms)" log $((slow != 0))
+	judge_ok "... no launcher crashed in libpmix" log "$(grep -qiE 'segmentation|core dumped|signal 11' "$W/d.out" && echo 1 || echo 0)"
+fi
 
 done_testing
