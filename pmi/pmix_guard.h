@@ -10,9 +10,10 @@
 
 /* Does the accept() that libpmix binds to (the first in the process's
  * global scope) lead to the guard? False when libmpictr was loaded with
- * dlopen, or linked statically into an executable that does not export
- * accept (-Wl,--export-dynamic-symbol=accept; `pkg-config --static
- * mpictr` says it). */
+ * dlopen, or another accept() comes first (LD_PRELOAD). An executable
+ * that links libmpictr.a exports it (GNU ld exports a definition that a
+ * linked shared library, libc, also has; the CLI and `pkg-config --static
+ * mpictr` also say -Wl,--export-dynamic-symbol=accept). */
 bool pmix_guard_in_effect(void);
 
 /* From now on every accept() in this process (only libpmix calls it;

@@ -26,11 +26,9 @@ int pmi_pmix_start(const struct pmi_job *job, const char *tmpdir,
 		return err_set(err, 0,
 			       "pmix: libpmix's accept() does not reach "
 			       "mpictr's guard (libmpictr loaded with dlopen, "
-			       "or linked statically without "
-			       "-Wl,--export-dynamic-symbol=accept: see `pkg-"
-			       "config --static --libs mpictr`): not serving "
-			       "PMIx unguarded (docs/pmi.md, \"Who may "
-			       "connect\")");
+			       "or another accept() in front of it, e.g. "
+			       "through LD_PRELOAD): not serving PMIx "
+			       "unguarded (docs/pmi.md, \"Who may connect\")");
 	pmix_guard_arm(job->uid, job->gid);
 	if (t->pmix_start(job, tmpdir, hooks, err) < 0) {
 		pmix_guard_disarm();

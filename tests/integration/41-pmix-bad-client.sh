@@ -128,4 +128,34 @@ kill "$IDLE" 2>/dev/null; wait "$IDLE" 2>/dev/null
 judge "3. an idle connection held: the job ends with 0" [ "${R%% *}" = 0 ]
 judge "... within 10 s" [ "${R##* }" -lt 10 ]
 
+# 4. The guard stands for embedders too: one linked with libmpictr.so
+# (whose accept() carries libc's version) or with libmpictr.a serves PMIx
+# through it; with another accept() in front of the guard (LD_PRELOAD
+# comes before libmpictr.so, not before the executable) no PMIx server
+# starts.
+EMB=$ROOT/tests/helpers/embed_run.c
+ln -s "$ROOT/build/plugins" "$T_TMP/plugins" # found beside the program
+cat >"$T_TMP/front.c" <<'EOF'
+#define _GNU_SOURCE
+#include <sys/socket.h>
+int accept(int fd, struct sockaddr *a, socklen_t *l) { return accept4(fd, a, l, 0); }
+EOF
+if cc -I"$ROOT/runtime" -o "$T_TMP/embed_shared" "$EMB" -L"$ROOT/build" \
+	-Wl,-rpath,"$ROOT/build" -lmpictr &&
+	cc -I"$ROOT/runtime" -o "$T_TMP/embed_static" "$EMB" "$ROOT/build/libmpictr.a" -lcap -lpthread &&
+	cc -shared -fPIC -o "$T_TMP/front.so" "$T_TMP/front.c"; then
+	ok "4. an embedder linked with libmpictr.so runs a 2-rank Open MPI job" \
+		timeout -k 5 60 "$T_TMP/embed_shared" -n 2 "$IMG/mpi.sif" /opt/mpictr/bin/hello
+	ok "... and one linked with libmpictr.a" \
+		timeout -k 5 60 "$T_TMP/embed_static" -n 2 "$IMG/mpi.sif" /opt/mpictr/bin/hello
+	LD_PRELOAD=$T_TMP/front.so timeout -k 5 60 "$T_TMP/embed_shared" -n 2 "$IMG/mpi.sif" \
+		/opt/mpictr/bin/hello >"$T_TMP/front.out" 2>&1
+	st=$?
+	cp "$T_TMP/front.out" "$T_OUT"
+	t_report "... with another accept() in front of libmpictr.so's, the job fails with 255" $((st != 255))
+	check "... saying why, before any rank ran" bash -c "grep -q \"does not reach mpictr's guard\" '$T_TMP/front.out' && ! grep -q '^hello' '$T_TMP/front.out'"
+else
+	need "the embedders" "cc failed"
+fi
+
 done_testing
