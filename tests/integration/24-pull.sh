@@ -82,6 +82,13 @@ for f in oci da da2 oa oa2 zst; do part fx/$f.sif fx/$f.sqfs; done
 for f in da da2 oa oa2 zst; do
 	check "$f: the same squashfs, byte for byte, as from oci:" cmp fx/oci.sqfs fx/$f.sqfs
 done
+ok "the same image pulled again: the same SIF, byte for byte" \
+	sh -c "$T '$MPICTR' pull -q oci:fx/L:img fx/again.sif && cmp fx/oci.sif fx/again.sif && cmp fx/oci.sif fx/oa.sif"
+ok "pulled with TMPDIR unusable: nothing is written there" \
+	env TMPDIR=/nonexistent/tmp $T "$MPICTR" pull -q oci:fx/L:img fx/notmp.sif
+check "libmpictr and the mpictr executable link none of the pull libraries" \
+	sh -c "! ldd '$ROOT/build/mpictr' '$ROOT'/build/libmpictr.so.* | grep -E 'libarchive|libsquashfs|libjansson|libcurl|libcrypto'"
+check "the pull plugin does" sh -c "ldd '$ROOT/build/plugins/mpictr-pull.so' | grep -q libsquashfs"
 ok "siftool accepts the SIF" siftool list fx/oci.sif
 saved
 check "siftool: a squashfs system partition and a JSON.Generic object" \
