@@ -168,5 +168,10 @@ struct sif_object_input {
  * messages. Returns 0 or -1 with *err. */
 int sif_write_fd(int fd, const char *name, const struct sif_object_input *objs,
 		 size_t nobjs, mpictr_err **err);
+/* The same with the ID fixed_id (NULL: random) and every time `when`
+ * (< 0: now): the same inputs give the same bytes. */
+int sif_write_fd_fixed(int fd, const char *name,
+		       const struct sif_object_input *objs, size_t nobjs,
+		       const uint8_t *fixed_id, int64_t when, mpictr_err **err);
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/util.h"
@@ -265,9 +266,40 @@ static int add_runtime_files(struct tree *t, struct sqw *w, json_t *config,
 
 /* ---- the SIF ---- */
 
+/* The image's creation time ("created", RFC 3339, UTC), else 0: the SIF
+ * of one image is the same bytes whenever it is pulled. */
+static int64_t image_time(json_t *config)
+{
+	const char *c = json_string_value(json_object_get(config, "created"));
+	struct tm tm;
+	const char *end;
+
+	memset(&tm, 0, sizeof(tm));
+	if (!c || !(end = strptime(c, "%Y-%m-%dT%H:%M:%S", &tm)))
+		return 0;
+	return (int64_t)timegm(&tm);
+}
+
+/* A SIF ID derived from the image (its config's digest): version 4
+ * layout, as a random one would have. */
+static void image_id(const struct image_input *in, uint8_t id[16])
+{
+	char d[72];
+
+	sha256_digest(in->config_raw, in->config_len, d);
+	for (int i = 0; i < 16; i++) {
+		unsigned v = 0;
+		sscanf(d + 7 + 2 * i, "%2x", &v);
+		id[i] = (uint8_t)v;
+	}
+	id[6] = (uint8_t)((id[6] & 0x0f) | 0x40);
+	id[8] = (uint8_t)((id[8] & 0x3f) | 0x80);
+}
+
 static int write_sif(int fd, const char *out, const struct image_input *in,
 		     uint64_t sqsize, mpictr_err **err)
 {
+	uint8_t id[16];
 	json_t *cfg = json_object_get(in->config, "config");
 	const char *arch = sif_arch_code(
 	    json_string_value(json_object_get(in->config, "architecture"))
@@ -292,9 +324,11 @@ static int write_sif(int fd, const char *out, const struct image_input *in,
 	};
 
 	json_decref(empty);
+	image_id(in, id);
 	if (!objs[0].arch_code)
 		objs[0].arch_code = "00";
-	if (sif_write_fd(fd, out, objs, 2, err) < 0)
+	if (sif_write_fd_fixed(fd, out, objs, 2, id, image_time(in->config),
+			       err) < 0)
 		return -1;
 	if (fsync(fd) < 0)
 		return err_set(err, errno, "sif '%s': fsync", out);

@@ -656,6 +656,15 @@ static int scan_layer(struct merge *m, int L, bool reread)
 	r.buf = xmalloc(READ_CHUNK);
 	EVP_DigestInit_ex(r.md, EVP_sha256(), NULL);
 	a = open_layer(&r);
+	/* gzip or zstd then tar, or tar: the media type's one filter at
+	 * most ("none" counts as one), never a stream compressed twice */
+	if (archive_filter_count(a) > (r.src->comp == LAYER_TAR ? 1 : 2))
+		rc = err_set(m->err, EINVAL,
+			     "%s: layer %d (%s) is compressed twice (%s over "
+			     "%s): not what its media type says",
+			     m->what, L + 1, m->layers[L].digest,
+			     archive_filter_name(a, 1),
+			     archive_filter_name(a, 0));
 	while (rc == 0 &&
 	       (ar = archive_read_next_header(a, &e)) != ARCHIVE_EOF) {
 		if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN) {

@@ -33,14 +33,38 @@ part() { dd if="$1" of="$2" bs=4096 skip=8 status=none; }
 # nothing_left DIR: no file but those named (no temporary) in DIR
 leftovers() { find "$1" -maxdepth 1 -name '.*.pull.*' | grep -q . && echo "temporary left in $1"; return 0; }
 
+# one_layer GZ DIR: a hand-made layout of one tar+gzip layer GZ, taken as
+# it is (umoci would compress it again), tag y.
+one_layer() {
+	python3 - "$1" "$2" <<'EOF'
+import hashlib, json, os, sys
+src, d = sys.argv[1:3]
+os.makedirs(d + "/blobs/sha256")
+def blob(b):
+    h = hashlib.sha256(b).hexdigest()
+    open(d + "/blobs/sha256/" + h, "wb").write(b)
+    return {"digest": "sha256:" + h, "size": len(b)}
+cfg = blob(json.dumps({"architecture": "amd64", "os": "linux", "config": {},
+    "rootfs": {"type": "layers", "diff_ids": ["sha256:" + "0" * 64]}}).encode())
+cfg["mediaType"] = "application/vnd.oci.image.config.v1+json"
+l = blob(open(src, "rb").read())
+l["mediaType"] = "application/vnd.oci.image.layer.v1.tar+gzip"
+m = blob(json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+    "config": cfg, "layers": [l]}).encode())
+m["mediaType"] = "application/vnd.oci.image.manifest.v1+json"
+m["annotations"] = {"org.opencontainers.image.ref.name": "y"}
+open(d + "/index.json", "w").write(json.dumps({"schemaVersion": 2, "manifests": [m]}))
+open(d + "/oci-layout", "w").write('{"imageLayoutVersion": "1.0.0"}')
+EOF
+}
 # saved: the output of the last ok/ok_status, for the checks after it
 saved() { cp "$T_OUT" "$W/last"; }
 cd "$W" || exit 1
 mkdir fx && $FX merge fx
 ok "fixture layout (3 layers) built with umoci" \
 	layout fx/L img fx/l1.tar fx/l2.tar fx/l3.tar
-gzip -9 -k -n fx/l1.tar && ok "a gzip-compressed copy of the layout" \
-	layout fx/G img fx/l1.tar.gz fx/l2.tar fx/l3.tar
+ok "a zstd-compressed copy of the layout (skopeo)" \
+	skopeo copy -q --dest-compress --dest-compress-format zstd oci:fx/L:img oci:fx/Z:img
 ok "skopeo: docker-archive and oci-archive of the image" \
 	sh -c 'skopeo copy -q oci:fx/L:img docker-archive:fx/d.tar:test/fx:1 &&
 		skopeo copy -q oci:fx/L:img oci-archive:fx/o.tar:img'
@@ -53,11 +77,18 @@ ok "pull docker-archive:FILE" $T "$MPICTR" pull -q docker-archive:fx/d.tar fx/da
 ok "pull docker-archive:FILE:REPO:TAG" $T "$MPICTR" pull -q docker-archive:fx/d.tar:test/fx:1 fx/da2.sif
 ok "pull oci-archive:FILE:REF" $T "$MPICTR" pull -q oci-archive:fx/o.tar:img fx/oa.sif
 ok "pull oci-archive:FILE (its only image)" $T "$MPICTR" pull -q oci-archive:fx/o.tar fx/oa2.sif
-ok "pull oci:DIR:REF, gzip base layer" $T "$MPICTR" pull -q oci:fx/G:img fx/gz.sif
-for f in oci da da2 oa oa2 gz; do part fx/$f.sif fx/$f.sqfs; done
-for f in da da2 oa oa2 gz; do
+ok "pull oci:DIR:REF, zstd layers" $T "$MPICTR" pull -q oci:fx/Z:img fx/zst.sif
+for f in oci da da2 oa oa2 zst; do part fx/$f.sif fx/$f.sqfs; done
+for f in da da2 oa oa2 zst; do
 	check "$f: the same squashfs, byte for byte, as from oci:" cmp fx/oci.sqfs fx/$f.sqfs
 done
+ok "the same image pulled again: the same SIF, byte for byte" \
+	sh -c "$T '$MPICTR' pull -q oci:fx/L:img fx/again.sif && cmp fx/oci.sif fx/again.sif && cmp fx/oci.sif fx/oa.sif"
+ok "pulled with TMPDIR unusable: nothing is written there" \
+	env TMPDIR=/nonexistent/tmp $T "$MPICTR" pull -q oci:fx/L:img fx/notmp.sif
+check "libmpictr and the mpictr executable link none of the pull libraries" \
+	sh -c "! ldd '$ROOT/build/mpictr' '$ROOT'/build/libmpictr.so.* | grep -E 'libarchive|libsquashfs|libjansson|libcurl|libcrypto'"
+check "the pull plugin does" sh -c "ldd '$ROOT/build/plugins/mpictr-pull.so' | grep -q libsquashfs"
 ok "siftool accepts the SIF" siftool list fx/oci.sif
 saved
 check "siftool: a squashfs system partition and a JSON.Generic object" \
@@ -132,7 +163,13 @@ bad_case hardlink-dir "member 'hl'.*hardlink to a directory"
 bad_case hardlink-nothing "member 'hl'.*hardlink to nothing"
 bad_case bare-whiteout "bin/\.wh\.'.*bare whiteout"
 
-$FX bomb bad/bomb.tar.gz 400 && layout bad/bomb y bad/bomb.tar.gz >/dev/null 2>&1
+$FX bomb bad/bomb.tar.gz 400 && one_layer bad/bomb.tar.gz bad/bomb
+gzip -9 -n -c fx/l2.tar | gzip -1 -n >bad/twice.tar.gz
+one_layer bad/twice.tar.gz bad/twice
+ok_status "a layer compressed twice (gzip over gzip): exit 255" 255 $T "$MPICTR" pull oci:bad/twice:y bad/twice.sif
+saved
+check "... says so" grep -q "layer 1 (sha256:.*) is compressed twice (gzip over gzip)" "$W/last"
+
 ok_status "a layer expanding more than 100x: exit 255" 255 $T "$MPICTR" pull oci:bad/bomb:y bad/bomb.sif
 saved
 check "... says so and names the flag" grep -q "expands to more than 100 times.*--no-expansion-limit" "$W/last"
