@@ -63,6 +63,9 @@ ok "... while the image's value stays where mpictr sets none" \
 	sh -c "$T '$MPICTR' -n 2 --dry-run bb.sif env | jq -e '.env | index(\"UCX_TLS=from-image\")' >/dev/null"
 ok "/.singularity.d env file and runscript source cleanly under busybox sh" \
 	sh -c "$T '$MPICTR' exec bb.sif sh -ec '. /.singularity.d/env/10-docker2singularity.sh; [ \"\$GREETING\" = hello ]; /.singularity.d/runscript x y' | grep -qx 'x y'"
+ok "Apptainer's action scripts run under busybox sh (actions/run, actions/exec)" \
+	sh -c "$T '$MPICTR' exec bb.sif /.singularity.d/actions/run p q | grep -qx 'p q' &&
+		$T '$MPICTR' exec bb.sif /.singularity.d/actions/exec sh -c 'echo \$GREETING' | grep -qx hello"
 ok "the runscript with no arguments runs Entrypoint + Cmd" \
 	sh -c "$T '$MPICTR' exec bb.sif /.singularity.d/runscript | grep -qx default-cmd"
 
