@@ -296,6 +296,13 @@ FUZZ_SRCS_fuzz_imgread := runtime/host/imgread.c sif/squash_stub.c runtime/commo
 FUZZ_SRCS_fuzz_imageref := runtime/config/imageref.c runtime/common/error.c runtime/common/util.c
 $(B)/fuzz/fuzz_imageref: $(FUZZ_SRCS_fuzz_imageref)
 FUZZ_SRCS_fuzz_ociconfig := runtime/config/ociconfig.c runtime/common/error.c runtime/common/util.c
+# The pull plugin's archive reader, layer merge and squashfs writer, with
+# the libraries the plugin links (not instrumented).
+FUZZ_SRCS_fuzz_pull := runtime/pull/store.c runtime/pull/merge.c runtime/pull/tree.c \
+	runtime/pull/sqfs.c runtime/common/error.c runtime/common/util.c
+FUZZ_CFLAGS_fuzz_pull := $(PULL_CFLAGS)
+FUZZ_LIBS_fuzz_pull := $(PULL_LIBS)
+$(B)/fuzz/fuzz_pull: $(FUZZ_SRCS_fuzz_pull)
 $(B)/fuzz/fuzz_ociconfig: $(FUZZ_SRCS_fuzz_ociconfig)
 FUZZ_SRCS_fuzz_regauth := runtime/pull/auth.c runtime/common/error.c runtime/common/util.c
 FUZZ_CFLAGS_fuzz_regauth := $(shell $(PKG_CONFIG) --cflags jansson)

@@ -20,35 +20,23 @@
 #include "sif/sif.h"
 #include "sif/sif_write.h"
 
-static const char action_exec[] = "#!/bin/sh\n"
-				  "for script in /.singularity.d/env/*.sh; do\n"
-				  "    if [ -f \"$script\" ]; then\n"
-				  "        . \"$script\"\n"
-				  "    fi\n"
-				  "done\n"
-				  "exec \"$@\"\n";
+/* Apptainer's action scripts: source the environment, then the action. */
+#define ACTION_ENV                                                             \
+	"#!/bin/sh\n"                                                          \
+	"for script in /.singularity.d/env/*.sh; do\n"                         \
+	"    if [ -f \"$script\" ]; then\n"                                    \
+	"        . \"$script\"\n"                                              \
+	"    fi\n"                                                             \
+	"done\n"
 
+static const char action_exec[] = ACTION_ENV "exec \"$@\"\n";
 static const char action_run[] =
-    "#!/bin/sh\n"
-    "for script in /.singularity.d/env/*.sh; do\n"
-    "    if [ -f \"$script\" ]; then\n"
-    "        . \"$script\"\n"
-    "    fi\n"
-    "done\n"
-    "if test -x /.singularity.d/runscript; then\n"
-    "    exec /.singularity.d/runscript \"$@\"\n"
-    "fi\n"
-    "echo \"There is no runscript in the container\" >&2\n"
-    "exit 1\n";
-
-static const char action_shell[] =
-    "#!/bin/sh\n"
-    "for script in /.singularity.d/env/*.sh; do\n"
-    "    if [ -f \"$script\" ]; then\n"
-    "        . \"$script\"\n"
-    "    fi\n"
-    "done\n"
-    "exec /bin/sh \"$@\"\n";
+    ACTION_ENV "if test -x /.singularity.d/runscript; then\n"
+	       "    exec /.singularity.d/runscript \"$@\"\n"
+	       "fi\n"
+	       "echo \"There is no runscript in the container\" >&2\n"
+	       "exit 1\n";
+static const char action_shell[] = ACTION_ENV "exec /bin/sh \"$@\"\n";
 
 /* ---- shell text ---- */
 

@@ -51,6 +51,7 @@ struct sqw {
 	sqfs_meta_writer_t *im, *dm;
 	sqfs_dir_writer_t *dirwr;
 	uint32_t next_ino;
+	bool in_file, finished;
 };
 
 static void file_destroy(sqfs_object_t *o)
@@ -191,6 +192,7 @@ int sqw_file_begin(struct sqw *w, struct node *n, mpictr_err **err)
 {
 	int rc = sqfs_block_processor_begin_file(w->proc, &n->inode, NULL, 0);
 
+	w->in_file = rc == 0;
 	return rc ? sq_fail(w, rc, "begin a file", err) : 0;
 }
 
@@ -206,6 +208,7 @@ int sqw_file_end(struct sqw *w, mpictr_err **err)
 {
 	int rc = sqfs_block_processor_end_file(w->proc);
 
+	w->in_file = false;
 	return rc ? sq_fail(w, rc, "end a file", err) : 0;
 }
 
@@ -213,6 +216,12 @@ void sqw_free(struct sqw *w)
 {
 	if (!w)
 		return;
+	/* A pull that failed midway: let the workers drain, else the
+	 * blocks in flight are lost with the processor (libsquashfs) */
+	if (w->proc && w->in_file)
+		sqfs_block_processor_end_file(w->proc);
+	if (w->proc && !w->finished)
+		sqfs_block_processor_finish(w->proc);
 	sqfs_destroy(w->proc);
 	sqfs_destroy(w->dirwr);
 	sqfs_destroy(w->dm);
@@ -446,7 +455,9 @@ int sqw_finish(struct sqw *w, struct tree *t, int64_t mtime, uint64_t *size,
 	uint64_t used;
 	int rc;
 
-	if ((rc = sqfs_block_processor_finish(w->proc)) != 0)
+	rc = sqfs_block_processor_finish(w->proc);
+	w->finished = true;
+	if (rc != 0)
 		return sq_fail(w, rc, "write file data", err);
 	if ((rc = write_tables(w, t)) != 0)
 		return sq_fail(w, rc, "write the inode and directory tables",

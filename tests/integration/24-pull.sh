@@ -48,10 +48,16 @@ cfg = blob(json.dumps({"architecture": "amd64", "os": "linux", "config": {},
     "rootfs": {"type": "layers", "diff_ids": ["sha256:" + "0" * 64]}}).encode())
 cfg["mediaType"] = "application/vnd.oci.image.config.v1+json"
 l = blob(open(src, "rb").read())
-l["mediaType"] = "application/vnd.oci.image.layer.v1.tar+gzip"
-m = blob(json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-    "config": cfg, "layers": [l]}).encode())
+l["mediaType"] = os.environ.get("MT", "application/vnd.oci.image.layer.v1.tar+gzip")
+m = blob(json.dumps({"schemaVersion": int(os.environ.get("SV", "2")),
+    "mediaType": "application/vnd.oci.image.manifest.v1+json", "config": cfg, "layers": [l]}).encode())
 m["mediaType"] = "application/vnd.oci.image.manifest.v1+json"
+if os.environ.get("INDEX_ARCH"):  # wrap it in an index for that platform only
+    m["platform"] = {"os": "linux", "architecture": os.environ["INDEX_ARCH"]}
+    att = dict(m, platform={"os": "unknown", "architecture": "unknown"})
+    m = blob(json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": [att, m]}).encode())
+    m["mediaType"] = "application/vnd.oci.image.index.v1+json"
 m["annotations"] = {"org.opencontainers.image.ref.name": "y"}
 open(d + "/index.json", "w").write(json.dumps({"schemaVersion": 2, "manifests": [m]}))
 open(d + "/oci-layout", "w").write('{"imageLayoutVersion": "1.0.0"}')
@@ -170,6 +176,21 @@ ok_status "a layer compressed twice (gzip over gzip): exit 255" 255 $T "$MPICTR"
 saved
 check "... says so" grep -q "layer 1 (sha256:.*) is compressed twice (gzip over gzip)" "$W/last"
 
+gzip -n -c fx/l3.tar >bad/l3.tar.gz
+SV=1 one_layer bad/l3.tar.gz bad/schema1
+ok_status "schema 1 manifest: exit 255" 255 $T "$MPICTR" pull oci:bad/schema1:y bad/s1.sif
+saved
+check "... says only schema 2 is supported" grep -q "manifest schema version 1: only schema 2" "$W/last"
+MT=application/vnd.docker.image.rootfs.foreign.diff.tar.gzip one_layer bad/l3.tar.gz bad/foreign
+ok_status "foreign layer: exit 255" 255 $T "$MPICTR" pull oci:bad/foreign:y bad/foreign.sif
+saved
+check "... names it" grep -q "layer 1 is a foreign layer" "$W/last"
+INDEX_ARCH=s390x one_layer bad/l3.tar.gz bad/arm
+ok_status "an index with only linux/s390x: exit 255" 255 $T "$MPICTR" pull oci:bad/arm:y bad/arm.sif
+saved
+check "... lists the platforms there are and names --arch" \
+	grep -q "no image for linux/[a-z0-9]* in the index (it has unknown/unknown, linux/s390x).*--arch" "$W/last"
+ok "--arch s390x picks it" $T "$MPICTR" pull -q --arch s390x oci:bad/arm:y bad/arm.sif
 ok_status "a layer expanding more than 100x: exit 255" 255 $T "$MPICTR" pull oci:bad/bomb:y bad/bomb.sif
 saved
 check "... says so and names the flag" grep -q "expands to more than 100 times.*--no-expansion-limit" "$W/last"

@@ -63,8 +63,26 @@ ok "... while the image's value stays where mpictr sets none" \
 	sh -c "$T '$MPICTR' -n 2 --dry-run bb.sif env | jq -e '.env | index(\"UCX_TLS=from-image\")' >/dev/null"
 ok "/.singularity.d env file and runscript source cleanly under busybox sh" \
 	sh -c "$T '$MPICTR' exec bb.sif sh -ec '. /.singularity.d/env/10-docker2singularity.sh; [ \"\$GREETING\" = hello ]; /.singularity.d/runscript x y' | grep -qx 'x y'"
+ok "Apptainer's action scripts run under busybox sh (actions/run, actions/exec)" \
+	sh -c "$T '$MPICTR' exec bb.sif /.singularity.d/actions/run p q | grep -qx 'p q' &&
+		$T '$MPICTR' exec bb.sif /.singularity.d/actions/exec sh -c 'echo \$GREETING' | grep -qx hello"
 ok "the runscript with no arguments runs Entrypoint + Cmd" \
 	sh -c "$T '$MPICTR' exec bb.sif /.singularity.d/runscript | grep -qx default-cmd"
+
+# A setuid-root binary that mpictr pull keeps (owner 0, mode 4755: what a
+# rootless unpack could not keep) gives no privilege at run time.
+python3 - "$(command -v busybox)" suid.tar <<'EOF'
+import sys, tarfile
+with tarfile.open(sys.argv[2], "w", format=tarfile.PAX_FORMAT) as t:
+    i = t.gettarinfo(sys.argv[1], "bin/busybox.suid")
+    i.uid = i.gid = 0; i.uname = i.gname = "root"; i.mode = 0o4755
+    t.addfile(i, open(sys.argv[1], "rb"))
+EOF
+ok "a layer with a setuid-root busybox" umoci raw add-layer --image bb:latest --tag suid suid.tar
+ok "pull it" $T "$MPICTR" pull -q oci:bb:suid suid.sif
+ok "the setuid bit is in the image" sh -c "$T '$MPICTR' exec suid.sif /bin/busybox stat -c %a /bin/busybox.suid | grep -qx 4755"
+ok "... and gives no privilege: the setuid-root binary runs as you" \
+	sh -c "[ \"\$($T '$MPICTR' exec suid.sif /bin/busybox.suid id -u)\" = $(id -u) ]"
 
 # An image without /bin/sh: only busybox, Entrypoint ["/bin/busybox", "echo"].
 ok "image without /bin/sh" mkimg nosh ':' \
