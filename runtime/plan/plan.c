@@ -603,6 +603,7 @@ static int plan_options(const struct mpictr_config *cfg,
 		p->cwd = xstrdup(f->cwd);
 	p->run_dir = run_dir ? xstrdup(run_dir) : NULL;
 	p->inject_verbs = cfg->inject_verbs;
+	p->options_digest = config_container_digest(cfg);
 	p->transport_env = cfg->transport_env;
 	if (!cfg->transport_env_set && cfg->site.transport_env.value)
 		p->transport_env = streq0(cfg->site.transport_env.value, "on");

@@ -72,6 +72,9 @@ struct plan {
 	struct host_devices hostdev; /* discovered devices and HCAs */
 	char *sysroot;		     /* MPICTR_SYSROOT (testing aid), or NULL */
 	bool inject_verbs;
+	/* config_container_digest of the options it was built from (the
+	 * option table's rows that decide the container). */
+	uint64_t options_digest;
 	char *ucx_net_devices; /* from the UCX query helper, or NULL */
 	bool ucx_asked;	       /* the helper was asked (facts.h) */
 	bool shared_ns;	       /* all local ranks share the namespaces */
