@@ -67,7 +67,7 @@ LDFLAGS_ALL := -Wl,-z,relro,-z,now $(SAN_LDFLAGS) $(LDFLAGS)
 # logging routed to the host (error.c built with MPICTR_PLUGIN_BUILD).
 PLUGIN_NAMES := pmix squash
 PLUGIN_SRCS_pmix := pmi/pmix_server.c pmi/pmix_dyn.c pmi/pmix_gate.c pmi/upstream.c \
-	pmi/pmix_plugin.c
+	pmi/pmix_plugin.c pmi/pmix_register.c
 PLUGIN_SRCS_squash := sif/squash.c sif/squash_plugin.c
 PLUGIN_ONLY_SRCS := $(foreach p,$(PLUGIN_NAMES),$(PLUGIN_SRCS_$(p)))
 PLUGIN_BASE_OBJS := $(B)/obj-plugin/runtime/common/error.o $(B)/obj/runtime/common/util.o
@@ -213,8 +213,15 @@ unit: $(B)/tests/check_unit
 integration: all $(TEST_HELPERS)
 	MPICTR_TEST_ROOT=$(CURDIR) tests/run-integration.sh
 
+# The layers: includes point down only (tests/tools/layers.sh, grep), and
+# no circles between the files of runtime/, sif/, pmi/ (circles.py, ctags).
+.PHONY: check-layers
+check-layers:
+	tests/tools/layers.sh
+	python3 tests/tools/circles.py
+
 export LSAN_OPTIONS = suppressions=$(CURDIR)/tests/lsan.supp
-check: all $(B)/tests/check_unit $(TEST_HELPERS)
+check: check-layers all $(B)/tests/check_unit $(TEST_HELPERS)
 	MPICTR_TEST_ROOT=$(CURDIR) $(B)/tests/check_unit
 	MPICTR_TEST_ROOT=$(CURDIR) tests/run-integration.sh
 

@@ -138,7 +138,7 @@ MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
 		return -1;
 	run_decide(cfg, &d);
 	memset(&p, 0, sizeof(p));
-	if (host_facts_gather(cfg, &d, HOST_FACTS_IMAGE, NULL, &f, err) == 0 &&
+	if (host_facts_gather(cfg, HOST_FACTS_IMAGE, NULL, &f, err) == 0 &&
 	    plan_build(cfg, &d, &f, NULL, &p, err) == 0) {
 		*json = plan_to_json(&p);
 		rc = 0;

@@ -138,7 +138,7 @@ static void prefetch_files(const struct plan *p)
 				 : exec_image_has_env_scripts())
 		prefetch_file("/bin/sh");
 	if (p->argv && p->argv[0] &&
-	    exec_resolve_command(p->argv[0], p->env, &exe, NULL) == 0)
+	    proc_resolve_command(p->argv[0], p->env, &exe, NULL) == 0)
 		prefetch_file(exe);
 }
 

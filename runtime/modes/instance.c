@@ -61,6 +61,7 @@
 #include "modes/rendezvous.h"
 #include "plan/mode.h"
 #include "plan/plan.h"
+#include "plan/prepare.h"
 #include "common/proc.h"
 #include "common/syscalls.h"
 
@@ -605,7 +606,7 @@ static int inst_plan(const struct mpictr_config *cfg, const char *run,
 	d.peers.node_id = LAUNCHER_UNKNOWN;
 	c.argv = (char **)placeholder;
 	c.runscript = false;
-	return host_plan_build(&c, &d, run, p, err);
+	return plan_prepare(&c, &d, run, NULL, p, err);
 }
 
 struct inst_start {

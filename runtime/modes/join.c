@@ -47,6 +47,7 @@
 #include "modes/keeper.h"
 #include "modes/rendezvous.h"
 #include "plan/env.h"
+#include "plan/prepare.h"
 
 #define JOIN_WAIT_S 120 /* a task waits this long for its keeper */
 
@@ -118,8 +119,7 @@ static int build_plan(struct join_ctx *k, const struct host_given *given,
 {
 	if (k->plan)
 		return 0;
-	if (host_plan_build_given(k->cfg, k->d, NULL, given, k->plan_store,
-				  err) < 0)
+	if (plan_prepare(k->cfg, k->d, NULL, given, k->plan_store, err) < 0)
 		return -1;
 	k->plan = k->plan_store;
 	return 0;

@@ -38,6 +38,7 @@
 #include "modes/launch.h"
 #include "common/error.h"
 #include "plan/plan.h"
+#include "plan/prepare.h"
 #include "pmi/pmi.h"
 #include "common/proc.h"
 #include "modes/spawn.h"
@@ -618,7 +619,7 @@ int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
 	if (j.with_pmi && make_run_dir(&j, err) < 0)
 		goto out;
 	/* An instance's UCX answer: its commands run no helper. */
-	if (host_plan_build_given(
+	if (plan_prepare(
 		cfg, d, j.run_dir,
 		j.inst ? &(struct host_given){.ucx_known = j.inst->ucx_known,
 					      .ucx_net_devices = j.inst->ucx}

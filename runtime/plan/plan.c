@@ -821,6 +821,20 @@ static void json_checks(struct strbuf *sb, const struct plan *p)
 	sb_puts(sb, n ? "\n  ]" : "]");
 }
 
+char **plan_rank_env(const struct plan *p, int local_rank)
+{
+	struct transport_opts o = {
+	    .enabled = p->transport_env,
+	    .shared_ns = p->shared_ns,
+	    .single_node = p->single_node,
+	    .local_rank = local_rank,
+	    .nlocal = p->nlocal,
+	    .ucx_net_devices_from_ucx = p->ucx_net_devices,
+	};
+
+	return env_rank(p->env, &p->hostdev, &o, p->nmpi > 0);
+}
+
 char *plan_to_json(const struct plan *p)
 {
 	static const char *const kinds[] = {"dir", "squashfs", "sif"};

@@ -115,6 +115,9 @@ int plan_build(const struct mpictr_config *cfg, const struct run_decision *d,
 	       const struct host_facts *facts, const char *run_dir,
 	       struct plan *p, mpictr_err **err);
 void plan_free(struct plan *p);
+/* Steps 1 to 5 (env.h): the environment of local rank local_rank of plan
+ * p. Caller frees with strv_free. */
+char **plan_rank_env(const struct plan *p, int local_rank);
 /* The --dry-run JSON (interface contract keys). */
 char *plan_to_json(const struct plan *p);
 /* "rbind,ro,nosuid,nodev" style options of one op. */
@@ -123,8 +126,5 @@ char *mop_options(const struct mount_op *op);
 /* The size of a job's private /dev/shm unless the site sets shm_size: a
  * percentage of the memory the job may use (docs/admin.md). */
 #define SHM_SIZE_DEFAULT "50%"
-
-#define CONTAINER_DEFAULT_PATH                                                 \
-	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 #endif
