@@ -232,6 +232,9 @@ static void gather_identity(const struct mpictr_config *cfg,
 	f->cwd_err = f->cwd ? 0 : errno;
 	f->page_size = psz >= 1024 ? (unsigned long long)psz : 4096;
 	f->job_memory = job_memory();
+	f->ncpu = sysconf(_SC_NPROCESSORS_ONLN) > 0
+		      ? sysconf(_SC_NPROCESSORS_ONLN)
+		      : 0;
 }
 
 /* Devices (sysfs, under MPICTR_SYSROOT when honoured) and, where there is

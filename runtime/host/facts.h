@@ -41,6 +41,7 @@ struct host_facts {
 	char *cwd;  /* NULL when getcwd failed (cwd_err) */
 	int cwd_err;
 	unsigned long long page_size;
+	long ncpu;		       /* online CPUs, 0: unknown */
 	unsigned long long job_memory; /* bytes the job may use, 0: unknown */
 
 	struct image_info image; /* image_probe's answer */

@@ -698,7 +698,7 @@ int instance_start(const struct mpictr_config *cfg,
 	for (size_t i = 0; s.plan.notices && s.plan.notices[i]; i++)
 		log_notice("%s", s.plan.notices[i]);
 	ks = (struct keeper_spec){.plan = &s.plan,
-				  .nworkers = holder_fuse_workers(cfg),
+				  .nworkers = s.plan.fuse_workers,
 				  .sock_path = s.p.sock,
 				  .lock_path = s.p.lock,
 				  .dir = s.p.run,

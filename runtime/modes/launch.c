@@ -568,8 +568,8 @@ static int job_namespaces(struct job *j, mpictr_err **err)
 		return 0;
 	}
 	for (size_t h = 0; h < j->nholders; h++)
-		if (holder_start(&j->plan, holder_fuse_workers(j->cfg),
-				 &j->old_mask, &j->holders[h], err) < 0)
+		if (holder_start(&j->plan, j->plan.fuse_workers, &j->old_mask,
+				 &j->holders[h], err) < 0)
 			return -1;
 	return 0;
 }
@@ -626,8 +626,6 @@ int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
 		       : NULL,
 		&j.plan, err) < 0)
 		goto out;
-	/* Launch mode: every rank is ours, unless other nodes run the rest. */
-	j.plan.single_node = !j.upstream;
 	for (size_t i = 0; j.plan.notices && j.plan.notices[i]; i++)
 		log_notice("%s", j.plan.notices[i]);
 

@@ -80,7 +80,10 @@ struct plan {
 	bool shared_ns;	       /* all local ranks share the namespaces */
 	bool single_node;   /* every rank is local (launch mode, no daemon) */
 	bool transport_env; /* --transport-env=on */
-	int nlocal;	    /* local ranks (1 without -n) */
+	int nlocal;	    /* local ranks (1 without -n; join mode: the
+			       launcher's local size) */
+	int local_rank;	    /* join mode: this task's (else 0): --dry-run's */
+	int fuse_workers;   /* the holder's FUSE workers (squashfs, SIF) */
 	char **profiles;    /* selected site profiles, in order */
 	struct mpi_inject
 	    *mpi; /* host MPIs to inject (checked in the holder) */
@@ -116,7 +119,7 @@ int plan_build(const struct mpictr_config *cfg, const struct run_decision *d,
 	       struct plan *p, mpictr_err **err);
 void plan_free(struct plan *p);
 /* Steps 1 to 5 (env.h): the environment of local rank local_rank of plan
- * p. Caller frees with strv_free. */
+ * p (--dry-run shows p->local_rank's). Caller frees with strv_free. */
 char **plan_rank_env(const struct plan *p, int local_rank);
 /* The --dry-run JSON (interface contract keys). */
 char *plan_to_json(const struct plan *p);
