@@ -215,13 +215,16 @@ integration: all $(TEST_HELPERS)
 
 # The layers: includes point down only (tests/tools/layers.sh, grep), and
 # no circles between the files of runtime/, sif/, pmi/ (circles.py, ctags).
-.PHONY: check-layers
+.PHONY: check-layers check-docmap
 check-layers:
 	tests/tools/layers.sh
 	python3 tests/tools/circles.py
+# Every source file is named in docs/architecture.md's module map.
+check-docmap:
+	tests/tools/docmap.sh
 
 export LSAN_OPTIONS = suppressions=$(CURDIR)/tests/lsan.supp
-check: check-layers all $(B)/tests/check_unit $(TEST_HELPERS)
+check: check-layers check-docmap all $(B)/tests/check_unit $(TEST_HELPERS)
 	MPICTR_TEST_ROOT=$(CURDIR) $(B)/tests/check_unit
 	MPICTR_TEST_ROOT=$(CURDIR) tests/run-integration.sh
 

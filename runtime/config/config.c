@@ -1,5 +1,7 @@
-/* config.c - mpictr_config setters. Pure: nothing here touches the file
- * system; validation against the host happens when the plan is built.
+/* config.c - mpictr_config setters and the option table (config.h). Only
+ * mpictr_site_config_path and mpictr_config_load_site touch the file
+ * system (they read the site file); validation against the host happens
+ * when the plan is built.
  */
 #include <stddef.h>
 #include <stdlib.h>
