@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/proc.h"
 #include "modes/instance.h"
 #include "modes/join.h"
 #include "modes/launch.h"
@@ -15,10 +16,10 @@
 
 static int refuse_privileged(mpictr_err **err)
 {
-	if (getuid() != geteuid() || getgid() != getegid())
+	if (proc_privileged())
 		return err_set(err, EPERM,
-			       "refusing to run setuid or setgid: mpictr needs "
-			       "no privileges");
+			       "refusing to run setuid or setgid (or with file "
+			       "capabilities): mpictr needs no privileges");
 	return 0;
 }
 

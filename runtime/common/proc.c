@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -82,7 +83,8 @@ pid_t proc_fork_relay(int *rfd, int *wfd, const char *what, mpictr_err **err)
 
 	*rfd = *wfd = -1;
 	if (pipe2(p, O_CLOEXEC) < 0)
-		return err_set(err, errno, "pipe");
+		return err_set(err, errno, "create the error relay of %s",
+			       what);
 	pid = fork();
 	if (pid < 0) {
 		int e = errno;
@@ -150,7 +152,7 @@ pid_t proc_fork_watcher(bool own_session, int *life_fd, int *rfd, int *wfd,
 
 	*life_fd = -1;
 	if (pipe2(life, O_CLOEXEC) < 0)
-		return err_set(err, errno, "pipe");
+		return err_set(err, errno, "create the lifeline of %s", what);
 	pid = proc_fork_relay(&r, &w, what, err);
 	if (pid < 0) {
 		close(life[0]);
@@ -502,4 +504,10 @@ int proc_resolve_command(const char *cmd, char *const *env, char **out,
 	return err_set_exit(err, MPICTR_EXIT_NOT_FOUND, 0,
 			    "command '%s' not found in the container (PATH=%s)",
 			    cmd, path ? path : PROC_DEFAULT_PATH);
+}
+
+bool proc_privileged(void)
+{
+	return getauxval(AT_SECURE) || getuid() != geteuid() ||
+	       getgid() != getegid();
 }

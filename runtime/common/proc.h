@@ -123,4 +123,9 @@ int proc_ns_signal(dev_t dev, ino_t ino, pid_t skip, int sig);
 int proc_resolve_command(const char *cmd, char *const *env, char **out,
 			 mpictr_err **err);
 
+/* Does this process run with privileges it was not started with (setuid
+ * or setgid, or file capabilities: AT_SECURE)? mpictr needs none and
+ * refuses to run so (run.c, preflight.c; main.c says so first). */
+bool proc_privileged(void);
+
 #endif

@@ -206,7 +206,9 @@ int holder_start(const struct plan *p, int nworkers, const sigset_t *mask,
 	h->pid = 0;
 	h->ctl = h->userns = h->mntns = -1;
 	if (pipe2(ctl, O_CLOEXEC) < 0)
-		return err_set(err, errno, "pipe");
+		return err_set(
+		    err, errno,
+		    "create the control pipe of the namespace holder");
 	pid = proc_fork_relay(&rfd, &wfd, "the namespace holder", err);
 	if (pid < 0) {
 		close(ctl[0]);

@@ -100,8 +100,9 @@ struct host_given {
 /* Gather every fact the plan of cfg reads (flags above), taking the facts
  * in given (NULL: none) as they are.
  * Failures of single facts are recorded (plan_build reports them, with
- * the context it has); returns 0, or -1 with *err when the facts cannot
- * be gathered at all. Release with host_facts_free() either way. */
+ * the context it has), so it returns 0; -1 with *err is kept for a
+ * failure of the gathering itself, which none of today's facts has.
+ * Release with host_facts_free() either way. */
 int host_facts_gather(const struct mpictr_config *cfg, unsigned flags,
 		      const struct host_given *given, struct host_facts *f,
 		      mpictr_err **err);

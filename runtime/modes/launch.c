@@ -247,7 +247,8 @@ static int start_rank(struct job *j, int rank, mpictr_err **err)
 		return -1;
 	if (j->cfg->tag_output && pipe2(out, O_CLOEXEC) < 0) {
 		strv_free(env);
-		return err_set(err, errno, "pipe");
+		return err_set(err, errno, "create the output pipe of rank %d",
+			       rank);
 	}
 	pid = proc_fork_relay(&rfd, &wfd, "a rank", err);
 	if (pid < 0) {
@@ -602,12 +603,12 @@ int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
 	sigprocmask(SIG_BLOCK, &mask, &j.old_mask);
 	j.sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (j.sfd < 0) {
-		err_set(err, errno, "signalfd");
+		err_set(err, errno, "create the supervisor's signalfd");
 		sigprocmask(SIG_SETMASK, &j.old_mask, NULL);
 		return -1;
 	}
 	if (pipe2(j.abort_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
-		err_set(err, errno, "pipe");
+		err_set(err, errno, "create the supervisor's abort pipe");
 		goto out;
 	}
 	if (d->mode == RUN_NODE_DAEMON &&
