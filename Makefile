@@ -223,12 +223,13 @@ $(B)/tests/escape-probe: tests/probes/escape.c
 unit: $(B)/tests/check_unit
 	MPICTR_TEST_ROOT=$(CURDIR) $(B)/tests/check_unit
 
+# TESTS="tests/integration/00-cli.sh ...": only those (default: all).
 integration: all $(TEST_HELPERS)
-	MPICTR_TEST_ROOT=$(CURDIR) tests/run-integration.sh
+	MPICTR_TEST_ROOT=$(CURDIR) tests/run-integration.sh $(TESTS)
 
 # The layers: includes point down only (tests/tools/layers.sh, grep), and
 # no circles between the files of runtime/, sif/, pmi/ (circles.py, ctags).
-.PHONY: check-layers check-docmap
+.PHONY: check-layers check-docmap fuzz-run
 check-layers:
 	tests/tools/layers.sh
 	python3 tests/tools/circles.py
@@ -236,7 +237,7 @@ check-layers:
 check-docmap:
 	tests/tools/docmap.sh
 
-export LSAN_OPTIONS = suppressions=$(CURDIR)/tests/lsan.supp
+export LSAN_OPTIONS = suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
 check: check-layers check-docmap all $(B)/tests/check_unit $(TEST_HELPERS)
 	MPICTR_TEST_ROOT=$(CURDIR) $(B)/tests/check_unit
 	MPICTR_TEST_ROOT=$(CURDIR) tests/run-integration.sh
@@ -287,6 +288,20 @@ FUZZ_SRCS_fuzz_pmixhello := pmi/pmix_peer.c runtime/common/error.c runtime/commo
 FUZZ_SRCS_fuzz_imgread := runtime/host/imgread.c sif/squash_stub.c runtime/common/plugin.c \
 	runtime/common/error.c runtime/common/util.c runtime/common/syscalls.c runtime/common/proc.c
 fuzz: $(FUZZERS)
+# Every fuzz target for FUZZ_SECONDS (default 20) on a copy of its seed
+# corpus (CI: .ci/run); a crash or leak fails it and leaves crash-* files.
+FUZZ_SECONDS ?= 20
+fuzz-run: $(FUZZERS)
+	@set -e; for f in $(FUZZERS); do \
+		t=$${f##*/fuzz_}; c=$$(mktemp -d); \
+		cp -r tests/fuzz/corpus/$$t/. $$c/ 2>/dev/null || true; \
+		echo "== $$f ($(FUZZ_SECONDS) s, $$(ls $$c | wc -l) seeds)"; \
+		rc=0; $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-artifact_prefix=$(B)/fuzz/crash-$$t- $$c >$$c.log 2>&1 || rc=$$?; \
+		grep -E '^(stat::number_of_executed_units|==[0-9]+==ERROR|SUMMARY)' $$c.log || true; \
+		[ "$$rc" = 0 ] || tail -40 $$c.log; \
+		rm -rf $$c $$c.log; [ "$$rc" = 0 ]; \
+	done
 $(B)/fuzz/fuzz_squash: $(FUZZ_SRCS_fuzz_squash)
 $(B)/fuzz/fuzz_imgread: $(FUZZ_SRCS_fuzz_imgread)
 $(B)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_check.h $(FUZZ_LIB_SRCS)
