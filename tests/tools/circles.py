@@ -20,6 +20,7 @@ Exit status 1 when there is a circle; prints "0 circles" otherwise.
 """
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -166,6 +167,9 @@ def path_around(edges, why, comp):
 
 
 def main():
+    if not shutil.which("ctags"):
+        sys.exit("circles.py: no ctags on PATH (Debian: universal-ctags, "
+                 "tests/deps/debian-packages.txt)")
     edges, why = graph()
     found = circles(edges)
     for comp in found:
