@@ -4,7 +4,7 @@
 
 #include "plan/env.h"
 #include "common/error.h"
-#include "plan/plan.h"
+#include "host/mpiinject.h"
 #include "plan/transport.h"
 
 bool plan_env_excluded(const char *name)
@@ -114,25 +114,19 @@ void env_plan(const struct mpictr_config *cfg, enum run_mode mode,
 }
 
 /* Step 5. */
-char **plan_rank_env(const struct plan *p, int local_rank)
+char **env_rank(char *const *base, const struct host_devices *hd,
+		const struct transport_opts *o, bool mpi_injected,
+		char *const *image_env)
 {
-	char **env = strv_dup(p->env);
+	char **env = strv_dup(base);
 	char **notices = NULL;
-	struct transport_opts o = {
-	    .enabled = p->transport_env,
-	    .shared_ns = p->shared_ns,
-	    .single_node = p->single_node,
-	    .local_rank = local_rank,
-	    .nlocal = p->nlocal,
-	    .ucx_net_devices_from_ucx = p->ucx_net_devices,
-	};
 	cleanup_strv char **from_image = NULL;
 
 	/* The transport variables win over the image's Env: what still has
 	 * the image's value is unset for transport_env, and put back where
 	 * it sets nothing. */
-	for (size_t i = 0; p->image_env && p->image_env[i]; i++) {
-		const char *kv = p->image_env[i], *eq = strchr(kv, '=');
+	for (size_t i = 0; image_env && image_env[i]; i++) {
+		const char *kv = image_env[i], *eq = strchr(kv, '=');
 		cleanup_free char *name = xstrndup(kv, (size_t)(eq - kv));
 		const char *now = env_get(env, name);
 		if (strcmp(name, "PATH") != 0 && now &&
@@ -141,7 +135,7 @@ char **plan_rank_env(const struct plan *p, int local_rank)
 			env_unset(&env, name);
 		}
 	}
-	transport_env(&p->hostdev, &o, &env, &notices);
+	transport_env(hd, o, &env, &notices);
 	for (size_t i = 0; from_image && from_image[i]; i++) {
 		const char *eq = strchr(from_image[i], '=');
 		cleanup_free char *name =
@@ -150,15 +144,15 @@ char **plan_rank_env(const struct plan *p, int local_rank)
 			env_set(&env, name, eq + 1);
 	}
 	/* Notices are the same for every rank: say them once. */
-	for (size_t i = 0; local_rank == 0 && notices && notices[i]; i++)
+	for (size_t i = 0; o->local_rank == 0 && notices && notices[i]; i++)
 		log_notice("%s", notices[i]);
 	strv_free(notices);
-	for (size_t i = 0; p->hostdev.lib_dirs && p->hostdev.lib_dirs[i]; i++) {
+	for (size_t i = 0; hd->lib_dirs && hd->lib_dirs[i]; i++) {
 		cleanup_free char *kv =
-		    xasprintf("LD_LIBRARY_PATH=%s", p->hostdev.lib_dirs[i]);
+		    xasprintf("LD_LIBRARY_PATH=%s", hd->lib_dirs[i]);
 		prepend_kv(&env, kv);
 	}
-	if (p->nmpi)
+	if (mpi_injected)
 		prepend_kv(&env, "LD_LIBRARY_PATH=" MPIINJECT_DIR);
 	return env;
 }

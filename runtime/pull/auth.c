@@ -1,4 +1,4 @@
-/* auth.c - registry credentials and challenges (registry.h): the files
+/* auth.c - registry credentials and challenges (auth.h): the files
  * users already have (containers' auth.json, Docker's config.json,
  * Enroot's netrc-style .credentials), WWW-Authenticate parsing
  * (RFC 7235 auth-params; distribution's token.md), base64 for Basic.
@@ -16,7 +16,7 @@
 
 #include "common/error.h"
 #include "common/util.h"
-#include "pull/registry.h"
+#include "pull/auth.h"
 
 #define CRED_FILE_MAX (1u << 20)
 

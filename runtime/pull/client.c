@@ -1,4 +1,4 @@
-/* client.c - the registry client (registry.h): HTTP API v2 requests with
+/* client.c - the registry client (client.h): HTTP API v2 requests with
  * libcurl, Basic and Bearer authentication (distribution's token.md),
  * bounded retries of 429/503, manifests and indexes resolved to this
  * platform, blobs streamed into the cache with their sha256 and size
@@ -25,7 +25,8 @@
 #include "common/util.h"
 #include "config/imageref.h"
 #include "pull/cache.h"
-#include "pull/registry.h"
+#include "pull/auth.h"
+#include "pull/client.h"
 
 #define MT_OCI_INDEX "application/vnd.oci.image.index.v1+json"
 #define MT_OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"

@@ -91,9 +91,10 @@ int pull_image(const struct image_ref *ref, const char *out,
 	       const struct pull_opts *o, struct pull_stats *st, char **sif_out,
 	       mpictr_err **err);
 
-/* Host side (pull_run.c, in libmpictr). The site configuration's
+/* Host side (pull_stub.c, in libmpictr). The site configuration's
  * cache_dir, or NULL. */
 char *pull_site_cache_dir(void);
+/* Host side (pull_run.c, in libmpictr). */
 /* When cfg->image is a registry reference, replace it with the path of its
  * SIF in the cache, pulling it first unless it is cached by digest
  * (MPICTR_PULL_INSECURE, MPICTR_PULL_TLS_CA, MPICTR_PULL_ARCH and

@@ -18,20 +18,6 @@
 #include "pull/cache.h"
 #include "pull/pull.h"
 
-char *pull_site_cache_dir(void)
-{
-	mpictr_config *cfg = mpictr_config_new();
-	mpictr_err *e = NULL;
-	char *dir = NULL;
-
-	if (mpictr_config_load_site(cfg, NULL, &e) == 0 &&
-	    cfg->site.cache_dir.value)
-		dir = xstrdup(cfg->site.cache_dir.value);
-	mpictr_err_free(e);
-	mpictr_config_free(cfg);
-	return dir;
-}
-
 /* Run-time pulls: steps go to the log at info level (-v), but that a
  * download starts is a notice (one line, from the one task that pulls). */
 static void log_progress(const char *line, int transient, void *data)

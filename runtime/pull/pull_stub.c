@@ -9,6 +9,7 @@
 
 #include "common/plugin.h"
 #include "common/util.h"
+#include "config/config.h"
 #include "pull/pull.h"
 
 struct mpictr_pull_opts {
@@ -82,6 +83,20 @@ MPICTR_PUBLIC void mpictr_pull_opts_progress(
 {
 	p->o.progress = fn;
 	p->o.progress_data = data;
+}
+
+char *pull_site_cache_dir(void)
+{
+	mpictr_config *cfg = mpictr_config_new();
+	mpictr_err *e = NULL;
+	char *dir = NULL;
+
+	if (mpictr_config_load_site(cfg, NULL, &e) == 0 &&
+	    cfg->site.cache_dir.value)
+		dir = xstrdup(cfg->site.cache_dir.value);
+	mpictr_err_free(e);
+	mpictr_config_free(cfg);
+	return dir;
 }
 
 int pull_image(const struct image_ref *ref, const char *out,

@@ -19,7 +19,7 @@
 #include "config/imageref.h"
 #include "pull/cache.h"
 #include "pull/pull.h"
-#include "pull/registry.h"
+#include "pull/client.h"
 
 struct prog_state {
 	const struct pull_opts *o;

@@ -8,7 +8,7 @@
 
 #include "common/error.h"
 #include "common/util.h"
-#include "pull/registry.h"
+#include "pull/auth.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -14,7 +14,7 @@
 #include "common/error.h"
 #include "common/util.h"
 #include "pull/cache.h"
-#include "pull/registry.h"
+#include "pull/auth.h"
 
 #define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
