@@ -9,7 +9,8 @@
 # it exists at the end, so that is its peak) and the peak RSS of the
 # biggest step. The image: host files (python3.11, C headers, perl,
 # documentation; gzip), a layer of whiteouts and one with an opaque
-# directory. Writes build/bench/91-pull.md and docs/bench-pull.md (unless
+# directory; and `ch-image pull` of the same image (Charliecloud, from a
+# TLS registry) when installed. Writes build/bench/91-pull.md and docs/bench-pull.md (unless
 # BENCH_DOCS=0).
 set -u
 ROOT=${MPICTR_TEST_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -65,6 +66,16 @@ chmod -R a+rX "$I"
 reg_start p plain >/dev/null || { echo "91-pull: docker-registry did not start"; exit 1; }
 skopeo copy -q --dest-tls-verify=false oci:"$I/L":img docker://"$REG_p"/bench/img:1 >/dev/null ||
 	{ echo "91-pull: skopeo push failed"; exit 1; }
+# Charliecloud's ch-image pull (HTTPS only): the same image from a TLS
+# registry with Basic auth, when charliecloud-builders is installed.
+CH=$(command -v ch-image || true)
+if [ -n "$CH" ] && /usr/bin/python3 "$CH" --version >/dev/null 2>&1 && reg_start t tls >/dev/null &&
+	skopeo copy -q --dest-cert-dir "$RW/ca" --dest-creds alice:s3cret oci:"$I/L":img \
+		docker://"$REG_t"/bench/img:1 >/dev/null; then
+	chmod -R a+rX "$RW"
+else
+	CH=
+fi
 ZSIZE=$(du -sb "$I/L/blobs" | cut -f1)
 USIZE=$(cat "$I"/l1.tar "$I"/l2.tar | wc -c)
 rm -f "$I"/l1.tar "$I"/l2.tar
@@ -96,6 +107,15 @@ one_round() { # ROUND
 		-noappend -quiet -no-progress) || exit 1
 	echo "$a $b $c $(du -sbc "$W/b$r" "$W/u$r" "$W/s$r.sqfs" | tail -1 | cut -f1)" >>"$W/t.peer-reg"
 	rm -rf "$W/b$r" "$W/s$r.sqfs"
+	# ch-image pull (unpacks to a directory: no squashfs)
+	if [ -n "$CH" ]; then
+		a=$(timed ch-image env USER="$RUNUSER" REQUESTS_CA_BUNDLE="$RW/reg.crt" \
+			CH_IMAGE_USERNAME=alice CH_IMAGE_PASSWORD=s3cret /usr/bin/python3 "$CH" \
+			-s "$W/ch$r" --no-cache pull --auth "$REG_t/bench/img:1") || exit 1
+		echo "$a $(du -sb "$W/ch$r" | cut -f1)" >>"$W/t.ch-image"
+		chmod -R u+rwX "$W/ch$r" 2>/dev/null
+		rm -rf "$W/ch$r"
+	fi
 	# local: the layout as it is
 	a=$(timed mpictr-oci "$MPICTR" pull -q oci:"$I/L":img "$W/o$r.sif") || exit 1
 	echo "$a $(du -sb "$W/o$r.sif" | cut -f1)" >>"$W/t.mpictr-oci"
@@ -142,6 +162,10 @@ L = ["A first pull of a 4-layer image (%.0f MB compressed layers, %.0f MB unpack
      "| umoci unpack --rootless + mksquashfs (same layout) | %.2f (%.2f + %.2f) | 1 | %.0f | %.0f |"
      % (p_oci, med([r[0] for r in po]), med([r[2] for r in po]), med([r[4] for r in po]) / MB,
         max(max(r[1], r[3]) for r in po) / 1024)]
+if os.path.exists(os.path.join(w, "t.ch-image")):
+    ch = rows("ch-image"); c = med([r[0] for r in ch])
+    L.insert(9, "| `ch-image pull` (Charliecloud 0.31, TLS registry; a directory, no squashfs) | %.2f | %.2f; mpictr **%.2f×** | %.0f | %.0f |"
+             % (c, c / p_reg, m_reg / c, med([r[2] for r in ch]) / MB, max(r[1] for r in ch) / 1024))
 open(out, "w").write("\n".join(L) + "\n")
 print("\n".join(L))
 EOF
