@@ -248,6 +248,9 @@ static int check_ancestors(struct merge *m, const char *path, int L)
 {
 	cleanup_free char *q = xstrdup(path);
 
+	/* the root is every path's ancestor: an opaque "./.wh..wh..opq" */
+	if (path[0] && m->t->root->hide_lower > L)
+		return V_HIDDEN;
 	for (char *s = strchr(q, '/'); s; s = strchr(s + 1, '/')) {
 		struct node *a;
 		*s = '\0';

@@ -141,6 +141,12 @@ check "hardlinks within a layer share one inode, nlink 3" \
 	sh -c 'for f in same-a same-b same-c; do rdsquashfs -s /$f fx/oci.sqfs | grep -i -e "inode number" -e "link count"; done | sort | uniq -c | grep -c "^ *3 " | grep -qx 2'
 check "xattr user.mpictr kept" sh -c 'rdsquashfs -x /xattr fx/oci.sqfs | grep -q "user.mpictr=yes"'
 
+mkdir ro && $FX rootopq ro && layout ro/L img ro/r1.tar ro/r2.tar >/dev/null 2>&1
+ok "an opaque root directory: pulled" $T "$MPICTR" pull -q oci:ro/L:img ro/ro.sif
+part ro/ro.sif ro/ro.sqfs
+check "... hides every top-level entry of the lower layer" \
+	sh -c '[ "$(unsquashfs -lc ro/ro.sqfs 2>/dev/null | sed "s|^squashfs-root/||" | grep -v "^\.singularity\.d" | sort | tr "\n" " ")" = "c " ]'
+
 # An existing OUT.
 ok_status "existing OUT refused without --force" 255 "$MPICTR" pull -q oci:fx/L:img fx/oci.sif
 saved

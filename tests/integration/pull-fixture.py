@@ -4,6 +4,7 @@ written with Python's tarfile so that an unprivileged user can give them
 owners, devices and xattrs.
 
   pull-fixture.py merge DIR     DIR/l1.tar l2.tar l3.tar: the merge fixture
+  pull-fixture.py rootopq DIR   DIR/r1.tar r2.tar: an opaque root directory
   pull-fixture.py bad NAME FILE  one hostile layer (see BAD below)
   pull-fixture.py bomb FILE MB   MB MiB of zeros, gzip (a layer that expands)
 """
@@ -89,6 +90,12 @@ def merge(d):
     ])
 
 
+def rootopq(d):
+    """an opaque root: the upper layer hides every lower top-level entry"""
+    layer(d + "/r1.tar", [("a", "d"), ("a/x", "f", {"data": b"x"}), ("b", "f", {"data": b"b"})])
+    layer(d + "/r2.tar", [(".wh..wh..opq", "f"), ("c", "f", {"data": b"c"})])
+
+
 BAD = {
     "dotdot": [("../escape", "f", {"data": b"x"})],
     "absolute": [("/etc/evil", "f", {"data": b"x"})],
@@ -103,6 +110,8 @@ BAD = {
 def main():
     if sys.argv[1] == "merge":
         merge(sys.argv[2])
+    elif sys.argv[1] == "rootopq":
+        rootopq(sys.argv[2])
     elif sys.argv[1] == "bad":
         layer(sys.argv[3], BAD[sys.argv[2]])
     elif sys.argv[1] == "bomb":
