@@ -269,18 +269,7 @@ static uint32_t inst_serve_one(struct inst *in, const struct holder *h, int c)
  * none is found (they may fork meanwhile). */
 static void inst_kill_members(const struct inst *in)
 {
-	long until = mono_ms() + INSTANCE_STOP_GRACE_MS;
-
-	if (proc_ns_signal(in->ns_dev, in->ns_ino, in->holder, SIGTERM) == 0)
-		return;
-	while (mono_ms() < until && inst_members(in) > 0)
-		usleep(20000);
-	for (int i = 0; i < 500; i++) {
-		if (proc_ns_signal(in->ns_dev, in->ns_ino, in->holder,
-				   SIGKILL) == 0)
-			return;
-		usleep(10000);
-	}
+	proc_ns_end(in->ns_dev, in->ns_ino, in->holder, INSTANCE_STOP_GRACE_MS);
 }
 
 /* The job's end ends the instance (jobwatch.c): SLURM_CONF as the

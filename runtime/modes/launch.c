@@ -80,10 +80,28 @@ struct job {
  * itself: when the supervisor is gone and the directory too. It makes the
  * directory itself, once out of the group, so that no moment exists where
  * the directory is there and no janitor is. */
+/* A job's user namespace, as the supervisor tells the janitor. */
+struct job_ns {
+	uint64_t dev, ino;
+};
+#define JANITOR_NS_MAX 64
+
+static int job_ns_of(const struct holder *h, struct job_ns *ns)
+{
+	struct stat st;
+
+	if (h->userns < 0 || fstat(h->userns, &st) < 0)
+		return -1;
+	ns->dev = (uint64_t)st.st_dev;
+	ns->ino = (uint64_t)st.st_ino;
+	return 0;
+}
+
 static _Noreturn void janitor_main(int life_fd, int relay_fd, char *dir)
 {
 	mpictr_err *err = NULL;
-	size_t len = strlen(dir);
+	size_t len = strlen(dir), got;
+	struct job_ns ns[JANITOR_NS_MAX];
 
 	if (!mkdtemp(dir)) {
 		err_set(&err, errno ? errno : EIO,
@@ -94,7 +112,12 @@ static _Noreturn void janitor_main(int life_fd, int relay_fd, char *dir)
 	/* What mkdtemp put in place of the template's XXXXXX. */
 	relay_send_note(relay_fd, dir + len - 6);
 	close(relay_fd);
-	proc_watch_lifeline(life_fd, NULL, 0);
+	/* The namespaces of the holders, then EOF: the supervisor is gone.
+	 * Whatever it left in them (a double-forked daemon, a process in a
+	 * nested namespace) ends before the directory is removed. */
+	got = proc_watch_lifeline(life_fd, ns, sizeof(ns));
+	for (size_t i = 0; i < got / sizeof(ns[0]); i++)
+		proc_ns_end((dev_t)ns[i].dev, (ino_t)ns[i].ino, 0, 0);
 	/* The ranks and the holder die of PR_SET_PDEATHSIG when the
 	 * supervisor does, possibly a moment after it: an entry made in the
 	 * meantime fails the rmdir, so try again for up to 5 s. */
@@ -464,6 +487,15 @@ static void teardown(struct job *j)
 		}
 	spawner_stop(j->spawn);
 	j->spawn = NULL;
+	/* Whatever the ranks left in the job's namespaces (not an
+	 * instance's: those are its members) ends before the holders. */
+	for (size_t h = 0; !j->inst && h < j->nholders; h++) {
+		struct job_ns ns;
+
+		if (job_ns_of(&j->holders[h], &ns) == 0)
+			proc_ns_end((dev_t)ns.dev, (ino_t)ns.ino,
+				    j->holders[h].pid, 0);
+	}
 	for (size_t h = 0; h < j->nholders; h++) {
 		if (j->holders[h].ctl >= 0)
 			close(j->holders[h].ctl);
@@ -566,10 +598,18 @@ static int job_namespaces(struct job *j, mpictr_err **err)
 				       j->inst->name);
 		return 0;
 	}
-	for (size_t h = 0; h < j->nholders; h++)
+	for (size_t h = 0; h < j->nholders; h++) {
+		struct job_ns ns;
+
 		if (holder_start(&j->plan, holder_fuse_workers(j->cfg),
 				 &j->old_mask, &j->holders[h], err) < 0)
 			return -1;
+		/* The janitor ends what is left in it, however we end. */
+		if (j->janitor_fd >= 0 && h < JANITOR_NS_MAX &&
+		    job_ns_of(&j->holders[h], &ns) == 0 &&
+		    write_full(j->janitor_fd, &ns, sizeof(ns)) < 0)
+			return err_set(err, errno, "tell the cleanup process");
+	}
 	return 0;
 }
 
