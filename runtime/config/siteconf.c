@@ -51,6 +51,7 @@ void siteconf_free(struct siteconf *sc)
 	items_free(&sc->allow_binds);
 	items_free(&sc->deny_binds);
 	item_free(&sc->shm_size);
+	item_free(&sc->tmp_size);
 	for (size_t i = 0; i < sc->nprofiles; i++)
 		profile_free(&sc->profiles[i]);
 	free(sc->profiles);
@@ -211,8 +212,8 @@ static int global_key(struct parser *ps, const char *key, const char *v,
 {
 	struct siteconf *a = &ps->add;
 	static const char *const site_only[] = {
-	    "lock_devices", "lock_transport_env", "user_binds",
-	    "allow_bind",   "deny_bind",	  "shm_size"};
+	    "lock_devices", "lock_transport_env", "user_binds", "allow_bind",
+	    "deny_bind",    "shm_size",		  "tmp_size"};
 	bool b;
 
 	for (size_t i = 0; i < ARRAY_SIZE(site_only); i++)
@@ -273,18 +274,20 @@ static int global_key(struct parser *ps, const char *key, const char *v,
 			clean[--l] = '\0';
 		items_add(key[0] == 'a' ? &a->allow_binds : &a->deny_binds,
 			  clean, ps->origin, true);
-	} else if (strcmp(key, "shm_size") == 0) {
+	} else if (strcmp(key, "shm_size") == 0 ||
+		   strcmp(key, "tmp_size") == 0) {
 		unsigned long long bytes;
 		unsigned pct;
 		if (siteconf_parse_size(v, &bytes, &pct) < 0)
 			return perr(ps, err,
-				    "invalid value '%s' for 'shm_size' "
+				    "invalid value '%s' for '%s' "
 				    "(expected a size such as 512m or 8g: a "
 				    "number of bytes with an optional k, m or "
 				    "g suffix; or a percentage from 1%% to "
 				    "100%% of the memory the job may use)",
-				    v);
-		item_set(&a->shm_size, v, ps->origin, true);
+				    v, key);
+		item_set(key[0] == 's' ? &a->shm_size : &a->tmp_size, v,
+			 ps->origin, true);
 	} else {
 		static const char *const pkeys[] = {
 		    "description", "env_prepend", "mpi", "mpi_dep", "mpi_abi"};
@@ -435,6 +438,7 @@ static void merge(struct siteconf *sc, struct siteconf *a)
 	items_move(&sc->allow_binds, &a->allow_binds);
 	items_move(&sc->deny_binds, &a->deny_binds);
 	item_move(&sc->shm_size, &a->shm_size);
+	item_move(&sc->tmp_size, &a->tmp_size);
 	if (a->nprofiles) {
 		sc->profiles =
 		    xrealloc(sc->profiles, (sc->nprofiles + a->nprofiles) *

@@ -60,6 +60,8 @@ struct siteconf {
 	struct site_items
 	    deny_binds; /* sources below or containing one are refused */
 	struct site_item shm_size; /* size of a job's /dev/shm, or NULL */
+	/* size of each of the private /tmp and $HOME (--contain), or NULL */
+	struct site_item tmp_size;
 	struct site_profile *profiles;
 	size_t nprofiles;
 	bool site_loaded; /* a site file was parsed (or found absent) */

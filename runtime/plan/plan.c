@@ -338,18 +338,18 @@ static int site_binds(const struct mpictr_config *cfg, struct plan *p,
 	return plan_mpi(cfg, p, profs, err);
 }
 
-/* The mount options of the job's private /dev/shm: its size is the site's
- * shm_size (validated when the site file was read) or SHM_SIZE_DEFAULT, a
- * percentage of the memory the job may use, rounded up to whole pages. */
-static char *shm_options(const struct mpictr_config *cfg,
-			 const struct host_facts *f)
+/* The mount options of a tmpfs of the job's (mode: its root's): its size
+ * is the site's value v (shm_size, tmp_size; validated when the site file
+ * was read) or def, a percentage of the memory the job may use, rounded
+ * up to whole pages. */
+static char *tmpfs_options(const char *mode, const char *v, const char *def,
+			   const struct host_facts *f)
 {
-	const char *v = cfg->site.shm_size.value;
 	unsigned long long bytes, psz = f->page_size;
 	unsigned pct;
 
 	if (!v || siteconf_parse_size(v, &bytes, &pct) < 0)
-		siteconf_parse_size(SHM_SIZE_DEFAULT, &bytes, &pct);
+		siteconf_parse_size(def, &bytes, &pct);
 	if (pct) {
 		unsigned long long mem = f->job_memory;
 		bytes = mem / 100 * pct + mem % 100 * pct / 100;
@@ -359,7 +359,7 @@ static char *shm_options(const struct mpictr_config *cfg,
 	bytes = (bytes + psz - 1) / psz * psz;
 	if (bytes < psz)
 		bytes = psz;
-	return xasprintf("mode=1777,size=%lluk", bytes >> 10);
+	return xasprintf("mode=%s,size=%lluk", mode, bytes >> 10);
 }
 
 static int default_mounts(const struct mpictr_config *cfg, struct plan *p,
@@ -398,7 +398,8 @@ static int default_mounts(const struct mpictr_config *cfg, struct plan *p,
 	} else {
 		add_op(p, MOP_TMPFS, "tmpfs", "/dev/shm", nsd,
 		       "private shared memory of the job")
-		    ->data = shm_options(cfg, p->facts);
+		    ->data = tmpfs_options("1777", cfg->site.shm_size.value,
+					   SHM_SIZE_DEFAULT, p->facts);
 	}
 	add_op(p, MOP_SYMLINK, "/proc/self/fd", "/dev/fd", 0, "standard");
 	add_op(p, MOP_SYMLINK, "/proc/self/fd/0", "/dev/stdin", 0, "standard");
@@ -475,10 +476,12 @@ static int host_binds(const struct mpictr_config *cfg, struct plan *p,
 	} else {
 		add_op(p, MOP_TMPFS, "tmpfs", "/tmp", MS_NOSUID | MS_NODEV,
 		       "private /tmp (--contain)")
-		    ->data = xstrdup("mode=1777");
+		    ->data = tmpfs_options("1777", cfg->site.tmp_size.value,
+					   TMP_SIZE_DEFAULT, p->facts);
 		add_op(p, MOP_TMPFS, "tmpfs", p->home, MS_NOSUID | MS_NODEV,
 		       "empty home (--contain)")
-		    ->data = xstrdup("mode=700");
+		    ->data = tmpfs_options("700", cfg->site.tmp_size.value,
+					   TMP_SIZE_DEFAULT, p->facts);
 	}
 	/* The job's private directory (PMIx server files) at the same path,
 	 * so PMIx clients find their shared-memory store. (The job directory is

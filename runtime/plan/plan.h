@@ -120,6 +120,10 @@ char *mop_options(const struct mount_op *op);
 /* The size of a job's private /dev/shm unless the site sets shm_size: a
  * percentage of the memory the job may use (docs/admin.md). */
 #define SHM_SIZE_DEFAULT "50%"
+/* The size of each of the private /tmp and $HOME tmpfs (--contain) unless
+ * the site sets tmp_size: /dev/shm, /tmp and $HOME together take at most
+ * 70% of the job's memory by default. */
+#define TMP_SIZE_DEFAULT "10%"
 
 #define CONTAINER_DEFAULT_PATH                                                 \
 	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -227,6 +227,39 @@ else
 	ok_status "site shm_size = 8x: refused with 255" 255 env MPICTR_TEST_SITE_CONF="$T_TMP/shm-bad.conf" "$MPICTR" "$I" true
 	cp "$T_OUT" "$T_TMP/shm-bad.out"
 	check "... naming the file, the line and the key" grep -q "shm-bad.conf:1: invalid value '8x' for 'shm_size'" "$T_TMP/shm-bad.out"
+	# Under --contain the private /tmp and $HOME are tmpfs too, sized by
+	# the site's tmp_size (each), by default 10% of the job's memory.
+	# They had no size before (half the RAM each).
+	tmp_plan_k() { # TARGET: the size= of that tmpfs in the --contain plan
+		"$MPICTR" --dry-run --contain "$I" true | grep "\"source\": \"tmpfs\", \"target\": \"$1\"" | sed -n 's/.*,size=\([0-9]*\)k".*/\1/p'
+	}
+	tmp_default() {
+		local mem want t h
+		mem=$(job_mem_k)
+		want=$(((mem / 100 * 10 + mem % 100 * 10 / 100) * 1024))
+		want=$(((want + 4095) / 4096 * 4))
+		t=$(tmp_plan_k /tmp) h=$(tmp_plan_k "$HOME")
+		echo "job memory ${mem}k, want ${want}k: /tmp ${t}k, \$HOME ${h}k"
+		[ "$t" = "$want" ] && [ "$h" = "$want" ]
+	}
+	ok "--contain: /tmp and \$HOME tmpfs sized 10% of the job's memory in --dry-run" tmp_default
+	echo "tmp_size = 16m" >"$T_TMP/tmp.conf"
+	tmp_site() {
+		local -x MPICTR_TEST_SITE_CONF=$T_TMP/tmp.conf
+		local out rc
+		echo "plan: /tmp $(tmp_plan_k /tmp)k, \$HOME $(tmp_plan_k "$HOME")k"
+		[ "$(tmp_plan_k /tmp)" = 16384 ] && [ "$(tmp_plan_k "$HOME")" = 16384 ] || return 1
+		out=$("$MPICTR" --contain "$I" sh -c 'df -k /tmp "$HOME" | tail -2; for d in /tmp "$HOME"; do dd if=/dev/zero of=$d/fill bs=1M count=20 2>&1; echo "dd=$?"; done' 2>&1)
+		rc=$?
+		echo "$out"
+		[ $rc = 0 ] && [ "$(echo "$out" | awk '$2 == 16384' | wc -l)" = 2 ] &&
+			[ "$(echo "$out" | grep -c 'No space left on device')" -ge 2 ] && [ "$(echo "$out" | grep -cx 'dd=1')" = 2 ]
+	}
+	ok "site tmp_size = 16m: /tmp and \$HOME of --contain 16 MiB each, writing 20 MiB fails with ENOSPC" tmp_site
+	echo "tmp_size = 1.5g" >"$T_TMP/tmp-bad.conf"
+	ok_status "site tmp_size = 1.5g: refused with 255" 255 env MPICTR_TEST_SITE_CONF="$T_TMP/tmp-bad.conf" "$MPICTR" --contain "$I" true
+	cp "$T_OUT" "$T_TMP/tmp-bad.out"
+	check "... naming the file, the line and the key" grep -q "tmp-bad.conf:1: invalid value '1.5g' for 'tmp_size'" "$T_TMP/tmp-bad.out"
 fi
 
 # --dry-run lists the image's env scripts in the order the exec wrapper
