@@ -294,6 +294,21 @@ MPICTR_PUBLIC int mpictr_join_task(mpictr_config *cfg, char ***env,
  * rendezvous directory on the node, and both ends check the peer's uid.
  * Names match ^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$. */
 
+/* Instances started and joined on someone's behalf (the SPANK plugin's
+ * named containers): an instance started with cfg records origin (a short
+ * name of the starter, as "the SPANK plugin"); joining instance://NAME
+ * with cfg then requires the instance to carry the same origin (one
+ * started by `mpictr instance start` carries none) and its image, the
+ * file the instance holds by its real path, to lie below one of
+ * image_dirs (NULL-terminated absolute paths; NULL: anywhere). Refused
+ * otherwise, EPERM, naming the instance and the rule. This is policy for
+ * honest users (the user may run any program of their own), not a
+ * boundary. */
+MPICTR_PUBLIC int
+mpictr_config_set_instance_origin(mpictr_config *cfg, const char *origin,
+				  const char *const *image_dirs,
+				  mpictr_err **err);
+
 /* Start instance name and return once it is ready. linger_s > 0: it ends
  * after that many seconds without a process in it. watch_pid > 0: it ends
  * when that process ends; 0: inside a Slurm job (SLURM_JOB_ID in cfg's

@@ -34,6 +34,8 @@ MPICTR_PUBLIC void mpictr_config_free(mpictr_config *cfg)
 	free(cfg->bind_to);
 	siteconf_free(&cfg->site);
 	strv_free(cfg->profiles);
+	free(cfg->inst_origin);
+	strv_free(cfg->inst_image_dirs);
 	free(cfg);
 }
 
@@ -121,6 +123,32 @@ MPICTR_PUBLIC int mpictr_config_set_env(mpictr_config *cfg, const char *name,
 			       "a digit)",
 			       name);
 	env_set(&cfg->user_env, name, value);
+	return 0;
+}
+
+MPICTR_PUBLIC int
+mpictr_config_set_instance_origin(mpictr_config *cfg, const char *origin,
+				  const char *const *image_dirs,
+				  mpictr_err **err)
+{
+	if (check_arg(cfg, "config", err) < 0 ||
+	    check_arg(origin, "origin", err) < 0)
+		return -1;
+	if (!*origin || strchr(origin, '\n'))
+		return err_set(err, EINVAL, "invalid instance origin '%s'",
+			       origin);
+	for (size_t i = 0; image_dirs && image_dirs[i]; i++)
+		if (image_dirs[i][0] != '/')
+			return err_set(err, EINVAL,
+				       "image directory '%s' is not an "
+				       "absolute path",
+				       image_dirs[i]);
+	free(cfg->inst_origin);
+	cfg->inst_origin = xstrdup(origin);
+	strv_free(cfg->inst_image_dirs);
+	cfg->inst_image_dirs = NULL;
+	for (size_t i = 0; image_dirs && image_dirs[i]; i++)
+		strv_push(&cfg->inst_image_dirs, image_dirs[i]);
 	return 0;
 }
 

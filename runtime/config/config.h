@@ -33,6 +33,11 @@ struct mpictr_config {
 	 * instance holds open, /proc/self/fd/N); image still names it. Not
 	 * owned (mpictr_config_free leaves it). */
 	char *image_read;
+	/* mpictr_config_set_instance_origin: the starter an instance records
+	 * (and a joiner requires), and the directories a joined instance's
+	 * image must lie in (NULL: anywhere). */
+	char *inst_origin;
+	char **inst_image_dirs;
 };
 
 #endif

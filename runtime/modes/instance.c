@@ -527,6 +527,8 @@ static char *inst_spec(const struct mpictr_config *cfg, const struct plan *p,
 
 	blob_put(&sb, "image", p->image.path);
 	blob_put(&sb, "run", run);
+	if (cfg->inst_origin)
+		blob_put(&sb, "origin", cfg->inst_origin);
 	blob_put(&sb, "contain", cfg->contain ? "1" : "0");
 	blob_put(&sb, "fakeroot", cfg->fakeroot ? "1" : "0");
 	blob_put(&sb, "gpu", cfg->gpu ? "1" : "0");
@@ -901,6 +903,43 @@ static void attach_options(struct instance_attach *a, const char *b, size_t len)
 	a->ucx_known = v || blob_long(b, len, "ucx_none") == 1;
 }
 
+/* The joiner's rules (mpictr_config_set_instance_origin): the instance's
+ * origin, and where its image lies. */
+static int attach_allowed(const struct mpictr_config *cfg,
+			  const struct instance_attach *a, const char *blob,
+			  size_t len, mpictr_err **err)
+{
+	const char *origin = blob_get(blob, len, "origin", 0);
+	cleanup_free char *real = NULL;
+
+	if (!cfg->inst_origin)
+		return 0;
+	if (!origin || strcmp(origin, cfg->inst_origin) != 0) {
+		err_set(err, EPERM,
+			"instance '%s' was started by %s, not by %s: refused",
+			a->name, origin ? origin : "'mpictr instance start'",
+			cfg->inst_origin);
+		return err_hint(err,
+				"stop it (mpictr instance stop %s), or "
+				"choose another name",
+				a->name);
+	}
+	if (!cfg->inst_image_dirs)
+		return 0;
+	real = fd_path_dup(a->image_fd);
+	for (size_t i = 0; real && cfg->inst_image_dirs[i]; i++) {
+		cleanup_free char *dir =
+		    realpath(cfg->inst_image_dirs[i], NULL);
+
+		if (dir && siteconf_path_below(real, dir))
+			return 0;
+	}
+	return err_set(err, EPERM,
+		       "instance '%s': its image '%s' is not in the allowed "
+		       "image directories: refused",
+		       a->name, real ? real : a->image);
+}
+
 int instance_attach(const struct mpictr_config *cfg, struct instance_attach *a,
 		    mpictr_err **err)
 {
@@ -933,6 +972,8 @@ int instance_attach(const struct mpictr_config *cfg, struct instance_attach *a,
 			       a->name);
 	a->cfg = *cfg;
 	attach_options(a, blob, len);
+	if (attach_allowed(cfg, a, blob, len, err) < 0)
+		return -1;
 	/* Plan from the file the instance mounted, whatever its path names
 	 * by now (deleted, replaced). */
 	a->image_read = xasprintf("/proc/self/fd/%d", a->image_fd);

@@ -369,6 +369,25 @@ static bool err_starts(const mpictr_err *e, const char *prefix)
 	return e && strncmp(mpictr_err_message(e), prefix, strlen(prefix)) == 0;
 }
 
+/* task_config for a named container: it records that the plugin started
+ * it, and joins only an instance the plugin started whose image lies in
+ * image_dirs (`mpictr instance start other.sqfs JOBID.NAME` by the user
+ * beforehand does not bypass the site's image_dirs). */
+static mpictr_config *named_config(char **env, const char *image, bool full,
+				   uint32_t step, int argc, char **argv,
+				   mpictr_err **e)
+{
+	mpictr_config *cfg = task_config(env, image, full, step, argc, argv, e);
+
+	if (cfg && mpictr_config_set_instance_origin(
+		       cfg, "the SPANK plugin",
+		       (const char *const *)opts.image_dirs, e) < 0) {
+		mpictr_config_free(cfg);
+		return NULL;
+	}
+	return cfg;
+}
+
 /* --container-name=NAME: every step of the job that names it joins the
  * instance JOBID.NAME on the node, started by the first task that finds
  * none; it ends with the job. */
@@ -384,7 +403,7 @@ static int join_named(spank_t sp, char **host, uint32_t step, int argc,
 	ref = xasprintf("instance://%s", name);
 	for (;;) {
 		mpictr_config *cfg =
-		    task_config(host, ref, false, step, argc, argv, e);
+		    named_config(host, ref, false, step, argc, argv, e);
 		int rc = cfg ? mpictr_join_task(cfg, env, program, e) : -1;
 
 		mpictr_config_free(cfg);
@@ -392,7 +411,7 @@ static int join_named(spank_t sp, char **host, uint32_t step, int argc,
 			return rc;
 		mpictr_err_free(*e);
 		*e = NULL;
-		cfg = task_config(host, opts.image, true, step, argc, argv, e);
+		cfg = named_config(host, opts.image, true, step, argc, argv, e);
 		/* watch pid 0: the instance ends with the job (its
 		 * extern or batch slurmstepd here, else its state in
 		 * Slurm), not with this step. */
