@@ -158,6 +158,41 @@ group_kill_setsid() {
 	wait_clean && [ "$(host_mounts)" = "$M0" ]
 }
 ok "kill -KILL -- -PGID of a setsid mpictr -n 2: no job directory, process or host mount left" group_kill_setsid
+# A SIGKILL of every process of the job, the cleanup process's too (what a
+# cgroup kill does), leaves the job directory: the user's next job sweeps
+# it (issue 23 item 9: they piled up before); a job directory whose
+# janitor lives is left alone.
+jobdirs() { ls -d "$TMPDIR"/mpictr-"$UID_".* 2>/dev/null; }
+stale_sweep() {
+	local pid pids live i dir adir
+	"$MPICTR" -n 2 "$I" sleep 100 &
+	pid=$!
+	for i in $(seq 100); do
+		[ "$(marked_procs 2>/dev/null | grep -c '^[0-9]* sleep 100 $')" = 2 ] && break
+		sleep 0.05
+	done
+	dir=$(jobdirs)
+	[ -n "$dir" ] && [ "$(echo "$dir" | wc -l)" = 1 ] || { echo "job directories: '$dir'"; kill -KILL $pid; return 1; }
+	pids=$(marked_procs 2>/dev/null | awk '{ print $1 }')
+	kill -KILL $pids 2>/dev/null
+	wait $pid 2>/dev/null
+	settle 50 marked_procs >/dev/null 2>&1
+	[ -d "$dir" ] || { echo "$dir: not left by the kill"; return 1; }
+	echo "left: $dir"
+	"$MPICTR" -n 1 "$I" sleep 5 &
+	live=$!
+	for i in $(seq 100); do
+		adir=$(jobdirs | grep -vxF "$dir")
+		[ -n "$adir" ] && break
+		sleep 0.05
+	done
+	[ ! -e "$dir" ] || { echo "$dir: not swept by the next job"; kill $live; return 1; }
+	echo "swept at the next start; live: $adir"
+	"$MPICTR" -n 1 "$I" true || { kill $live; return 1; }
+	[ -d "$adir" ] || { echo "$adir: a live job's directory was swept"; return 1; }
+	wait $live && wait_clean
+}
+ok "SIGKILL of every process of a job (its janitor's too): the next job sweeps the directory left, not a live job's" stale_sweep
 
 # The job's private /dev/shm has a size: by default 50% of the memory the
 # job may use (physical memory, or its memory cgroup's limit if lower), or
