@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -607,16 +608,11 @@ static bool proc_runs_as(pid_t pid, uid_t uid)
 	       u[2] == uid && u[3] == uid;
 }
 
-/* pid's user namespace is (dev, ino) or one nested under it: walked up
- * with NS_GET_PARENT (the kernel nests at most 32 deep; the ioctl fails
- * with EPERM above the caller's own namespace). */
-static bool in_userns(pid_t pid, dev_t dev, ino_t ino)
+/* The user namespace of fd (open, consumed) is (dev, ino) or one nested
+ * under it: walked up with NS_GET_PARENT (the kernel nests at most 32
+ * deep; the ioctl fails with EPERM above the caller's own namespace). */
+static bool ns_fd_below(int fd, dev_t dev, ino_t ino)
 {
-	char path[64];
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
 	for (int depth = 0; fd >= 0 && depth <= 33; depth++) {
 		struct stat st;
 		int parent;
@@ -633,6 +629,48 @@ static bool in_userns(pid_t pid, dev_t dev, ino_t ino)
 	if (fd >= 0)
 		close(fd);
 	return false;
+}
+
+static int open_userns(pid_t pid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+static bool in_userns(pid_t pid, dev_t dev, ino_t ino)
+{
+	return ns_fd_below(open_userns(pid), dev, ino);
+}
+
+int proc_peer_where(int c, dev_t dev, ino_t ino)
+{
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	struct stat own, st;
+	int pfd, nfd, rc = PEER_OTHER;
+
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
+	    cr.pid <= 0 || stat("/proc/self/ns/user", &own) < 0)
+		return -1;
+	pfd = sys_pidfd_open(cr.pid, 0);
+	if (pfd < 0)
+		return -1;
+	nfd = open_userns(cr.pid);
+	/* Still the peer (not a recycled pid) once its namespace is open. */
+	if (nfd < 0 || sys_pidfd_send_signal(pfd, 0) < 0 || fstat(nfd, &st) < 0)
+		rc = -1;
+	else if (st.st_dev == own.st_dev && st.st_ino == own.st_ino)
+		rc = PEER_HOST;
+	else {
+		rc = ns_fd_below(nfd, dev, ino) ? PEER_INSIDE : PEER_OTHER;
+		nfd = -1; /* consumed */
+	}
+	if (nfd >= 0)
+		close(nfd);
+	close(pfd);
+	return rc;
 }
 
 int proc_ns_signal(dev_t dev, ino_t ino, pid_t skip, int sig)

@@ -124,6 +124,16 @@ int proc_uids(pid_t pid, uid_t uids[4]);
  * one found is sent sig, through a pidfd opened before its namespace is
  * checked again (never a recycled pid). */
 int proc_ns_signal(dev_t dev, ino_t ino, pid_t skip, int sig);
+/* Where the peer of the connected Unix socket c runs (SO_PEERCRED, its
+ * pid checked again through a pidfd after its namespace is open: never a
+ * recycled pid), against the user namespace (dev, ino) of a container:
+ * PEER_HOST in our own user namespace, PEER_INSIDE in that container's or
+ * one nested under it, PEER_OTHER anywhere else (in another container);
+ * -1 when it cannot be told (the peer is gone). What keepers ask before
+ * they answer: a program in one of the user's containers sees their
+ * sockets through the /tmp bind. */
+enum { PEER_HOST, PEER_INSIDE, PEER_OTHER };
+int proc_peer_where(int c, dev_t dev, ino_t ino);
 /* End every process proc_ns_signal finds (nested namespaces included):
  * with grace_ms > 0, SIGTERM first and up to grace_ms for them to go;
  * then SIGKILL until none is found (they may fork meanwhile), at most

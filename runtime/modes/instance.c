@@ -228,7 +228,11 @@ static char *inst_info(const struct inst *in, size_t *len)
 }
 
 /* One connection: its request (INST_STOP: the connection is kept in
- * in->stop_fd, to be answered once everything is gone), or 0. */
+ * in->stop_fd, to be answered once everything is gone), or 0. Only the
+ * user's own processes on the host are served, and of those in this
+ * instance (or nested in it) only a JOIN: a program in a container of
+ * the user sees the socket through the /tmp bind, and must not stop,
+ * list or enter another instance (EPERM). */
 static uint32_t inst_serve_one(struct inst *in, const struct holder *h, int c)
 {
 	struct inst_req q;
@@ -238,15 +242,24 @@ static uint32_t inst_serve_one(struct inst *in, const struct holder *h, int c)
 			     .tv_usec = INST_REPLY_MS % 1000 * 1000};
 	cleanup_free char *info = NULL;
 	size_t len;
+	int where;
 
 	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
 	    cr.uid != getuid())
 		return 0; /* never another user's */
+	where = proc_peer_where(c, in->ns_dev, in->ns_ino);
 	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (TEMP_FAILURE_RETRY(recv(c, &q, sizeof(q), MSG_WAITALL)) !=
 		(ssize_t)sizeof(q) ||
 	    q.magic != INST_MAGIC)
 		return 0;
+	if (where != PEER_HOST && (where != PEER_INSIDE || q.op != INST_JOIN)) {
+		log_warn("instance '%s': refused a request of pid %d, which "
+			 "runs in a container",
+			 in->name, (int)cr.pid);
+		inst_reply(c, EPERM, NULL, 0, NULL, 0);
+		return 0;
+	}
 	switch (q.op) {
 	case INST_JOIN:
 		inst_reply(c, 0, in->spec, in->spec_len,

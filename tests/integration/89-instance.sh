@@ -172,6 +172,28 @@ nested_left() { marked_procs 2>/dev/null | awk '$2 == "sleep" && $3 == 301'; }
 check "... ended the nested member too" settle 50 nested_left
 check "... nothing left" gone ${N}u
 
+# A program in a container of the user sees the instances' sockets through
+# the default /tmp bind: it cannot stop another instance of the user
+# (issue 23 item 7: it did before), neither from a plain container nor from
+# inside another instance; the user's own `mpictr exec` from the host, and
+# a member joining its own instance, still work.
+mkdir -p "$W/probe" && cp "$ROOT/build/tests/escape-probe" "$W/probe/"
+ok "instance start ${N}t (the target) and ${N}w (with escape-probe bound)" bash -c \
+	"'$MPICTR' instance start '$W/tiny.sif' ${N}t && '$MPICTR' instance start -B '$W/probe:/opt/escape' '$W/tiny.sif' ${N}w"
+ok "a program in a plain container cannot stop ${N}t through its socket" run stop1 \
+	"$MPICTR" -B "$W/probe:/opt/escape" "$W/tiny.sif" /opt/escape/escape-probe --inst-stop "$JDIR/inst-${N}t.sock"
+check "... the keeper refused (EPERM)" grep -q "^BLOCKED inst-stop: the keeper answered status 1$" "$W/out.stop1"
+ok "a program in instance ${N}w cannot stop ${N}t either" run stop2 \
+	"$MPICTR" exec instance://${N}w /opt/escape/escape-probe --inst-stop "$JDIR/inst-${N}t.sock"
+check "... refused" grep -q "^BLOCKED inst-stop" "$W/out.stop2"
+ok "... nor stop its own instance ${N}w" run stop3 \
+	"$MPICTR" exec instance://${N}w /opt/escape/escape-probe --inst-stop "$JDIR/inst-${N}w.sock"
+check "... ${N}t and ${N}w still run" bash -c "'$MPICTR' instance list | grep -q '^${N}t ' && '$MPICTR' instance list | grep -q '^${N}w '"
+ok "... the user's own exec instance://${N}t from the host still works" "$MPICTR" exec instance://${N}t true
+ok "... and stop from the host" bash -c "'$MPICTR' instance stop ${N}t && '$MPICTR' instance stop ${N}w"
+both_gone() { gone ${N}t && gone ${N}w; }
+check "... nothing left" both_gone
+
 ok "instance stop --all" bash -c "'$MPICTR' instance start '$W/tiny.sif' ${N}a && '$MPICTR' instance start '$W/tiny.sif' ${N}b && '$MPICTR' instance stop --all"
 check "... both gone" bash -c "! '$MPICTR' instance list | grep -q '^$N[ab] ' && ! ls '$JDIR' | grep -q 'inst-$N[ab]\.'"
 

@@ -16,6 +16,11 @@
  *   --nested-mark P  a path (in a shared bind such as /tmp) the nested
  *                    user-namespace attempt mounts over; the caller checks
  *                    the host afterwards
+ *   --inst-stop SOCK only this (issue 23): ask the instance keeper at SOCK
+ *                    to stop (a program in a container against another
+ *                    instance of the user, whose socket it sees through
+ *                    the /tmp bind): BLOCKED when refused, ESCAPED when
+ *                    the keeper agreed
  *   --swap-race DIR TARGET SECONDS
  *                    only this (issue 23): detach as a daemon of the job
  *                    (double fork, setsid), then for SECONDS keep DIR/d a
@@ -481,6 +486,34 @@ static void try_socket(const char *path)
 	       (int)(n < 0 ? 0 : n), nfd);
 }
 
+/* The instance protocol (runtime/modes/instance.c): a request, a reply. */
+static int inst_stop(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	uint32_t req[2] = {0x6d706931u, 3 /* INST_STOP */}, rep[3];
+	struct timeval tv = {.tv_sec = 40};
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ssize_t n;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		report(1, "inst-stop", "connect(%s): %s", path, strerror(errno));
+		return 0;
+	}
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (write(s, req, sizeof(req)) != (ssize_t)sizeof(req)) {
+		report(1, "inst-stop", "write: %s", strerror(errno));
+		return 0;
+	}
+	n = recv(s, rep, sizeof(rep), MSG_WAITALL);
+	if (n != (ssize_t)sizeof(rep)) {
+		report(1, "inst-stop", "the keeper closed the connection (%zd bytes)", n);
+		return 0;
+	}
+	report(rep[1] != 0, "inst-stop", "the keeper answered status %d", (int)rep[1]);
+	return rep[1] != 0 ? 0 : 1;
+}
+
 static void race_populate(const char *d)
 {
 	char f[4200];
@@ -548,6 +581,8 @@ int main(int argc, char **argv)
 	const char *host[32];
 	int nhost = 0;
 
+	if (argc == 3 && strcmp(argv[1], "--inst-stop") == 0)
+		return inst_stop(argv[2]);
 	if (argc == 5 && strcmp(argv[1], "--swap-race") == 0)
 		return swap_race(argv[2], argv[3], atoi(argv[4]));
 	for (int i = 1; i < argc; i++) {
