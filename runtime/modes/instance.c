@@ -693,7 +693,6 @@ int instance_start(const struct mpictr_config *cfg,
 				  .sock_path = s.p.sock,
 				  .lock_path = s.p.lock,
 				  .dir = s.p.run,
-				  .kill_members = true,
 				  .life = &life};
 	if (keeper_start(&ks, s.lock_fd, err) < 0)
 		goto fail;
