@@ -658,8 +658,16 @@ int proc_peer_where(int c, dev_t dev, ino_t ino)
 	if (pfd < 0)
 		return -1;
 	nfd = open_userns(cr.pid);
+	/* EACCES: a non-dumpable process whose memory belongs to a namespace
+	 * we hold no capability in (a task that slurmstepd forked and
+	 * setuid'ed). Every process exec'ed in one of our containers has its
+	 * memory in a namespace of ours, where we may read it even so: this
+	 * one is not in a container of ours. */
+	if (nfd < 0 && errno == EACCES && sys_pidfd_send_signal(pfd, 0) == 0)
+		rc = PEER_HOST;
 	/* Still the peer (not a recycled pid) once its namespace is open. */
-	if (nfd < 0 || sys_pidfd_send_signal(pfd, 0) < 0 || fstat(nfd, &st) < 0)
+	else if (nfd < 0 || sys_pidfd_send_signal(pfd, 0) < 0 ||
+		 fstat(nfd, &st) < 0)
 		rc = -1;
 	else if (st.st_dev == own.st_dev && st.st_ino == own.st_ino)
 		rc = PEER_HOST;
