@@ -654,7 +654,11 @@ int proc_peer_where(int c, dev_t dev, ino_t ino)
 	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
 	    cr.pid <= 0 || stat("/proc/self/ns/user", &own) < 0)
 		return -1;
-	pfd = sys_pidfd_open(cr.pid, 0);
+	/* The peer itself (Linux 6.5), else the process with its pid now;
+	 * alive after its namespace is opened, its pid was still its own. */
+	cl = sizeof(pfd);
+	if (getsockopt(c, SOL_SOCKET, SO_PEERPIDFD, &pfd, &cl) < 0)
+		pfd = sys_pidfd_open(cr.pid, 0);
 	if (pfd < 0)
 		return -1;
 	nfd = open_userns(cr.pid);
