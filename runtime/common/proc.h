@@ -141,4 +141,19 @@ int proc_peer_where(int c, dev_t dev, ino_t ino);
  * before it removes a job's directory, so that nothing the job started
  * (a double fork, a nested namespace) outlives it. */
 int proc_ns_end(dev_t dev, ino_t ino, pid_t skip, long grace_ms);
+/* The PATH of a process whose environment sets none (the container's
+ * default too). */
+#define PROC_DEFAULT_PATH                                                      \
+	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+/* Find cmd on PATH (from env; PROC_DEFAULT_PATH when unset) as execvp
+ * would: *out is the path to exec. -1 with *err naming the command "in the
+ * container", exit code 127 (not found) or 126 (not executable). */
+int proc_resolve_command(const char *cmd, char *const *env, char **out,
+			 mpictr_err **err);
+
+/* Does this process run with privileges it was not started with (setuid
+ * or setgid, or file capabilities: AT_SECURE)? mpictr needs none and
+ * refuses to run so (run.c, preflight.c; main.c says so first). */
+bool proc_privileged(void);
+
 #endif
