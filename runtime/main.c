@@ -92,6 +92,17 @@ static void print_help(void)
 	       "      --pwd DIR           start directory in the container\n"
 	       "  -c, --contain           do not bind $HOME, the working "
 	       "directory or /tmp\n"
+	       "  -C, --containall        --contain and --cleanenv\n"
+	       "      --cleanenv          start from an empty host "
+	       "environment (PMI, Slurm kept)\n"
+	       "      --env-file FILE     NAME=VALUE lines, as --env\n"
+	       "      --home SRC[:DST]    bind SRC as the home directory "
+	       "(at DST)\n"
+	       "      --no-home           do not bind $HOME\n"
+	       "      --writable-tmpfs    writable image: changes in memory, "
+	       "gone at the end\n"
+	       "      --overlay DIR       writable image: changes kept in "
+	       "DIR (yours)\n"
 	       "      --fakeroot          appear as uid 0 (single process, "
 	       "no PMI)\n"
 	       "      --no-share          debug: one namespace set per rank\n"
@@ -99,7 +110,7 @@ static void print_help(void)
 	       "      --transport-env=on|off  set MPI transport variables "
 	       "(default on)\n"
 	       "      --devices=none|all|LIST  override device discovery\n"
-	       "      --gpu               expose GPUs and driver libraries\n"
+	       "      --gpu, --nv, --rocm expose GPUs and driver libraries\n"
 	       "      --inject-verbs      bind the host's verbs providers "
 	       "in\n"
 	       "      --bind-to=core|none CPU binding of ranks (default "
@@ -145,6 +156,14 @@ enum {
 	OPT_LIST_PROFILES,
 	OPT_UNIVERSE_SIZE,
 	OPT_LINGER,
+	OPT_WRITABLE_TMPFS,
+	OPT_OVERLAY,
+	OPT_CLEANENV,
+	OPT_ENV_FILE,
+	OPT_HOME,
+	OPT_NO_HOME,
+	OPT_NV,
+	OPT_ROCM,
 };
 
 /* Option identifiers are permanent: scripts depend on them. */
@@ -154,6 +173,7 @@ static const struct option run_options[] = {
     {"env", required_argument, NULL, 'e'},
     {"pwd", required_argument, NULL, OPT_PWD},
     {"contain", no_argument, NULL, 'c'},
+    {"containall", no_argument, NULL, 'C'},
     {"fakeroot", no_argument, NULL, OPT_FAKEROOT},
     {"no-share", no_argument, NULL, OPT_NO_SHARE},
     {"tag-output", no_argument, NULL, OPT_TAG_OUTPUT},
@@ -168,6 +188,14 @@ static const struct option run_options[] = {
     {"list-profiles", no_argument, NULL, OPT_LIST_PROFILES},
     {"universe-size", required_argument, NULL, OPT_UNIVERSE_SIZE},
     {"linger", required_argument, NULL, OPT_LINGER},
+    {"writable-tmpfs", no_argument, NULL, OPT_WRITABLE_TMPFS},
+    {"overlay", required_argument, NULL, OPT_OVERLAY},
+    {"cleanenv", no_argument, NULL, OPT_CLEANENV},
+    {"env-file", required_argument, NULL, OPT_ENV_FILE},
+    {"home", required_argument, NULL, OPT_HOME},
+    {"no-home", no_argument, NULL, OPT_NO_HOME},
+    {"nv", no_argument, NULL, OPT_NV},
+    {"rocm", no_argument, NULL, OPT_ROCM},
     {"verbose", no_argument, NULL, 'v'},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
@@ -188,6 +216,13 @@ static const struct {
     {OPT_TAG_OUTPUT, MPICTR_FLAG_TAG_OUTPUT},
     {OPT_GPU, MPICTR_FLAG_GPU},
     {OPT_INJECT_VERBS, MPICTR_FLAG_INJECT_VERBS},
+    {OPT_WRITABLE_TMPFS, MPICTR_FLAG_WRITABLE_TMPFS},
+    {OPT_CLEANENV, MPICTR_FLAG_CLEANENV},
+    {OPT_NO_HOME, MPICTR_FLAG_NO_HOME},
+    {'C', MPICTR_FLAG_CONTAIN},
+    {'C', MPICTR_FLAG_CLEANENV},
+    {OPT_NV, MPICTR_FLAG_GPU},
+    {OPT_ROCM, MPICTR_FLAG_GPU},
 };
 
 struct run_opts {
@@ -312,12 +347,26 @@ static int bad_option(char **argv)
 static int run_option(mpictr_config *cfg, int c, char **argv,
 		      struct run_opts *o, int *code, mpictr_err **err)
 {
+	bool flag = false;
+
 	for (size_t i = 0; i < sizeof(flag_options) / sizeof(flag_options[0]);
-	     i++)
-		if (flag_options[i].opt == c)
-			return mpictr_config_set_flag(cfg, flag_options[i].flag,
-						      1, err);
+	     i++) {
+		if (flag_options[i].opt != c)
+			continue;
+		if (mpictr_config_set_flag(cfg, flag_options[i].flag, 1, err) <
+		    0)
+			return -1;
+		flag = true;
+	}
+	if (flag)
+		return OPT_GO_ON;
 	switch (c) {
+	case OPT_OVERLAY:
+		return mpictr_config_set_overlay(cfg, optarg, err);
+	case OPT_ENV_FILE:
+		return mpictr_config_add_env_file(cfg, optarg, err);
+	case OPT_HOME:
+		return mpictr_config_set_home(cfg, optarg, err);
 	case 'n':
 		return set_nranks(cfg, optarg, code, err);
 	case 'B':
@@ -377,7 +426,7 @@ static int parse_run_options(mpictr_config *cfg, int argc, char **argv,
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+n:B:e:cvqhV", run_options,
+	while ((c = getopt_long(argc, argv, "+n:B:e:cCvqhV", run_options,
 				NULL)) != -1) {
 		rc = run_option(cfg, c, argv, o, code, &err);
 		if (rc < 0) {

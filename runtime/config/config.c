@@ -1,6 +1,7 @@
 /* config.c - mpictr_config setters. Pure: nothing here touches the file
  * system; validation against the host happens when the plan is built.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -34,6 +35,11 @@ MPICTR_PUBLIC void mpictr_config_free(mpictr_config *cfg)
 	free(cfg->bind_to);
 	siteconf_free(&cfg->site);
 	strv_free(cfg->profiles);
+	free(cfg->overlay_dir);
+	free(cfg->home_src);
+	free(cfg->home_dst);
+	strv_free(cfg->file_env);
+	free(cfg->shell_path);
 	free(cfg);
 }
 
@@ -180,6 +186,15 @@ MPICTR_PUBLIC int mpictr_config_set_flag(mpictr_config *cfg,
 	case MPICTR_FLAG_INJECT_VERBS:
 		cfg->inject_verbs = v;
 		break;
+	case MPICTR_FLAG_WRITABLE_TMPFS:
+		cfg->writable_tmpfs = v;
+		break;
+	case MPICTR_FLAG_CLEANENV:
+		cfg->cleanenv = v;
+		break;
+	case MPICTR_FLAG_NO_HOME:
+		cfg->no_home = v;
+		break;
 	default:
 		return err_set(err, EINVAL, "unknown flag %d", (int)flag);
 	}
@@ -239,6 +254,122 @@ MPICTR_PUBLIC int mpictr_config_set_bind_to(mpictr_config *cfg,
 			       policy);
 	free(cfg->bind_to);
 	cfg->bind_to = xstrdup(policy);
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_config_set_overlay(mpictr_config *cfg, const char *dir,
+					    mpictr_err **err)
+{
+	if (check_arg(cfg, "config", err) < 0 ||
+	    check_arg(dir, "overlay directory", err) < 0)
+		return -1;
+	if (!*dir)
+		return err_set(err, 0, "invalid --overlay '': empty path");
+	free(cfg->overlay_dir);
+	cfg->overlay_dir = xstrdup(dir);
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_config_set_home(mpictr_config *cfg, const char *spec,
+					 mpictr_err **err)
+{
+	const char *colon;
+
+	if (check_arg(cfg, "config", err) < 0 ||
+	    check_arg(spec, "home specification", err) < 0)
+		return -1;
+	colon = strchr(spec, ':');
+	if (!*spec || colon == spec)
+		return err_set(err, 0,
+			       "invalid --home '%s' (expected SRC or SRC:DST)",
+			       spec);
+	if (colon && (colon[1] != '/' || strchr(colon + 1, ':') ||
+		      has_dotdot(colon + 1) || !colon[2]))
+		return err_set(err, 0,
+			       "invalid --home '%s': DST must be an absolute "
+			       "path other than '/', without '..' or ':'",
+			       spec);
+	free(cfg->home_src);
+	free(cfg->home_dst);
+	cfg->home_src =
+	    colon ? xstrndup(spec, (size_t)(colon - spec)) : xstrdup(spec);
+	cfg->home_dst = colon ? clean_path(colon + 1) : NULL;
+	return 0;
+}
+
+/* One line of an env file: NAME=VALUE into cfg->file_env; blank lines and
+ * comments are 0; a line that is neither is -1 with *err. */
+static int env_file_line(mpictr_config *cfg, char *line, const char *path,
+			 int lineno, mpictr_err **err)
+{
+	char *eq, *v;
+	size_t vl;
+
+	line += strspn(line, " \t");
+	if (!*line || *line == '#')
+		return 0;
+	if (str_has_prefix(line, "export "))
+		line += 7 + strspn(line + 7, " \t");
+	eq = strchr(line, '=');
+	if (!eq || !env_name_valid(line, (size_t)(eq - line)))
+		return err_set(err, 0,
+			       "env file '%s', line %d: expected NAME=VALUE "
+			       "(NAME of letters, digits and '_')",
+			       path, lineno);
+	*eq = '\0';
+	v = eq + 1;
+	vl = strlen(v);
+	while (vl &&
+	       (v[vl - 1] == ' ' || v[vl - 1] == '\t' || v[vl - 1] == '\r'))
+		v[--vl] = '\0';
+	if (vl >= 2 && (v[0] == '"' || v[0] == '\'') && v[vl - 1] == v[0]) {
+		v[vl - 1] = '\0';
+		v++;
+	}
+	env_set(&cfg->file_env, line, v);
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_config_add_env_file(mpictr_config *cfg,
+					     const char *path, mpictr_err **err)
+{
+	cleanup_free char *text = NULL;
+	char *save = NULL;
+	size_t len;
+	int lineno = 0;
+
+	if (check_arg(cfg, "config", err) < 0 ||
+	    check_arg(path, "env file", err) < 0)
+		return -1;
+	text = read_file(path, 1 << 20, &len);
+	if (!text)
+		return err_set(err, errno, "env file '%s'", path);
+	if (memchr(text, '\0', len))
+		return err_set(err, 0, "env file '%s': not a text file", path);
+	for (char *l = text, *nl; l && *l; l = nl) {
+		nl = strchr(l, '\n');
+		if (nl)
+			*nl++ = '\0';
+		lineno++;
+		if (env_file_line(cfg, l, path, lineno, err) < 0)
+			return -1;
+	}
+	(void)save;
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_config_set_shell(mpictr_config *cfg, const char *shell,
+					  mpictr_err **err)
+{
+	if (check_arg(cfg, "config", err) < 0)
+		return -1;
+	if (shell && shell[0] != '/')
+		return err_set(err, 0,
+			       "invalid --shell '%s': not an absolute path",
+			       shell);
+	free(cfg->shell_path);
+	cfg->shell_path = shell ? xstrdup(shell) : NULL;
+	cfg->shell = true;
 	return 0;
 }
 

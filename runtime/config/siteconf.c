@@ -51,6 +51,7 @@ void siteconf_free(struct siteconf *sc)
 	items_free(&sc->allow_binds);
 	items_free(&sc->deny_binds);
 	item_free(&sc->shm_size);
+	item_free(&sc->writable_tmpfs_size);
 	for (size_t i = 0; i < sc->nprofiles; i++)
 		profile_free(&sc->profiles[i]);
 	free(sc->profiles);
@@ -211,8 +212,9 @@ static int global_key(struct parser *ps, const char *key, const char *v,
 {
 	struct siteconf *a = &ps->add;
 	static const char *const site_only[] = {
-	    "lock_devices", "lock_transport_env", "user_binds",
-	    "allow_bind",   "deny_bind",	  "shm_size"};
+	    "lock_devices",	  "lock_transport_env", "user_binds",
+	    "allow_bind",	  "deny_bind",		"shm_size",
+	    "writable_tmpfs_size"};
 	bool b;
 
 	for (size_t i = 0; i < ARRAY_SIZE(site_only); i++)
@@ -285,6 +287,16 @@ static int global_key(struct parser *ps, const char *key, const char *v,
 				    "100%% of the memory the job may use)",
 				    v);
 		item_set(&a->shm_size, v, ps->origin, true);
+	} else if (strcmp(key, "writable_tmpfs_size") == 0) {
+		unsigned long long bytes;
+		unsigned pct;
+		if (siteconf_parse_size(v, &bytes, &pct) < 0)
+			return perr(ps, err,
+				    "invalid value '%s' for '%s' (a size as "
+				    "for 'shm_size': 512m, 8g or a percentage "
+				    "such as 25%%)",
+				    v, key);
+		item_set(&a->writable_tmpfs_size, v, ps->origin, true);
 	} else {
 		static const char *const pkeys[] = {
 		    "description", "env_prepend", "mpi", "mpi_dep", "mpi_abi"};
@@ -435,6 +447,7 @@ static void merge(struct siteconf *sc, struct siteconf *a)
 	items_move(&sc->allow_binds, &a->allow_binds);
 	items_move(&sc->deny_binds, &a->deny_binds);
 	item_move(&sc->shm_size, &a->shm_size);
+	item_move(&sc->writable_tmpfs_size, &a->writable_tmpfs_size);
 	if (a->nprofiles) {
 		sc->profiles =
 		    xrealloc(sc->profiles, (sc->nprofiles + a->nprofiles) *

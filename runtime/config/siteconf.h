@@ -60,6 +60,8 @@ struct siteconf {
 	struct site_items
 	    deny_binds; /* sources below or containing one are refused */
 	struct site_item shm_size; /* size of a job's /dev/shm, or NULL */
+	/* size of the upper layer of --writable-tmpfs, or NULL */
+	struct site_item writable_tmpfs_size;
 	struct site_profile *profiles;
 	size_t nprofiles;
 	bool site_loaded; /* a site file was parsed (or found absent) */
