@@ -64,6 +64,8 @@ static void print_help(void)
 {
 	printf("usage: %s [exec] [OPTIONS] IMAGE COMMAND [ARGS...]\n"
 	       "       %s run [OPTIONS] IMAGE [ARGS...]\n"
+	       "       %s shell [OPTIONS] [--shell PATH] IMAGE\n"
+	       "       %s inspect [--json] IMAGE\n"
 	       "       %s -n N [OPTIONS] IMAGE COMMAND [ARGS...]\n"
 	       "       %s sif list FILE\n"
 	       "       %s sif info FILE ID\n"
@@ -136,8 +138,8 @@ static void print_help(void)
 	       "not executable,\n"
 	       "127 not found, 255 when mpictr itself fails. See mpictr(1).\n",
 	       progname, progname, progname, progname, progname, progname,
-	       progname, progname, progname, progname, progname,
-	       mpictr_site_config_path());
+	       progname, progname, progname, progname, progname, progname,
+	       progname, mpictr_site_config_path());
 }
 
 enum {
@@ -164,6 +166,7 @@ enum {
 	OPT_NO_HOME,
 	OPT_NV,
 	OPT_ROCM,
+	OPT_SHELL,
 };
 
 /* Option identifiers are permanent: scripts depend on them. */
@@ -196,6 +199,7 @@ static const struct option run_options[] = {
     {"no-home", no_argument, NULL, OPT_NO_HOME},
     {"nv", no_argument, NULL, OPT_NV},
     {"rocm", no_argument, NULL, OPT_ROCM},
+    {"shell", required_argument, NULL, OPT_SHELL},
     {"verbose", no_argument, NULL, 'v'},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
@@ -230,6 +234,8 @@ struct run_opts {
 	int list_profiles;
 	int instance_start; /* `instance start`: --linger is allowed */
 	long linger;
+	int shell;		/* `mpictr shell`: --shell is allowed */
+	const char *shell_path; /* --shell */
 };
 
 /* Option results: go on, or stop and exit with *code. */
@@ -395,6 +401,14 @@ static int run_option(mpictr_config *cfg, int c, char **argv,
 		return OPT_GO_ON;
 	case OPT_LINGER:
 		return set_linger(o, optarg, code);
+	case OPT_SHELL:
+		if (!o->shell) {
+			*code = usage_error("%s", "--shell is an option of "
+						  "'mpictr shell'");
+			return OPT_STOP;
+		}
+		o->shell_path = optarg;
+		return OPT_GO_ON;
 	case 'v':
 		if (verbosity < MPICTR_LOG_DEBUG)
 			verbosity++;
@@ -439,9 +453,35 @@ static int parse_run_options(mpictr_config *cfg, int argc, char **argv,
 	return OPT_GO_ON;
 }
 
+/* What a run verb runs: COMMAND, the runscript, or a shell. */
+enum run_verb { VERB_EXEC, VERB_RUN, VERB_SHELL };
+
+/* `mpictr shell [OPTIONS] IMAGE`: the image's interactive shell. */
+static int set_shell(mpictr_config *cfg, int argc, char **argv,
+		     const struct run_opts *o, int *code)
+{
+	char *sh[] = {"/bin/sh", NULL};
+	mpictr_err *err = NULL;
+
+	if (argc - optind > 1) {
+		*code = usage_error("'mpictr shell' takes no COMMAND after "
+				    "IMAGE (got '%s'; hint: mpictr exec "
+				    "IMAGE COMMAND)",
+				    argv[optind + 1]);
+		return OPT_STOP;
+	}
+	if (mpictr_config_set_shell(cfg, o->shell_path, &err) < 0 ||
+	    mpictr_config_set_command(cfg, 1, sh, &err) < 0) {
+		*code = fail(err);
+		return OPT_STOP;
+	}
+	return OPT_GO_ON;
+}
+
 /* IMAGE and COMMAND (or the runscript's arguments) after the options. */
 static int set_image_and_command(mpictr_config *cfg, int argc, char **argv,
-				 int runscript, int *code)
+				 enum run_verb verb, const struct run_opts *o,
+				 int *code)
 {
 	mpictr_err *err = NULL;
 	int rc;
@@ -455,7 +495,11 @@ static int set_image_and_command(mpictr_config *cfg, int argc, char **argv,
 		return OPT_STOP;
 	}
 	optind++;
-	if (runscript) {
+	if (verb == VERB_SHELL) {
+		optind--;
+		return set_shell(cfg, argc, argv, o, code);
+	}
+	if (verb == VERB_RUN) {
 		rc = mpictr_config_set_runscript(cfg, argc - optind,
 						 argv + optind, &err);
 	} else {
@@ -519,12 +563,12 @@ static int configure(mpictr_config *cfg, int argc, char **argv,
 	return OPT_GO_ON;
 }
 
-/* `mpictr [exec|run] ...` and `mpictr -n N ...`. */
-static int cmd_run(int argc, char **argv, int runscript)
+/* `mpictr [exec|run|shell] ...` and `mpictr -n N ...`. */
+static int cmd_run(int argc, char **argv, enum run_verb verb)
 {
 	mpictr_config *cfg = mpictr_config_new();
 	mpictr_err *err = NULL;
-	struct run_opts o = {0, 0, 0, 0};
+	struct run_opts o = {.shell = verb == VERB_SHELL};
 	int code = 0;
 
 	if (configure(cfg, argc, argv, &o, &code) == OPT_STOP)
@@ -536,8 +580,7 @@ static int cmd_run(int argc, char **argv, int runscript)
 		code = print_and_free(rc, text, err);
 		goto out;
 	}
-	if (set_image_and_command(cfg, argc, argv, runscript, &code) ==
-	    OPT_STOP)
+	if (set_image_and_command(cfg, argc, argv, verb, &o, &code) == OPT_STOP)
 		goto out;
 	code = run_or_dry_run(cfg, o.dry_run);
 out:
@@ -550,7 +593,7 @@ static int instance_start(int argc, char **argv)
 {
 	mpictr_config *cfg = mpictr_config_new();
 	mpictr_err *err = NULL;
-	struct run_opts o = {0, 0, 1, 0};
+	struct run_opts o = {.instance_start = 1};
 	int code = 0;
 
 	if (configure(cfg, argc, argv, &o, &code) == OPT_STOP)
@@ -716,6 +759,20 @@ static int cmd_sif(int argc, char **argv)
 			   sub);
 }
 
+/* `mpictr inspect [--json] IMAGE`. */
+static int cmd_inspect(int argc, char **argv)
+{
+	mpictr_err *err = NULL;
+	char *text = NULL;
+	bool json = argc == 3 && strcmp(argv[1], "--json") == 0;
+	int rc;
+
+	if (!(argc == 2 && argv[1][0] != '-') && !json)
+		return usage_error("%s", "usage: inspect [--json] IMAGE");
+	rc = mpictr_inspect(argv[argc - 1], json, &text, &err);
+	return print_and_free(rc, text, err);
+}
+
 /* Refuse to run with elevated privileges (charliecloud's
  * privs_verify_invoking): mpictr is designed to need none, and a setuid
  * install would turn every bind option into a privilege escalation. */
@@ -749,9 +806,13 @@ int main(int argc, char **argv)
 		return MPICTR_EXIT_FAILURE;
 	}
 	if (strcmp(verb, "exec") == 0)
-		return cmd_run(argc - 1, argv + 1, 0);
+		return cmd_run(argc - 1, argv + 1, VERB_EXEC);
 	if (strcmp(verb, "run") == 0)
-		return cmd_run(argc - 1, argv + 1, 1);
+		return cmd_run(argc - 1, argv + 1, VERB_RUN);
+	if (strcmp(verb, "shell") == 0)
+		return cmd_run(argc - 1, argv + 1, VERB_SHELL);
+	if (strcmp(verb, "inspect") == 0)
+		return cmd_inspect(argc - 1, argv + 1);
 	if (strcmp(verb, "sif") == 0)
 		return cmd_sif(argc - 1, argv + 1);
 	if (strcmp(verb, "instance") == 0)
@@ -774,5 +835,5 @@ int main(int argc, char **argv)
 		printf("mpictr %s\n", mpictr_version());
 		return 0;
 	}
-	return cmd_run(argc, argv, 0);
+	return cmd_run(argc, argv, VERB_EXEC);
 }

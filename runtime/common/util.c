@@ -458,6 +458,34 @@ bool env_name_valid(const char *s, size_t n)
 	return true;
 }
 
+int env_line_parse(char *line, char **name, char **value)
+{
+	char *eq, *v;
+	size_t vl;
+
+	line += strspn(line, " \t");
+	if (!*line || *line == '#' || *line == '\r')
+		return 0;
+	if (str_has_prefix(line, "export "))
+		line += 7 + strspn(line + 7, " \t");
+	eq = strchr(line, '=');
+	if (!eq || !env_name_valid(line, (size_t)(eq - line)))
+		return -1;
+	*eq = '\0';
+	v = eq + 1;
+	vl = strlen(v);
+	while (vl &&
+	       (v[vl - 1] == ' ' || v[vl - 1] == '\t' || v[vl - 1] == '\r'))
+		v[--vl] = '\0';
+	if (vl >= 2 && (v[0] == '"' || v[0] == '\'') && v[vl - 1] == v[0]) {
+		v[vl - 1] = '\0';
+		v++;
+	}
+	*name = line;
+	*value = v;
+	return 1;
+}
+
 char *fd_path_dup(int fd)
 {
 	char link[64], buf[PATH_MAX];

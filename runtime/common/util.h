@@ -133,6 +133,11 @@ int parse_long(const char *s, long min, long max, long *out);
 /* Is s[0..n) a valid environment variable name (letters, digits, '_',
  * not starting with a digit)? */
 bool env_name_valid(const char *s, size_t n);
+/* One line of an environment file (--env-file, Enroot's /etc/environment):
+ * NAME=VALUE, an optional 'export ', one pair of quotes around VALUE
+ * stripped; changes line in place. 1 with *name and *value pointing into
+ * it, 0 for a blank line or a comment, -1 for anything else. */
+int env_line_parse(char *line, char **name, char **value);
 
 /* True when a and b are equal C strings (both may be NULL). */
 bool streq0(const char *a, const char *b);

@@ -297,46 +297,13 @@ MPICTR_PUBLIC int mpictr_config_set_home(mpictr_config *cfg, const char *spec,
 	return 0;
 }
 
-/* One line of an env file: NAME=VALUE into cfg->file_env; blank lines and
- * comments are 0; a line that is neither is -1 with *err. */
-static int env_file_line(mpictr_config *cfg, char *line, const char *path,
-			 int lineno, mpictr_err **err)
-{
-	char *eq, *v;
-	size_t vl;
-
-	line += strspn(line, " \t");
-	if (!*line || *line == '#')
-		return 0;
-	if (str_has_prefix(line, "export "))
-		line += 7 + strspn(line + 7, " \t");
-	eq = strchr(line, '=');
-	if (!eq || !env_name_valid(line, (size_t)(eq - line)))
-		return err_set(err, 0,
-			       "env file '%s', line %d: expected NAME=VALUE "
-			       "(NAME of letters, digits and '_')",
-			       path, lineno);
-	*eq = '\0';
-	v = eq + 1;
-	vl = strlen(v);
-	while (vl &&
-	       (v[vl - 1] == ' ' || v[vl - 1] == '\t' || v[vl - 1] == '\r'))
-		v[--vl] = '\0';
-	if (vl >= 2 && (v[0] == '"' || v[0] == '\'') && v[vl - 1] == v[0]) {
-		v[vl - 1] = '\0';
-		v++;
-	}
-	env_set(&cfg->file_env, line, v);
-	return 0;
-}
-
 MPICTR_PUBLIC int mpictr_config_add_env_file(mpictr_config *cfg,
 					     const char *path, mpictr_err **err)
 {
 	cleanup_free char *text = NULL;
-	char *save = NULL;
+	char *name, *value;
 	size_t len;
-	int lineno = 0;
+	int lineno = 0, rc;
 
 	if (check_arg(cfg, "config", err) < 0 ||
 	    check_arg(path, "env file", err) < 0)
@@ -351,10 +318,16 @@ MPICTR_PUBLIC int mpictr_config_add_env_file(mpictr_config *cfg,
 		if (nl)
 			*nl++ = '\0';
 		lineno++;
-		if (env_file_line(cfg, l, path, lineno, err) < 0)
-			return -1;
+		rc = env_line_parse(l, &name, &value);
+		if (rc < 0)
+			return err_set(err, 0,
+				       "env file '%s', line %d: expected "
+				       "NAME=VALUE (NAME of letters, digits "
+				       "and '_')",
+				       path, lineno);
+		if (rc)
+			env_set(&cfg->file_env, name, value);
 	}
-	(void)save;
 	return 0;
 }
 

@@ -140,6 +140,63 @@ static char **wrap_with_env_scripts(char ***env, char *const *user_env,
 	return out;
 }
 
+/* An Enroot image (no /.singularity.d, an /etc/environment): its
+ * variables, as Enroot sets them, except those the user set (they win,
+ * as over Apptainer's env scripts). */
+static void enroot_env(char ***env, char *const *user_env)
+{
+	cleanup_free char *text = NULL;
+	size_t len;
+
+	if (access("/.singularity.d", F_OK) == 0 ||
+	    !(text = read_file("/etc/environment", 1 << 20, &len)))
+		return;
+	for (char *l = text, *nl; l && *l; l = nl) {
+		char *name, *value;
+
+		nl = strchr(l, '\n');
+		if (nl)
+			*nl++ = '\0';
+		if (env_line_parse(l, &name, &value) == 1 &&
+		    !env_get(user_env, name))
+			env_set(env, name, value);
+	}
+}
+
+/* The command of a plan, as exec'ed in the container: `mpictr shell`'s
+ * shell (the one asked for, else the image's /bin/bash without rc files,
+ * as Apptainer, or /bin/sh; interactive); for `mpictr run` of an image
+ * without a runscript but with Enroot's /etc/rc, the entrypoint (run by
+ * /bin/sh, the arguments after it, as Enroot does); else p->argv. NULL
+ * for p->argv itself. */
+static char **container_argv(const struct plan *p)
+{
+	char **argv = NULL;
+
+	if (p->shell) {
+		if (p->shell_path) {
+			strv_push(&argv, p->shell_path);
+		} else if (access("/bin/bash", X_OK) == 0) {
+			strv_push(&argv, "/bin/bash");
+			strv_push(&argv, "--norc");
+		} else {
+			strv_push(&argv, "/bin/sh");
+		}
+		strv_push(&argv, "-i");
+		return argv;
+	}
+	if (strcmp(p->argv[0], "/.singularity.d/runscript") ||
+	    access(p->argv[0], F_OK) == 0 ||
+	    access("/.singularity.d", F_OK) == 0 ||
+	    access("/etc/rc", R_OK) != 0)
+		return NULL;
+	strv_push(&argv, "/bin/sh");
+	strv_push(&argv, "/etc/rc");
+	for (size_t i = 1; p->argv[i]; i++)
+		strv_push(&argv, p->argv[i]);
+	return argv;
+}
+
 /* Join the namespaces and enter the start directory. */
 static int container_enter(const struct plan *p, int userns_fd, int mntns_fd,
 			   mpictr_err **err)
@@ -200,6 +257,7 @@ int container_enter_task(const struct plan *p, char ***env, int userns_fd,
 	*program = NULL;
 	if (container_enter(p, userns_fd, mntns_fd, err) < 0)
 		return -1;
+	enroot_env(env, p->user_env);
 	if (need_env_scripts()) {
 		if (wrapper_script(env, p, program, err) < 0)
 			return -1;
@@ -218,10 +276,15 @@ int container_exec(const struct plan *p, char **env, int userns_fd,
 		   int mntns_fd, int keep_fd, mpictr_err **err)
 {
 	cleanup_free char *exe = NULL;
+	cleanup_strv char **own = NULL;
 	char **argv = p->argv, **wrapped;
 
 	if (container_enter(p, userns_fd, mntns_fd, err) < 0)
 		return -1;
+	enroot_env(&env, p->user_env);
+	own = container_argv(p);
+	if (own)
+		argv = own;
 	wrapped = wrap_with_env_scripts(&env, p->user_env, argv);
 	if (wrapped) {
 		argv = wrapped;

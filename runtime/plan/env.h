@@ -1,13 +1,17 @@
 /* env.h - a rank's environment, built in one place, in this order
  * (docs/architecture.md, "Environment"):
  *
- *  1. the host's, filtered: minus PATH, LD_* and MPICTR_*; where mpictr
+ *  1. the host's, filtered: minus PATH, LD_*, MPICTR_*, APPTAINERENV_* and
+ *     SINGULARITYENV_* (with --cleanenv only the terminal, user, locale
+ *     and launcher variables: cleanenv_keeps); where mpictr
  *     serves PMI (launch and node daemon mode) also minus PMI_* and PMIX_*
  *     of an outer launcher;
  *  2. PATH reset to the container default; the site's variables, then the
  *     selected profiles' (set, or prepended with ':');
- *  3. MPICTR_CONTAINER and PWD;
- *  4. the user's: MPICTR_ENV_NAME, then -e/--env (kept apart too, see 7);
+ *  3. MPICTR_CONTAINER, APPTAINER_/SINGULARITY_CONTAINER and _NAME, PWD,
+ *     HOME (--home), PS1 (`mpictr shell`);
+ *  4. the user's: SINGULARITYENV_NAME, APPTAINERENV_NAME, MPICTR_ENV_NAME,
+ *     --env-file, then -e/--env (kept apart too, see 7);
  *     -- env_plan above, once per plan; env_rank below, per rank --
  *  5. the transport variables, only where still unset; the host library
  *     directories (GPU driver libraries, injected MPI) prepended to
@@ -37,7 +41,7 @@ bool plan_env_excluded(const char *name);
  * the user's variables of step 4 alone (both NULL-terminated, new). */
 void env_plan(const struct mpictr_config *cfg, enum run_mode mode,
 	      const struct site_profile *const *profs, const char *image,
-	      const char *pwd, char ***env, char ***user_env);
+	      const char *pwd, const char *home, char ***env, char ***user_env);
 
 /* Steps 1 to 5: the environment of local rank local_rank of plan p.
  * Caller frees with strv_free. */

@@ -471,7 +471,7 @@ static void user_identity(const struct mpictr_config *cfg, struct plan *p)
 	p->gid = f->gid;
 	p->uid_in = cfg->fakeroot ? 0 : p->uid;
 	p->gid_in = cfg->fakeroot ? 0 : p->gid;
-	p->home = xstrdup(f->home);
+	p->home = xstrdup(cfg->home_dst ? cfg->home_dst : f->home);
 	p->user = f->user ? xstrdup(f->user) : xasprintf("user%u", p->uid);
 }
 
@@ -488,6 +488,21 @@ static int add_auto_bind(const struct mpictr_config *cfg, struct plan *p,
 	    siteconf_check_bind(&cfg->site, real, BIND_AUTO, what, err) < 0)
 		return err_hint(err, "%s", hint);
 	return add_bind(p, path, path, 0, optional, BIND_AUTO, why, err);
+}
+
+/* --home SRC[:DST]: SRC bound at the home path, checked as a -B bind. */
+static int home_bind(const struct mpictr_config *cfg, struct plan *p,
+		     const char *cwd, mpictr_err **err)
+{
+	struct bind_spec b = {.src = cfg->home_src, .dst = p->home};
+	cleanup_free char *src = NULL, *dst = NULL;
+	cleanup_free char *what = xasprintf("--home '%s'", cfg->home_src);
+
+	if (bind_resolve_with(&b, cwd, NULL, fact_real, (void *)p->facts, &src,
+			      &dst, err) < 0 ||
+	    siteconf_check_bind(&cfg->site, src, BIND_USER, what, err) < 0)
+		return err_wrap(err, "--home");
+	return add_bind(p, src, dst, 0, false, BIND_USER, "home (--home)", err);
 }
 
 static int host_binds(const struct mpictr_config *cfg, struct plan *p,
@@ -507,7 +522,7 @@ static int host_binds(const struct mpictr_config *cfg, struct plan *p,
 		if (add_auto_bind(cfg, p, "/tmp", false, "host /tmp",
 				  "host /tmp", contain, err) < 0)
 			return -1;
-		if (strcmp(p->home, "/") &&
+		if (!cfg->home_src && !cfg->no_home && strcmp(p->home, "/") &&
 		    add_auto_bind(cfg, p, p->home, true, "home directory",
 				  home_what, contain, err) < 0)
 			return -1;
@@ -522,10 +537,13 @@ static int host_binds(const struct mpictr_config *cfg, struct plan *p,
 		add_op(p, MOP_TMPFS, "tmpfs", "/tmp", MS_NOSUID | MS_NODEV,
 		       "private /tmp (--contain)")
 		    ->data = xstrdup("mode=1777");
-		add_op(p, MOP_TMPFS, "tmpfs", p->home, MS_NOSUID | MS_NODEV,
-		       "empty home (--contain)")
-		    ->data = xstrdup("mode=700");
+		if (!cfg->home_src)
+			add_op(p, MOP_TMPFS, "tmpfs", p->home,
+			       MS_NOSUID | MS_NODEV, "empty home (--contain)")
+			    ->data = xstrdup("mode=700");
 	}
+	if (cfg->home_src && home_bind(cfg, p, cwd, err) < 0)
+		return -1;
 	/* The job's private directory (PMIx server files) at the same path,
 	 * so PMIx clients find their shared-memory store. (The job directory is
 	 * mpictr's own: made by then, not a fact.) */
@@ -691,8 +709,10 @@ static int plan_steps(const struct mpictr_config *cfg,
 	} else {
 		p->argv = strv_dup(cfg->argv);
 	}
-	env_plan(cfg, p->mode, profs, p->image.path, p->cwd, &p->env,
-		 &p->user_env);
+	p->shell = cfg->shell;
+	p->shell_path = cfg->shell_path ? xstrdup(cfg->shell_path) : NULL;
+	env_plan(cfg, p->mode, profs, p->image.path, p->cwd,
+		 cfg->home_src ? p->home : NULL, &p->env, &p->user_env);
 	return 0;
 }
 
