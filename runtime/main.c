@@ -333,19 +333,175 @@ static int set_linger(struct run_opts *o, const char *arg, int *code)
 	return OPT_GO_ON;
 }
 
+/* ---- errors that teach ---------------------------------------------- */
+
+/* Other runtimes' options (Apptainer/Singularity, Enroot, Pyxis) and what
+ * mpictr does instead. */
+static const struct {
+	const char *name; /* without the leading dashes */
+	const char *hint;
+} peer_options[] = {
+    {"writable", "mpictr never writes the image: use --writable-tmpfs or "
+		 "--overlay DIR"},
+    {"rw", "use --writable-tmpfs (Enroot's --rw)"},
+    {"root", "use --fakeroot (Enroot's --root)"},
+    {"mount", "use -B/--bind SRC[:DST[:ro]]"},
+    {"m", "use -B/--bind SRC[:DST[:ro]]"},
+    {"conf", "use --config FILE"},
+    {"sharens", "not needed: all ranks of a node share one container by "
+		"default"},
+    {"userns", "not needed: mpictr always runs in a user namespace"},
+    {"u", "not needed: mpictr always runs in a user namespace"},
+    {"pid", "mpictr keeps the host's PID namespace (MPI ranks need it)"},
+    {"ipc", "mpictr keeps the host's IPC namespace (MPI shared memory "
+	    "needs it)"},
+    {"net", "mpictr keeps the host network (MPI needs it)"},
+    {"network", "mpictr keeps the host network (MPI needs it)"},
+    {"nvccli", "use --gpu (or --nv)"},
+    {"scratch", "use -B DIR:/scratch, or --contain for a private /tmp"},
+    {"S", "use -B DIR:/scratch, or --contain for a private /tmp"},
+    {"workdir", "use --contain (a private /tmp and home in memory)"},
+    {"W", "use --contain (a private /tmp and home in memory)"},
+    {"no-mount", "use --contain, --no-home"},
+    {"compat", "use --containall --writable-tmpfs"},
+    {"keep-privs", "mpictr never grants privileges"},
+    {"allow-setuid", "mpictr never grants privileges"},
+    {"no-privs", "not needed: all capabilities are always dropped"},
+    {"container-image", "give IMAGE after the options: mpictr [OPTIONS] "
+			"IMAGE COMMAND"},
+    {"container-mounts", "use -B/--bind"},
+    {"container-workdir", "use --pwd DIR"},
+    {"container-name", "use 'mpictr instance start IMAGE NAME', then "
+		       "instance://NAME as IMAGE"},
+    {"container-writable", "use --writable-tmpfs"},
+    {"container-remap-root", "use --fakeroot"},
+    {"no-container-mount-home", "use --no-home"},
+    {"container-mount-home", "not needed: $HOME is bound by default"},
+    {"container-env", "use -e/--env NAME=VALUE"},
+    {"container-save", "use 'mpictr instance save NAME PATH'"},
+};
+
+/* Edit distance of a and b (both short), capped. */
+static size_t distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), prev[64], cur[64];
+
+	if (la >= 63 || lb >= 63)
+		return 64;
+	for (size_t j = 0; j <= lb; j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		cur[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+			size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+			cur[j] = sub < del ? (sub < ins ? sub : ins)
+					   : (del < ins ? del : ins);
+		}
+		memcpy(prev, cur, (lb + 1) * sizeof(*prev));
+	}
+	return prev[lb];
+}
+
+/* The nearest of names (NULL-terminated or n of them) to word: within an
+ * edit distance of 2 (1 for short words), or NULL. */
+static const char *nearest(const char *word, const char *const *names, size_t n)
+{
+	size_t best = strlen(word) <= 3 ? 2 : 3;
+	const char *hit = NULL;
+
+	for (size_t i = 0; i < n && names[i]; i++) {
+		size_t d = distance(word, names[i]);
+		if (d < best) {
+			best = d;
+			hit = names[i];
+		}
+	}
+	return hit;
+}
+
+/* A peer's option name (without dashes and any "=VALUE"): its hint. */
+static const char *peer_hint(const char *name)
+{
+	for (size_t i = 0; i < sizeof(peer_options) / sizeof(*peer_options);
+	     i++)
+		if (strcmp(peer_options[i].name, name) == 0)
+			return peer_options[i].hint;
+	return NULL;
+}
+
+/* Is arg (e.g. "--pwd=/x", "-B") one of mpictr's run options? */
+static bool is_run_option(const char *arg)
+{
+	size_t l;
+
+	if (arg[0] != '-' || !arg[1])
+		return false;
+	if (arg[1] != '-')
+		return strchr("nBecCvqhV", arg[1]) != NULL;
+	arg += 2;
+	l = strcspn(arg, "=");
+	for (const struct option *o = run_options; o->name; o++)
+		if (strlen(o->name) == l && strncmp(o->name, arg, l) == 0)
+			return true;
+	return false;
+}
+
 static int bad_option(char **argv)
 {
-	if (optopt)
+	const char *arg = argv[optind - 1], *hint, *near;
+	const char *names[sizeof(run_options) / sizeof(*run_options)];
+	char name[64];
+	size_t n = 0;
+
+	if (optopt && optopt < 128) {
+		char s[2] = {(char)optopt, 0};
+		hint = peer_hint(s);
 		fprintf(stderr,
-			"%s: unknown option or missing argument for '-%c' "
+			"%s: unknown option or missing argument for '-%c'%s%s "
 			"(see '%s --help')\n",
-			progname, optopt, progname);
+			progname, optopt, hint ? ": " : "", hint ? hint : "",
+			progname);
+		return MPICTR_EXIT_FAILURE;
+	}
+	snprintf(name, sizeof(name), "%.*s", (int)strcspn(arg + 2, "="),
+		 arg + 2);
+	hint = strncmp(arg, "--", 2) == 0 ? peer_hint(name) : NULL;
+	for (const struct option *o = run_options; o->name; o++)
+		names[n++] = o->name;
+	near = hint ? NULL : nearest(name, names, n);
+	if (hint)
+		fprintf(stderr,
+			"%s: unknown option '%s': %s (see '%s --help')\n",
+			progname, arg, hint, progname);
+	else if (near)
+		fprintf(stderr,
+			"%s: unknown option '%s' (did you mean '--%s'?)\n",
+			progname, arg, near);
 	else
 		fprintf(stderr,
 			"%s: unknown option or missing argument '%s' (see '%s "
 			"--help')\n",
-			progname, argv[optind - 1], progname);
+			progname, arg, progname);
 	return MPICTR_EXIT_FAILURE;
+}
+
+/* getopt_long takes an unambiguous abbreviation: "--writable" would be
+ * --writable-tmpfs. A peer's option of that exact name is refused with
+ * its hint instead (1 with *code). */
+static int abbreviated_peer(const char *token, const char *matched, int *code)
+{
+	char name[64];
+	const char *hint;
+
+	if (strncmp(token, "--", 2) != 0)
+		return 0;
+	snprintf(name, sizeof(name), "%.*s", (int)strcspn(token + 2, "="),
+		 token + 2);
+	if (strcmp(name, matched) == 0 || !(hint = peer_hint(name)))
+		return 0;
+	*code = usage_error("unknown option '%s': %s", token, hint);
+	return 1;
 }
 
 /* One option of cmd_run: OPT_GO_ON, OPT_STOP with *code, or -1 with *err
@@ -436,12 +592,17 @@ static int parse_run_options(mpictr_config *cfg, int argc, char **argv,
 			     struct run_opts *o, int *code)
 {
 	mpictr_err *err = NULL;
-	int c, rc;
+	int c, rc, prev, li;
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+n:B:e:cCvqhV", run_options,
-				NULL)) != -1) {
+	for (prev = optind, li = -1;
+	     (c = getopt_long(argc, argv, "+n:B:e:cCvqhV", run_options, &li)) !=
+	     -1;
+	     prev = optind, li = -1) {
+		if (li >= 0 &&
+		    abbreviated_peer(argv[prev], run_options[li].name, code))
+			return OPT_STOP;
 		rc = run_option(cfg, c, argv, o, code, &err);
 		if (rc < 0) {
 			*code = fail(err);
@@ -508,6 +669,16 @@ static int set_image_and_command(mpictr_config *cfg, int argc, char **argv,
 			    usage_error("%s", "missing COMMAND after IMAGE");
 			return OPT_STOP;
 		}
+		if (is_run_option(argv[optind]) ||
+		    (strncmp(argv[optind], "--", 2) == 0 &&
+		     peer_hint(argv[optind] + 2))) {
+			*code = usage_error(
+			    "'%s' comes after IMAGE '%s': options go before "
+			    "the image (mpictr [OPTIONS] IMAGE COMMAND "
+			    "[ARGS...])",
+			    argv[optind], argv[optind - 1]);
+			return OPT_STOP;
+		}
 		rc = mpictr_config_set_command(cfg, argc - optind,
 					       argv + optind, &err);
 	}
@@ -563,6 +734,48 @@ static int configure(mpictr_config *cfg, int argc, char **argv,
 	return OPT_GO_ON;
 }
 
+/* The verbs, and other runtimes' verbs with what mpictr does instead. */
+static const char *const verbs[] = {"exec",	"run",	"shell",
+				    "inspect",	"sif",	"check",
+				    "instance", "help", "version"};
+static const struct {
+	const char *verb, *hint;
+} peer_verbs[] = {
+    {"build", "mpictr builds no images: 'mpictr sif create -o OUT.sif DIR' "
+	      "wraps a directory or squashfs"},
+    {"start", "Enroot's 'start' is 'mpictr exec IMAGE COMMAND' (or 'mpictr "
+	      "run IMAGE')"},
+    {"import", "use 'mpictr pull' where installed, or 'mpictr sif create'"},
+    {"create", "use 'mpictr sif create -o OUT.sif DIR'"},
+    {"list", "use 'mpictr instance list'"},
+    {"export", "use 'mpictr instance save NAME PATH'"},
+    {"test", "run the image's own test with 'mpictr exec IMAGE COMMAND'"},
+    {"oci", "mpictr runs SIF, squashfs and directory images"},
+};
+
+/* A first argument that is neither a verb nor an image: a mistyped verb
+ * or a peer's? Then say so (1 with *code), else 0. */
+static int unknown_verb(const char *word, int *code)
+{
+	const char *near;
+
+	if (strchr(word, '/') || strchr(word, '.') || access(word, F_OK) == 0)
+		return 0;
+	for (size_t i = 0; i < sizeof(peer_verbs) / sizeof(*peer_verbs); i++)
+		if (strcmp(word, peer_verbs[i].verb) == 0) {
+			*code = usage_error("unknown verb '%s': %s", word,
+					    peer_verbs[i].hint);
+			return 1;
+		}
+	near = nearest(word, verbs, sizeof(verbs) / sizeof(*verbs));
+	if (!near)
+		return 0;
+	*code = usage_error("unknown verb '%s' (did you mean '%s'?), and no "
+			    "image of that name",
+			    word, near);
+	return 1;
+}
+
 /* `mpictr [exec|run|shell] ...` and `mpictr -n N ...`. */
 static int cmd_run(int argc, char **argv, enum run_verb verb)
 {
@@ -580,6 +793,9 @@ static int cmd_run(int argc, char **argv, enum run_verb verb)
 		code = print_and_free(rc, text, err);
 		goto out;
 	}
+	if (optind < argc && verb == VERB_EXEC && optind == 1 &&
+	    unknown_verb(argv[optind], &code))
+		goto out;
 	if (set_image_and_command(cfg, argc, argv, verb, &o, &code) == OPT_STOP)
 		goto out;
 	code = run_or_dry_run(cfg, o.dry_run);
