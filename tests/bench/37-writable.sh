@@ -7,7 +7,9 @@
 #      it);
 #   2. a small-file walk of the image: `mpictr [--writable-tmpfs] mpi.sif
 #      sh -c 'find /usr /etc /opt /lib -type f -size -64k -exec cat {} +'`
-#      (every small file of the image opened and read through the overlay).
+#      five times (every small file of the image looked up, opened and
+#      read through the overlay; five passes so that the walk, not the
+#      start-up, dominates).
 # Target: --writable-tmpfs / plain <= 1.02 (medians). Fails only when a run
 # fails, never on the numbers. As root, runs as mpictr-test.
 # Writes docs/bench-writable.md and build/bench/37-writable.{md,json}.
@@ -29,7 +31,7 @@ mkdir -p "$ROOT/build/bench"
 bench_mpi 37-writable
 [ -x "$BIN/hello" ] || { echo "37-writable: $BIN/hello missing"; exit 1; }
 
-WALK="find /usr /etc /opt /lib -type f -size -64k -exec cat {} +"
+WALK="for i in 1 2 3 4 5; do find /usr /etc /opt /lib -type f -size -64k -exec cat {} +; done"
 V=$W/variants
 {
 	echo "hello-plain $MPICTR -n 8 $IMG/mpi.sif /opt/mpictr/bin/hello"
@@ -56,7 +58,7 @@ L = ["# --writable-tmpfs: what the overlay costs", "",
      "rounds after 2 warm-up rounds, as `%s`, %d CPUs, load %s -> %s." % (user, os.cpu_count(), l0, l1), "",
      "| what | plain (s) | --writable-tmpfs (s) | ratio | target |", "|---|---|---|---|---|"]
 for what, a, b in (("`mpictr -n 8 mpi.sif hello`", "hello-plain", "hello-wtmpfs"),
-                   ("small-file walk of mpi.sif (`find ... -size -64k -exec cat`)", "walk-plain", "walk-wtmpfs")):
+                   ("small-file walk of mpi.sif (5 x `find ... -size -64k -exec cat`)", "walk-plain", "walk-wtmpfs")):
     if a in med and b in med:
         L.append("| %s | %.3f | %.3f | %.3f | <= 1.02 |" % (what, med[a], med[b], med[b] / med[a]))
 open(out, "w").write("\n".join(L) + "\n")
