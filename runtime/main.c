@@ -77,6 +77,7 @@ static void print_help(void)
 	       "NAME\n"
 	       "       %s instance list [--json]\n"
 	       "       %s instance stop NAME|--all\n"
+	       "       %s instance save NAME PATH\n"
 	       "\n"
 	       "IMAGE is a SIF file, a squashfs file, a directory or "
 	       "instance://NAME\n"
@@ -139,7 +140,7 @@ static void print_help(void)
 	       "127 not found, 255 when mpictr itself fails. See mpictr(1).\n",
 	       progname, progname, progname, progname, progname, progname,
 	       progname, progname, progname, progname, progname, progname,
-	       progname, mpictr_site_config_path());
+	       progname, progname, mpictr_site_config_path());
 }
 
 enum {
@@ -854,6 +855,17 @@ static int cmd_instance(int argc, char **argv)
 		rc = mpictr_instance_list(NULL, json, &text, &err);
 		return print_and_free(rc, text, err);
 	}
+	if (strcmp(sub, "save") == 0) {
+		mpictr_config *cfg;
+
+		if (argc != 4 || argv[2][0] == '-')
+			return usage_error("%s", "usage: instance save NAME "
+						 "PATH");
+		cfg = mpictr_config_new();
+		rc = mpictr_instance_save(cfg, argv[2], argv[3], &err);
+		mpictr_config_free(cfg);
+		return rc < 0 ? fail(err) : 0;
+	}
 	if (strcmp(sub, "stop") == 0) {
 		if (argc != 3 ||
 		    (argv[2][0] == '-' && strcmp(argv[2], "--all") != 0))
@@ -864,7 +876,7 @@ static int cmd_instance(int argc, char **argv)
 		return rc < 0 ? fail(err) : 0;
 	}
 	return usage_error("unknown instance subcommand '%s' (expected "
-			   "start, list or stop)",
+			   "start, list, stop or save)",
 			   sub);
 }
 

@@ -347,6 +347,11 @@ MPICTR_PUBLIC int mpictr_instance_stop(mpictr_config *cfg, const char *name,
  * (seconds since the epoch), members (processes in it now, not counting
  * its holder), pid (the keeper's), linger (seconds, 0: none), job (the
  * Slurm job id or null). */
+/* `mpictr instance save NAME PATH`: the instance's container as it is now
+ * (the image and what a writable layer changed, without what is mounted
+ * on it) as a new squashfs image at PATH, packed by mksquashfs. */
+MPICTR_PUBLIC int mpictr_instance_save(mpictr_config *cfg, const char *name,
+				       const char *path, mpictr_err **err);
 MPICTR_PUBLIC int mpictr_instance_list(mpictr_config *cfg, int json, char **out,
 				       mpictr_err **err);
 

@@ -5,7 +5,9 @@
 # the user owns, kept for the next run), on the image's single mount:
 # exec on a directory, a squashfs and a SIF; -n 2 and srun (join mode)
 # ranks and the members of an instance see each other's writes; the image
-# file never changes (checksum); nothing is left mounted or running.
+# file never changes (checksum); `instance save NAME PATH` packs the
+# container's current state into a new image; nothing is left mounted or
+# running.
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/slurm/env.sh"
 
@@ -80,6 +82,11 @@ fi
 ok "instance start --writable-tmpfs" $T "$MPICTR" instance start --writable-tmpfs "$W/img.sif" $N
 ok "... one exec writes" $T "$MPICTR" exec instance://$N sh -c 'echo inst >/etc/inst'
 ok "... the next exec reads it" bash -c "$T '$MPICTR' exec instance://$N cat /etc/inst | grep -qx inst"
+ok "... instance save NAME PATH" $T "$MPICTR" instance save $N "$W/saved.sqfs"
+ok "... the saved image has the change, and none of the mounts (no home, /proc empty)" \
+	bash -c "$T '$MPICTR' '$W/saved.sqfs' sh -c 'cat /etc/inst; ls -A /proc | wc -l' | tr '\n' ' ' | grep -qx 'inst [0-9]* ' && ! unsquashfs -l '$W/saved.sqfs' | grep -qE 'squashfs-root(/proc/.|$HOME|/dev/.)'"
+ok "... and it runs as an image (env scripts, runscript)" bash -c "$T '$MPICTR' run '$W/saved.sqfs' x | grep -qx 'runscript: x'"
+ok_status "instance save of no such instance: 255" 255 $T "$MPICTR" instance save nope$$ "$W/nope.sqfs"
 ok "... instance stop" $T "$MPICTR" instance stop $N
 
 sums >"$W/sums.after"
