@@ -878,6 +878,10 @@ static int refuse_container_options(const struct mpictr_config *cfg,
 			  : cfg->devices	    ? "--devices"
 			  : cfg->no_share	    ? "--no-share"
 			  : strv_len(cfg->profiles) ? "--profile"
+			  : cfg->writable_tmpfs	    ? "--writable-tmpfs"
+			  : cfg->overlay_dir	    ? "--overlay"
+			  : cfg->home_src	    ? "--home"
+			  : cfg->no_home	    ? "--no-home"
 						    : NULL;
 
 	if (!opt)

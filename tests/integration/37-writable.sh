@@ -82,6 +82,8 @@ fi
 ok "instance start --writable-tmpfs" $T "$MPICTR" instance start --writable-tmpfs "$W/img.sif" $N
 ok "... one exec writes" $T "$MPICTR" exec instance://$N sh -c 'echo inst >/etc/inst'
 ok "... the next exec reads it" bash -c "$T '$MPICTR' exec instance://$N cat /etc/inst | grep -qx inst"
+ok "... a joiner's --writable-tmpfs or --overlay is refused (the instance decided)" \
+	bash -c "'$MPICTR' --writable-tmpfs instance://$N true 2>&1 | grep -q -- '--writable-tmpfs cannot be used with instance://$N' && '$MPICTR' --overlay '$W/ovl' instance://$N true 2>&1 | grep -q -- '--overlay cannot be used with instance://$N'"
 ok "... instance save NAME PATH" $T "$MPICTR" instance save $N "$W/saved.sqfs"
 ok "... the saved image has the change, and none of the mounts (no home, /proc empty)" \
 	bash -c "$T '$MPICTR' '$W/saved.sqfs' sh -c 'cat /etc/inst; ls -A /proc | wc -l' | tr '\n' ' ' | grep -qx 'inst [0-9]* ' && ! unsquashfs -l '$W/saved.sqfs' | grep -qE 'squashfs-root(/proc/.|$HOME|/dev/.)'"
