@@ -10,10 +10,11 @@
  * a directory image) is cloned without the mounts below it (open_tree
  * without AT_RECURSIVE: no $HOME, working directory, /etc/passwd or device
  * binds), top-level symlinks are copied, everything else (/proc, /sys,
- * /dev, /tmp) becomes an empty directory. mksquashfs (sif_mksquashfs, as
- * `sif create` runs it) then reads the stage from the host through
- * /proc/CHILD/root. Owners are what the host sees: the image's root-owned
- * files show as the overflow id unless the instance maps the user to root
+ * /dev, /tmp) becomes an empty directory. The child hands the stage's
+ * directory over (SCM_RIGHTS) and mksquashfs (sif_mksquashfs, as `sif
+ * create` runs it) reads it from the host as /proc/self/fd/N. Owners are what
+ * the host sees: the image's root-owned files show as the overflow id unless
+ * the instance maps the user to root
  * (--fakeroot). Files the user cannot read in the container cannot be
  * packed (mksquashfs fails and says which).
  */
@@ -26,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
@@ -38,6 +40,7 @@
 #include "config/config.h"
 #include "container/ns.h"
 #include "modes/instance.h"
+#include "modes/keeper.h"
 #include "modes/save.h"
 #include "sif/sif_write.h"
 
@@ -129,12 +132,42 @@ static int stage_build(int userns, int mntns, mpictr_err **err)
 	return rc;
 }
 
-/* Pack the stage of the child pid into path. */
-static int pack(pid_t pid, const char *name, const char *path, mpictr_err **err)
+/* In the child: the stage built, its directory sent over sock. */
+static void saver(const struct instance_attach *a, int sock, int wfd)
 {
-	cleanup_free char *src =
-	    xasprintf("/proc/%d/root" SAVE_STAGE, (int)pid);
+	mpictr_err *e = NULL;
+	int stage;
 
+	if (stage_build(a->userns, a->mntns, &e) < 0 ||
+	    (stage = open(SAVE_STAGE, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) <
+		0 ||
+	    keeper_send(sock, "s", 1, &stage, 1) < 0) {
+		if (!e)
+			err_set(&e, errno, "hand the stage over");
+		relay_send(wfd, e);
+		_exit(MPICTR_EXIT_FAILURE);
+	}
+	relay_send_ready(wfd);
+	close(wfd);
+	pause();
+	_exit(0);
+}
+
+/* Pack the stage (a directory fd the saver sent over sock) into path.
+ * mksquashfs reads it as /proc/self/fd/N, inherited: no other process is
+ * looked into (the saver need not be dumpable: in slurmstepd's child it
+ * must not be). */
+static int pack(int sock, const char *name, const char *path, mpictr_err **err)
+{
+	cleanup_free char *src = NULL;
+	cleanup_close int fd = -1;
+	char c;
+
+	if (keeper_recv(sock, &c, 1, &fd, 1) != 1 || fd < 0 ||
+	    fcntl(fd, F_SETFD, 0) < 0)
+		return err_set(err, errno ? errno : EPROTO,
+			       "instance '%s': receive the stage", name);
+	src = xasprintf("/proc/self/fd/%d/.", fd);
 	if (sif_mksquashfs(src, path, err) < 0)
 		return err_wrap(err, "instance '%s': save to '%s'", name, path);
 	return 0;
@@ -144,32 +177,31 @@ int instance_save(const struct mpictr_config *cfg, const char *path,
 		  mpictr_err **err)
 {
 	struct instance_attach a;
-	mpictr_err *e = NULL;
-	int rfd = -1, wfd = -1, rc = -1, status;
+	int rfd = -1, wfd = -1, rc = -1, status, sv[2];
 	pid_t pid;
 
 	if (!path || !*path)
 		return err_set(err, EINVAL, "instance save: missing PATH");
 	if (instance_attach(cfg, &a, err) < 0)
 		return -1;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		instance_attach_free(&a);
+		return err_set(err, errno, "socketpair");
+	}
 	pid = proc_fork_relay(&rfd, &wfd, "the instance saver", err);
 	if (pid == 0) {
-		if (stage_build(a.userns, a.mntns, &e) < 0) {
-			relay_send(wfd, e);
-			_exit(MPICTR_EXIT_FAILURE);
-		}
-		relay_send_ready(wfd);
-		close(wfd);
-		pause();
-		_exit(0);
+		close(sv[0]);
+		saver(&a, sv[1], wfd);
 	}
+	close(sv[1]);
 	if (pid > 0) {
 		if (relay_recv_ready(rfd, "the instance saver", err) == 0)
-			rc = pack(pid, a.name, path, err);
+			rc = pack(sv[0], a.name, path, err);
 		close(rfd);
 		kill(pid, SIGKILL);
 		TEMP_FAILURE_RETRY(waitpid(pid, &status, 0));
 	}
+	close(sv[0]);
 	instance_attach_free(&a);
 	return rc;
 }

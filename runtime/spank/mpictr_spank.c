@@ -18,6 +18,12 @@
  *    container's (spank_setenv/spank_unsetenv) and slurmstepd execs the
  *    command, which it finds on the container's PATH.
  *
+ *  - slurm_spank_exit: in slurmstepd (root) once the step's tasks ended,
+ *    only with --container-save=PATH: a child that is the job's user for
+ *    good (groups, gid, uid, no_new_privs) saves the named container
+ *    (mpictr_instance_save) on the step's first node; root does nothing
+ *    but fork and wait.
+ *
  * Without --container-image (or --container-name) no hook touches the
  * step. A failure is printed with slurm_error (the task's stderr, i.e. the
  * user's terminal) and ends the process at once: srun or sbatch exit 1
@@ -36,7 +42,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <grp.h>
+#include <sys/prctl.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <slurm/slurm.h>
@@ -51,7 +60,7 @@
 SPANK_PLUGIN(mpictr, 1)
 
 struct spank_opts {
-	char *image, *mounts, *workdir, *env, *name;
+	char *image, *mounts, *workdir, *env, *name, *save;
 	bool no_entrypoint, entrypoint;
 	bool writable, readonly, remap_root, mount_home, no_mount_home;
 	char **image_dirs; /* site policy (plugin argument image_dirs=) */
@@ -93,7 +102,10 @@ enum {
 	OPT_REMAP_ROOT,
 	OPT_MOUNT_HOME,
 	OPT_NO_MOUNT_HOME,
+	OPT_SAVE,
 };
+
+static const char *opt_name(int val);
 
 static int opt_cb(int val, const char *arg, int remote)
 {
@@ -129,6 +141,8 @@ static int opt_cb(int val, const char *arg, int remote)
 	case OPT_NO_MOUNT_HOME:
 		opts.no_mount_home = true;
 		return 0;
+	case OPT_SAVE:
+		return opt_store(&opts.save, opt_name(OPT_SAVE), arg);
 	default:
 		return -1;
 	}
@@ -167,6 +181,10 @@ static struct spank_option spank_opts[] = {
      OPT_MOUNT_HOME, opt_cb},
     {"no-container-mount-home", NULL, "[mpictr] do not bind $HOME", 0,
      OPT_NO_MOUNT_HOME, opt_cb},
+    {"container-save", "PATH",
+     "[mpictr] after the step, save the named container as a squashfs "
+     "image at PATH (first node)",
+     1, OPT_SAVE, opt_cb},
     SPANK_OPTIONS_TABLE_END};
 
 /* The names the options are registered under: "container" in each
@@ -374,6 +392,14 @@ static int opts_conflict(void)
 	if (opts.entrypoint && opts.no_entrypoint) {
 		slurm_error("mpictr: --%s and --%s exclude each other",
 			    opt_name(OPT_EP), opt_name(OPT_NO_EP));
+		return -1;
+	}
+	if (opts.save && (!opts.name || opts.save[0] != '/')) {
+		slurm_error("mpictr: --%s=%s: %s", opt_name(OPT_SAVE),
+			    opts.save,
+			    !opts.name ? "saves a named container: give --"
+					 "container-name too"
+				       : "PATH must be absolute");
 		return -1;
 	}
 	if (!opts.image && (opts.writable || opts.readonly || opts.remap_root ||
@@ -778,5 +804,78 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		mpictr_err_free(e);
 		_exit(code);
 	}
+	return 0;
+}
+
+/* --container-save, in the child of slurmstepd: become the job's user for
+ * good (groups, gid, uid; no way back, no new privileges), then save the
+ * job's named container on this node. Returns the exit status. */
+static int save_as_user(spank_t sp, const char *name)
+{
+	uid_t uid = (uid_t)-1;
+	gid_t gid = (gid_t)-1, *gids = NULL;
+	int ngids = 0;
+	char **job_env = NULL;
+	mpictr_config *cfg;
+	mpictr_err *e = NULL;
+	int rc;
+
+	if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &gids, &ngids) !=
+		ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_ENV, &job_env) != ESPANK_SUCCESS ||
+	    uid == 0 || setgroups((size_t)ngids, gids) < 0 ||
+	    setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0 ||
+	    setuid(0) == 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+		slurm_error("mpictr: --%s: cannot become the job's user",
+			    opt_name(OPT_SAVE));
+		return MPICTR_EXIT_FAILURE;
+	}
+	cfg = mpictr_config_new();
+	rc = mpictr_config_set_host_env(cfg, job_env, &e) < 0
+		 ? -1
+		 : mpictr_instance_save(cfg, name, opts.save, &e);
+	mpictr_config_free(cfg);
+	if (rc < 0) {
+		slurm_error("mpictr: --%s=%s: %s", opt_name(OPT_SAVE),
+			    opts.save, mpictr_err_message(e));
+		mpictr_err_free(e);
+		return MPICTR_EXIT_FAILURE;
+	}
+	return 0;
+}
+
+/* slurmstepd (root), once the step's tasks have ended: --container-save
+ * of the named container, on the step's first node, in a child that is
+ * the job's user (the save reads the container and writes PATH as the
+ * user, never as root). A failed save is reported on the step's output. */
+int slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+	uint32_t step = 0, job = 0, node = 1;
+	cleanup_free char *name = NULL;
+	pid_t pid;
+	int status;
+
+	if (!opts.save || !opts.name || !spank_remote(sp))
+		return 0;
+	spank_get_item(sp, S_JOB_STEPID, &step);
+	spank_get_item(sp, S_JOB_NODEID, &node);
+	spank_get_item(sp, S_JOB_ID, &job);
+	if (step == SLURM_EXTERN_CONT || step == SLURM_BATCH_SCRIPT ||
+	    node != 0)
+		return 0;
+	name = xasprintf("%u.%s", job, opts.name);
+	pid = fork();
+	if (pid < 0) {
+		slurm_error("mpictr: --%s: fork: %s", opt_name(OPT_SAVE),
+			    strerror(errno));
+		return -1;
+	}
+	if (pid == 0)
+		_exit(save_as_user(sp, name));
+	if (TEMP_FAILURE_RETRY(waitpid(pid, &status, 0)) < 0 ||
+	    !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return -1;
 	return 0;
 }

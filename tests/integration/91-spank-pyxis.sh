@@ -6,7 +6,8 @@
 # another job does not see it; --container-name alone without a container
 # says so; --container-writable / --container-readonly,
 # --container-remap-root, --[no-]container-mount-home,
-# --container-entrypoint; nothing is left after the job; and the plugin
+# --container-entrypoint, --container-save; nothing is left after the
+# job; and the plugin
 # argument prefix= renames the options so that the plugin loads beside
 # Pyxis (shown on the client side with a private plugstack.conf that
 # also loads a plugin registering Pyxis's option names).
@@ -70,6 +71,19 @@ check "... with a message that says so and how to start one" grep -q "mpictr: --
 check "... and its own container c does not see the first job's file" grep -qx 'NEXT clean' "$W/out.flow2"
 ok "the image file is unchanged" test "$(sha256sum <"$W/img.sqfs")" = "$SUM"
 ok "nothing of the first job left (steps, keepers, rendezvous)" settle 100 leftovers "$JOB1"
+
+# ---- --container-save ----------------------------------------------------------
+cat >"$W/save.sh" <<EOF
+#!/bin/sh
+#SBATCH --output=$W/out.save
+srun -n 1 --container-image=$W/img.sqfs --container-name=s --container-writable --container-save=$W/saved.sqfs sh -c 'echo saved >/etc/saved-file'
+echo "SAVE rc=\$?"
+srun -n 1 --container-image=$W/saved.sqfs sh -c 'echo NEXT \$(cat /etc/saved-file)'
+EOF
+ok "--container-save=PATH: the step's named container saved when the step ends" bash -c "$T sbatch --wait -J $NAME-save -n 1 '$W/save.sh'; grep -qx 'SAVE rc=0' '$W/out.save' && test -s '$W/saved.sqfs'"
+check "... --container-image of the saved image sees the change" grep -qx 'NEXT saved' "$W/out.save"
+check "... the saved file is the user's, not root's" test "$(stat -c %u "$W/saved.sqfs" 2>/dev/null)" = "$MYUID"
+ok_fail "--container-save without --container-name: refused" $T srun -n 1 --container-image="$W/img.sqfs" --container-save="$W/x.sqfs" true
 
 # ---- the other options -------------------------------------------------------
 ok "--container-readonly (the default): the image is read-only" \
