@@ -138,6 +138,9 @@ bool env_name_valid(const char *s, size_t n);
  * stripped; changes line in place. 1 with *name and *value pointing into
  * it, 0 for a blank line or a comment, -1 for anything else. */
 int env_line_parse(char *line, char **name, char **value);
+/* Is text (NUL-terminated) one JSON object (RFC 8259's grammar, nesting
+ * at most 64 deep)? For embedding untrusted JSON in JSON output. */
+bool json_object_valid(const char *text);
 
 /* True when a and b are equal C strings (both may be NULL). */
 bool streq0(const char *a, const char *b);
