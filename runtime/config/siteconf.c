@@ -206,6 +206,15 @@ static int check_bind(struct parser *ps, const char *v, mpictr_err **err)
 	return rc;
 }
 
+/* Is v a size as siteconf_parse_size takes it? */
+static bool size_ok(const char *v)
+{
+	unsigned long long bytes;
+	unsigned pct;
+
+	return siteconf_parse_size(v, &bytes, &pct) == 0;
+}
+
 /* A key of the global part. */
 static int global_key(struct parser *ps, const char *key, const char *v,
 		      mpictr_err **err)
@@ -288,9 +297,7 @@ static int global_key(struct parser *ps, const char *key, const char *v,
 				    v);
 		item_set(&a->shm_size, v, ps->origin, true);
 	} else if (strcmp(key, "writable_tmpfs_size") == 0) {
-		unsigned long long bytes;
-		unsigned pct;
-		if (siteconf_parse_size(v, &bytes, &pct) < 0)
+		if (!size_ok(v))
 			return perr(ps, err,
 				    "invalid value '%s' for '%s' (a size as "
 				    "for 'shm_size': 512m, 8g or a percentage "

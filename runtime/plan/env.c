@@ -7,14 +7,11 @@
 #include "plan/plan.h"
 #include "plan/transport.h"
 
-bool plan_env_excluded(const char *name)
+/* Is name one of exact, or does it start with one of prefix (both
+ * NULL-terminated)? */
+static bool name_listed(const char *name, const char *const *exact,
+			const char *const *prefix)
 {
-	/* Loader variables name host libraries that do not match the image's
-	 * libc; PATH names host directories. MPICTR_* configure mpictr. */
-	static const char *const exact[] = {"PATH", NULL};
-	static const char *const prefix[] = {"LD_", "MPICTR_", "APPTAINERENV_",
-					     "SINGULARITYENV_", NULL};
-
 	for (size_t i = 0; exact[i]; i++)
 		if (strcmp(name, exact[i]) == 0)
 			return true;
@@ -22,6 +19,18 @@ bool plan_env_excluded(const char *name)
 		if (str_has_prefix(name, prefix[i]))
 			return true;
 	return false;
+}
+
+bool plan_env_excluded(const char *name)
+{
+	/* Loader variables name host libraries that do not match the image's
+	 * libc; PATH names host directories. MPICTR_* configure mpictr, the
+	 * Apptainer prefixes are read in step 4. */
+	static const char *const exact[] = {"PATH", NULL};
+	static const char *const prefix[] = {"LD_", "MPICTR_", "APPTAINERENV_",
+					     "SINGULARITYENV_", NULL};
+
+	return name_listed(name, exact, prefix);
 }
 
 /* NAME=VALUE into env (set). */
@@ -77,13 +86,7 @@ static bool cleanenv_keeps(const char *name)
 					     "SLURM_", "OMPI_", "PRTE_",
 					     "HYDRA_", "MPI_",	NULL};
 
-	for (size_t i = 0; exact[i]; i++)
-		if (strcmp(name, exact[i]) == 0)
-			return true;
-	for (size_t i = 0; prefix[i]; i++)
-		if (str_has_prefix(name, prefix[i]))
-			return true;
-	return false;
+	return name_listed(name, exact, prefix);
 }
 
 /* Step 1: the host's variables that the container keeps. */
