@@ -131,6 +131,8 @@ static void print_help(void)
 	       "\n"
 	       "environment: MPICTR_CONF (user configuration file), "
 	       "MPICTR_ENV_NAME=VALUE,\n"
+	       "APPTAINERENV_NAME=VALUE and SINGULARITYENV_NAME=VALUE (as "
+	       "MPICTR_ENV_),\n"
 	       "MPICTR_JOIN, MPICTR_SYSROOT and MPICTR_TEST_SITE_CONF "
 	       "(testing only).\n"
 	       "site configuration: %s\n"
