@@ -142,6 +142,14 @@ int env_line_parse(char *line, char **name, char **value);
  * at most 64 deep)? For embedding untrusted JSON in JSON output. */
 bool json_object_valid(const char *text);
 
+/* FNV-1a, 64 bits: start from FNV1A_INIT. fnv1a_str tells NULL apart
+ * from ""; fnv1a_u64 hashes the 8 bytes of v (little end first). Not
+ * keyed: for digests of what is ours, never for names others must not
+ * predict (rendezvous.h has SipHash for those). */
+#define FNV1A_INIT 0xcbf29ce484222325ULL
+uint64_t fnv1a_str(uint64_t h, const char *s);
+uint64_t fnv1a_u64(uint64_t h, uint64_t v);
+
 /* True when a and b are equal C strings (both may be NULL). */
 bool streq0(const char *a, const char *b);
 bool str_has_prefix(const char *s, const char *prefix);
