@@ -52,6 +52,7 @@ void siteconf_free(struct siteconf *sc)
 	items_free(&sc->deny_binds);
 	item_free(&sc->shm_size);
 	item_free(&sc->writable_tmpfs_size);
+	item_free(&sc->cache_dir);
 	for (size_t i = 0; i < sc->nprofiles; i++)
 		profile_free(&sc->profiles[i]);
 	free(sc->profiles);
@@ -221,9 +222,9 @@ static int global_key(struct parser *ps, const char *key, const char *v,
 {
 	struct siteconf *a = &ps->add;
 	static const char *const site_only[] = {
-	    "lock_devices",	  "lock_transport_env", "user_binds",
-	    "allow_bind",	  "deny_bind",		"shm_size",
-	    "writable_tmpfs_size"};
+	    "lock_devices", "lock_transport_env", "user_binds",
+	    "allow_bind",   "deny_bind",	  "shm_size",
+	    "cache_dir",    "writable_tmpfs_size"};
 	bool b;
 
 	for (size_t i = 0; i < ARRAY_SIZE(site_only); i++)
@@ -304,6 +305,11 @@ static int global_key(struct parser *ps, const char *key, const char *v,
 				    "such as 25%%)",
 				    v, key);
 		item_set(&a->writable_tmpfs_size, v, ps->origin, true);
+	} else if (strcmp(key, "cache_dir") == 0) {
+		/* a shared image cache for `mpictr pull` (pull/cache.h) */
+		if (check_abs(ps, key, v, err) < 0)
+			return -1;
+		item_set(&a->cache_dir, v, ps->origin, true);
 	} else {
 		static const char *const pkeys[] = {
 		    "description", "env_prepend", "mpi", "mpi_dep", "mpi_abi"};
@@ -455,6 +461,7 @@ static void merge(struct siteconf *sc, struct siteconf *a)
 	items_move(&sc->deny_binds, &a->deny_binds);
 	item_move(&sc->shm_size, &a->shm_size);
 	item_move(&sc->writable_tmpfs_size, &a->writable_tmpfs_size);
+	item_move(&sc->cache_dir, &a->cache_dir);
 	if (a->nprofiles) {
 		sc->profiles =
 		    xrealloc(sc->profiles, (sc->nprofiles + a->nprofiles) *
