@@ -64,6 +64,8 @@ static void print_help(void)
 {
 	printf("usage: %s [exec] [OPTIONS] IMAGE COMMAND [ARGS...]\n"
 	       "       %s run [OPTIONS] IMAGE [ARGS...]\n"
+	       "       %s shell [OPTIONS] [--shell PATH] IMAGE\n"
+	       "       %s inspect [--json] IMAGE\n"
 	       "       %s -n N [OPTIONS] IMAGE COMMAND [ARGS...]\n"
 	       "       %s sif list FILE\n"
 	       "       %s sif info FILE ID\n"
@@ -79,6 +81,7 @@ static void print_help(void)
 	       "NAME\n"
 	       "       %s instance list [--json]\n"
 	       "       %s instance stop NAME|--all\n"
+	       "       %s instance save NAME PATH\n"
 	       "\n"
 	       "IMAGE is a SIF file, a squashfs file, a directory, "
 	       "instance://NAME, or a registry\n"
@@ -104,6 +107,17 @@ static void print_help(void)
 	       "      --pwd DIR           start directory in the container\n"
 	       "  -c, --contain           do not bind $HOME, the working "
 	       "directory or /tmp\n"
+	       "  -C, --containall        --contain and --cleanenv\n"
+	       "      --cleanenv          start from an empty host "
+	       "environment (PMI, Slurm kept)\n"
+	       "      --env-file FILE     NAME=VALUE lines, as --env\n"
+	       "      --home SRC[:DST]    bind SRC as the home directory "
+	       "(at DST)\n"
+	       "      --no-home           do not bind $HOME\n"
+	       "      --writable-tmpfs    writable image: changes in memory, "
+	       "gone at the end\n"
+	       "      --overlay DIR       writable image: changes kept in "
+	       "DIR (yours)\n"
 	       "      --fakeroot          appear as uid 0 (single process, "
 	       "no PMI)\n"
 	       "      --no-share          debug: one namespace set per rank\n"
@@ -111,7 +125,7 @@ static void print_help(void)
 	       "      --transport-env=on|off  set MPI transport variables "
 	       "(default on)\n"
 	       "      --devices=none|all|LIST  override device discovery\n"
-	       "      --gpu               expose GPUs and driver libraries\n"
+	       "      --gpu, --nv, --rocm expose GPUs and driver libraries\n"
 	       "      --inject-verbs      bind the host's verbs providers "
 	       "in\n"
 	       "      --bind-to=core|none CPU binding of ranks (default "
@@ -129,6 +143,8 @@ static void print_help(void)
 	       "\n"
 	       "environment: MPICTR_CONF (user configuration file), "
 	       "MPICTR_ENV_NAME=VALUE,\n"
+	       "APPTAINERENV_NAME=VALUE and SINGULARITYENV_NAME=VALUE (as "
+	       "MPICTR_ENV_),\n"
 	       "MPICTR_JOIN, MPICTR_SYSROOT and MPICTR_TEST_SITE_CONF "
 	       "(testing only).\n"
 	       "site configuration: %s\n"
@@ -138,7 +154,8 @@ static void print_help(void)
 	       "127 not found, 255 when mpictr itself fails. See mpictr(1).\n",
 	       progname, progname, progname, progname, progname, progname,
 	       progname, progname, progname, progname, progname, progname,
-	       progname, mpictr_site_config_path());
+	       progname, progname, progname, progname,
+	       mpictr_site_config_path());
 }
 
 enum {
@@ -157,6 +174,15 @@ enum {
 	OPT_LIST_PROFILES,
 	OPT_UNIVERSE_SIZE,
 	OPT_LINGER,
+	OPT_WRITABLE_TMPFS,
+	OPT_OVERLAY,
+	OPT_CLEANENV,
+	OPT_ENV_FILE,
+	OPT_HOME,
+	OPT_NO_HOME,
+	OPT_NV,
+	OPT_ROCM,
+	OPT_SHELL,
 };
 
 /* Option identifiers are permanent: scripts depend on them. */
@@ -166,6 +192,7 @@ static const struct option run_options[] = {
     {"env", required_argument, NULL, 'e'},
     {"pwd", required_argument, NULL, OPT_PWD},
     {"contain", no_argument, NULL, 'c'},
+    {"containall", no_argument, NULL, 'C'},
     {"fakeroot", no_argument, NULL, OPT_FAKEROOT},
     {"no-share", no_argument, NULL, OPT_NO_SHARE},
     {"tag-output", no_argument, NULL, OPT_TAG_OUTPUT},
@@ -180,6 +207,15 @@ static const struct option run_options[] = {
     {"list-profiles", no_argument, NULL, OPT_LIST_PROFILES},
     {"universe-size", required_argument, NULL, OPT_UNIVERSE_SIZE},
     {"linger", required_argument, NULL, OPT_LINGER},
+    {"writable-tmpfs", no_argument, NULL, OPT_WRITABLE_TMPFS},
+    {"overlay", required_argument, NULL, OPT_OVERLAY},
+    {"cleanenv", no_argument, NULL, OPT_CLEANENV},
+    {"env-file", required_argument, NULL, OPT_ENV_FILE},
+    {"home", required_argument, NULL, OPT_HOME},
+    {"no-home", no_argument, NULL, OPT_NO_HOME},
+    {"nv", no_argument, NULL, OPT_NV},
+    {"rocm", no_argument, NULL, OPT_ROCM},
+    {"shell", required_argument, NULL, OPT_SHELL},
     {"verbose", no_argument, NULL, 'v'},
     {"quiet", no_argument, NULL, 'q'},
     {"help", no_argument, NULL, 'h'},
@@ -200,6 +236,13 @@ static const struct {
     {OPT_TAG_OUTPUT, MPICTR_FLAG_TAG_OUTPUT},
     {OPT_GPU, MPICTR_FLAG_GPU},
     {OPT_INJECT_VERBS, MPICTR_FLAG_INJECT_VERBS},
+    {OPT_WRITABLE_TMPFS, MPICTR_FLAG_WRITABLE_TMPFS},
+    {OPT_CLEANENV, MPICTR_FLAG_CLEANENV},
+    {OPT_NO_HOME, MPICTR_FLAG_NO_HOME},
+    {'C', MPICTR_FLAG_CONTAIN},
+    {'C', MPICTR_FLAG_CLEANENV},
+    {OPT_NV, MPICTR_FLAG_GPU},
+    {OPT_ROCM, MPICTR_FLAG_GPU},
 };
 
 struct run_opts {
@@ -207,6 +250,8 @@ struct run_opts {
 	int list_profiles;
 	int instance_start; /* `instance start`: --linger is allowed */
 	long linger;
+	int shell;		/* `mpictr shell`: --shell is allowed */
+	const char *shell_path; /* --shell */
 };
 
 /* Option results: go on, or stop and exit with *code. */
@@ -304,19 +349,175 @@ static int set_linger(struct run_opts *o, const char *arg, int *code)
 	return OPT_GO_ON;
 }
 
+/* ---- errors that teach ---------------------------------------------- */
+
+/* Other runtimes' options (Apptainer/Singularity, Enroot, Pyxis) and what
+ * mpictr does instead. */
+static const struct {
+	const char *name; /* without the leading dashes */
+	const char *hint;
+} peer_options[] = {
+    {"writable", "mpictr never writes the image: use --writable-tmpfs or "
+		 "--overlay DIR"},
+    {"rw", "use --writable-tmpfs (Enroot's --rw)"},
+    {"root", "use --fakeroot (Enroot's --root)"},
+    {"mount", "use -B/--bind SRC[:DST[:ro]]"},
+    {"m", "use -B/--bind SRC[:DST[:ro]]"},
+    {"conf", "use --config FILE"},
+    {"sharens", "not needed: all ranks of a node share one container by "
+		"default"},
+    {"userns", "not needed: mpictr always runs in a user namespace"},
+    {"u", "not needed: mpictr always runs in a user namespace"},
+    {"pid", "mpictr keeps the host's PID namespace (MPI ranks need it)"},
+    {"ipc", "mpictr keeps the host's IPC namespace (MPI shared memory "
+	    "needs it)"},
+    {"net", "mpictr keeps the host network (MPI needs it)"},
+    {"network", "mpictr keeps the host network (MPI needs it)"},
+    {"nvccli", "use --gpu (or --nv)"},
+    {"scratch", "use -B DIR:/scratch, or --contain for a private /tmp"},
+    {"S", "use -B DIR:/scratch, or --contain for a private /tmp"},
+    {"workdir", "use --contain (a private /tmp and home in memory)"},
+    {"W", "use --contain (a private /tmp and home in memory)"},
+    {"no-mount", "use --contain, --no-home"},
+    {"compat", "use --containall --writable-tmpfs"},
+    {"keep-privs", "mpictr never grants privileges"},
+    {"allow-setuid", "mpictr never grants privileges"},
+    {"no-privs", "not needed: all capabilities are always dropped"},
+    {"container-image", "give IMAGE after the options: mpictr [OPTIONS] "
+			"IMAGE COMMAND"},
+    {"container-mounts", "use -B/--bind"},
+    {"container-workdir", "use --pwd DIR"},
+    {"container-name", "use 'mpictr instance start IMAGE NAME', then "
+		       "instance://NAME as IMAGE"},
+    {"container-writable", "use --writable-tmpfs"},
+    {"container-remap-root", "use --fakeroot"},
+    {"no-container-mount-home", "use --no-home"},
+    {"container-mount-home", "not needed: $HOME is bound by default"},
+    {"container-env", "use -e/--env NAME=VALUE"},
+    {"container-save", "use 'mpictr instance save NAME PATH'"},
+};
+
+/* Edit distance of a and b (both short), capped. */
+static size_t distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), prev[64], cur[64];
+
+	if (la >= 63 || lb >= 63)
+		return 64;
+	for (size_t j = 0; j <= lb; j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		cur[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+			size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+			cur[j] = sub < del ? (sub < ins ? sub : ins)
+					   : (del < ins ? del : ins);
+		}
+		memcpy(prev, cur, (lb + 1) * sizeof(*prev));
+	}
+	return prev[lb];
+}
+
+/* The nearest of names (NULL-terminated or n of them) to word: within an
+ * edit distance of 2 (1 for short words), or NULL. */
+static const char *nearest(const char *word, const char *const *names, size_t n)
+{
+	size_t best = strlen(word) <= 3 ? 2 : 3;
+	const char *hit = NULL;
+
+	for (size_t i = 0; i < n && names[i]; i++) {
+		size_t d = distance(word, names[i]);
+		if (d < best) {
+			best = d;
+			hit = names[i];
+		}
+	}
+	return hit;
+}
+
+/* A peer's option name (without dashes and any "=VALUE"): its hint. */
+static const char *peer_hint(const char *name)
+{
+	for (size_t i = 0; i < sizeof(peer_options) / sizeof(*peer_options);
+	     i++)
+		if (strcmp(peer_options[i].name, name) == 0)
+			return peer_options[i].hint;
+	return NULL;
+}
+
+/* Is arg (e.g. "--pwd=/x", "-B") one of mpictr's run options? */
+static bool is_run_option(const char *arg)
+{
+	size_t l;
+
+	if (arg[0] != '-' || !arg[1])
+		return false;
+	if (arg[1] != '-')
+		return strchr("nBecCvqhV", arg[1]) != NULL;
+	arg += 2;
+	l = strcspn(arg, "=");
+	for (const struct option *o = run_options; o->name; o++)
+		if (strlen(o->name) == l && strncmp(o->name, arg, l) == 0)
+			return true;
+	return false;
+}
+
 static int bad_option(char **argv)
 {
-	if (optopt)
+	const char *arg = argv[optind - 1], *hint, *near;
+	const char *names[sizeof(run_options) / sizeof(*run_options)];
+	char name[64];
+	size_t n = 0;
+
+	if (optopt && optopt < 128) {
+		char s[2] = {(char)optopt, 0};
+		hint = peer_hint(s);
 		fprintf(stderr,
-			"%s: unknown option or missing argument for '-%c' "
+			"%s: unknown option or missing argument for '-%c'%s%s "
 			"(see '%s --help')\n",
-			progname, optopt, progname);
+			progname, optopt, hint ? ": " : "", hint ? hint : "",
+			progname);
+		return MPICTR_EXIT_FAILURE;
+	}
+	snprintf(name, sizeof(name), "%.*s", (int)strcspn(arg + 2, "="),
+		 arg + 2);
+	hint = strncmp(arg, "--", 2) == 0 ? peer_hint(name) : NULL;
+	for (const struct option *o = run_options; o->name; o++)
+		names[n++] = o->name;
+	near = hint ? NULL : nearest(name, names, n);
+	if (hint)
+		fprintf(stderr,
+			"%s: unknown option '%s': %s (see '%s --help')\n",
+			progname, arg, hint, progname);
+	else if (near)
+		fprintf(stderr,
+			"%s: unknown option '%s' (did you mean '--%s'?)\n",
+			progname, arg, near);
 	else
 		fprintf(stderr,
 			"%s: unknown option or missing argument '%s' (see '%s "
 			"--help')\n",
-			progname, argv[optind - 1], progname);
+			progname, arg, progname);
 	return MPICTR_EXIT_FAILURE;
+}
+
+/* getopt_long takes an unambiguous abbreviation: "--writable" would be
+ * --writable-tmpfs. A peer's option of that exact name is refused with
+ * its hint instead (1 with *code). */
+static int abbreviated_peer(const char *token, const char *matched, int *code)
+{
+	char name[64];
+	const char *hint;
+
+	if (strncmp(token, "--", 2) != 0)
+		return 0;
+	snprintf(name, sizeof(name), "%.*s", (int)strcspn(token + 2, "="),
+		 token + 2);
+	if (strcmp(name, matched) == 0 || !(hint = peer_hint(name)))
+		return 0;
+	*code = usage_error("unknown option '%s': %s", token, hint);
+	return 1;
 }
 
 /* One option of cmd_run: OPT_GO_ON, OPT_STOP with *code, or -1 with *err
@@ -324,12 +525,26 @@ static int bad_option(char **argv)
 static int run_option(mpictr_config *cfg, int c, char **argv,
 		      struct run_opts *o, int *code, mpictr_err **err)
 {
+	bool flag = false;
+
 	for (size_t i = 0; i < sizeof(flag_options) / sizeof(flag_options[0]);
-	     i++)
-		if (flag_options[i].opt == c)
-			return mpictr_config_set_flag(cfg, flag_options[i].flag,
-						      1, err);
+	     i++) {
+		if (flag_options[i].opt != c)
+			continue;
+		if (mpictr_config_set_flag(cfg, flag_options[i].flag, 1, err) <
+		    0)
+			return -1;
+		flag = true;
+	}
+	if (flag)
+		return OPT_GO_ON;
 	switch (c) {
+	case OPT_OVERLAY:
+		return mpictr_config_set_overlay(cfg, optarg, err);
+	case OPT_ENV_FILE:
+		return mpictr_config_add_env_file(cfg, optarg, err);
+	case OPT_HOME:
+		return mpictr_config_set_home(cfg, optarg, err);
 	case 'n':
 		return set_nranks(cfg, optarg, code, err);
 	case 'B':
@@ -358,6 +573,14 @@ static int run_option(mpictr_config *cfg, int c, char **argv,
 		return OPT_GO_ON;
 	case OPT_LINGER:
 		return set_linger(o, optarg, code);
+	case OPT_SHELL:
+		if (!o->shell) {
+			*code = usage_error("%s", "--shell is an option of "
+						  "'mpictr shell'");
+			return OPT_STOP;
+		}
+		o->shell_path = optarg;
+		return OPT_GO_ON;
 	case 'v':
 		if (verbosity < MPICTR_LOG_DEBUG)
 			verbosity++;
@@ -385,12 +608,17 @@ static int parse_run_options(mpictr_config *cfg, int argc, char **argv,
 			     struct run_opts *o, int *code)
 {
 	mpictr_err *err = NULL;
-	int c, rc;
+	int c, rc, prev, li;
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+n:B:e:cvqhV", run_options,
-				NULL)) != -1) {
+	for (prev = optind, li = -1;
+	     (c = getopt_long(argc, argv, "+n:B:e:cCvqhV", run_options, &li)) !=
+	     -1;
+	     prev = optind, li = -1) {
+		if (li >= 0 &&
+		    abbreviated_peer(argv[prev], run_options[li].name, code))
+			return OPT_STOP;
 		rc = run_option(cfg, c, argv, o, code, &err);
 		if (rc < 0) {
 			*code = fail(err);
@@ -402,9 +630,35 @@ static int parse_run_options(mpictr_config *cfg, int argc, char **argv,
 	return OPT_GO_ON;
 }
 
+/* What a run verb runs: COMMAND, the runscript, or a shell. */
+enum run_verb { VERB_EXEC, VERB_RUN, VERB_SHELL };
+
+/* `mpictr shell [OPTIONS] IMAGE`: the image's interactive shell. */
+static int set_shell(mpictr_config *cfg, int argc, char **argv,
+		     const struct run_opts *o, int *code)
+{
+	char *sh[] = {"/bin/sh", NULL};
+	mpictr_err *err = NULL;
+
+	if (argc - optind > 1) {
+		*code = usage_error("'mpictr shell' takes no COMMAND after "
+				    "IMAGE (got '%s'; hint: mpictr exec "
+				    "IMAGE COMMAND)",
+				    argv[optind + 1]);
+		return OPT_STOP;
+	}
+	if (mpictr_config_set_shell(cfg, o->shell_path, &err) < 0 ||
+	    mpictr_config_set_command(cfg, 1, sh, &err) < 0) {
+		*code = fail(err);
+		return OPT_STOP;
+	}
+	return OPT_GO_ON;
+}
+
 /* IMAGE and COMMAND (or the runscript's arguments) after the options. */
 static int set_image_and_command(mpictr_config *cfg, int argc, char **argv,
-				 int runscript, int *code)
+				 enum run_verb verb, const struct run_opts *o,
+				 int *code)
 {
 	mpictr_err *err = NULL;
 	int rc;
@@ -418,13 +672,27 @@ static int set_image_and_command(mpictr_config *cfg, int argc, char **argv,
 		return OPT_STOP;
 	}
 	optind++;
-	if (runscript) {
+	if (verb == VERB_SHELL) {
+		optind--;
+		return set_shell(cfg, argc, argv, o, code);
+	}
+	if (verb == VERB_RUN) {
 		rc = mpictr_config_set_runscript(cfg, argc - optind,
 						 argv + optind, &err);
 	} else {
 		if (optind >= argc) {
 			*code =
 			    usage_error("%s", "missing COMMAND after IMAGE");
+			return OPT_STOP;
+		}
+		if (is_run_option(argv[optind]) ||
+		    (strncmp(argv[optind], "--", 2) == 0 &&
+		     peer_hint(argv[optind] + 2))) {
+			*code = usage_error(
+			    "'%s' comes after IMAGE '%s': options go before "
+			    "the image (mpictr [OPTIONS] IMAGE COMMAND "
+			    "[ARGS...])",
+			    argv[optind], argv[optind - 1]);
 			return OPT_STOP;
 		}
 		rc = mpictr_config_set_command(cfg, argc - optind,
@@ -482,12 +750,54 @@ static int configure(mpictr_config *cfg, int argc, char **argv,
 	return OPT_GO_ON;
 }
 
-/* `mpictr [exec|run] ...` and `mpictr -n N ...`. */
-static int cmd_run(int argc, char **argv, int runscript)
+/* The verbs, and other runtimes' verbs with what mpictr does instead. */
+static const char *const verbs[] = {"exec",	"run",	"shell",
+				    "inspect",	"sif",	"check",
+				    "instance", "help", "version"};
+static const struct {
+	const char *verb, *hint;
+} peer_verbs[] = {
+    {"build", "mpictr builds no images: 'mpictr sif create -o OUT.sif DIR' "
+	      "wraps a directory or squashfs"},
+    {"start", "Enroot's 'start' is 'mpictr exec IMAGE COMMAND' (or 'mpictr "
+	      "run IMAGE')"},
+    {"import", "use 'mpictr pull' where installed, or 'mpictr sif create'"},
+    {"create", "use 'mpictr sif create -o OUT.sif DIR'"},
+    {"list", "use 'mpictr instance list'"},
+    {"export", "use 'mpictr instance save NAME PATH'"},
+    {"test", "run the image's own test with 'mpictr exec IMAGE COMMAND'"},
+    {"oci", "mpictr runs SIF, squashfs and directory images"},
+};
+
+/* A first argument that is neither a verb nor an image: a mistyped verb
+ * or a peer's? Then say so (1 with *code), else 0. */
+static int unknown_verb(const char *word, int *code)
+{
+	const char *near;
+
+	if (strchr(word, '/') || strchr(word, '.') || access(word, F_OK) == 0)
+		return 0;
+	for (size_t i = 0; i < sizeof(peer_verbs) / sizeof(*peer_verbs); i++)
+		if (strcmp(word, peer_verbs[i].verb) == 0) {
+			*code = usage_error("unknown verb '%s': %s", word,
+					    peer_verbs[i].hint);
+			return 1;
+		}
+	near = nearest(word, verbs, sizeof(verbs) / sizeof(*verbs));
+	if (!near)
+		return 0;
+	*code = usage_error("unknown verb '%s' (did you mean '%s'?), and no "
+			    "image of that name",
+			    word, near);
+	return 1;
+}
+
+/* `mpictr [exec|run|shell] ...` and `mpictr -n N ...`. */
+static int cmd_run(int argc, char **argv, enum run_verb verb)
 {
 	mpictr_config *cfg = mpictr_config_new();
 	mpictr_err *err = NULL;
-	struct run_opts o = {0, 0, 0, 0};
+	struct run_opts o = {.shell = verb == VERB_SHELL};
 	int code = 0;
 
 	if (configure(cfg, argc, argv, &o, &code) == OPT_STOP)
@@ -499,8 +809,10 @@ static int cmd_run(int argc, char **argv, int runscript)
 		code = print_and_free(rc, text, err);
 		goto out;
 	}
-	if (set_image_and_command(cfg, argc, argv, runscript, &code) ==
-	    OPT_STOP)
+	if (optind < argc && verb == VERB_EXEC && optind == 1 &&
+	    unknown_verb(argv[optind], &code))
+		goto out;
+	if (set_image_and_command(cfg, argc, argv, verb, &o, &code) == OPT_STOP)
 		goto out;
 	code = run_or_dry_run(cfg, o.dry_run);
 out:
@@ -513,7 +825,7 @@ static int instance_start(int argc, char **argv)
 {
 	mpictr_config *cfg = mpictr_config_new();
 	mpictr_err *err = NULL;
-	struct run_opts o = {0, 0, 1, 0};
+	struct run_opts o = {.instance_start = 1};
 	int code = 0;
 
 	if (configure(cfg, argc, argv, &o, &code) == OPT_STOP)
@@ -558,6 +870,17 @@ static int cmd_instance(int argc, char **argv)
 		rc = mpictr_instance_list(NULL, json, &text, &err);
 		return print_and_free(rc, text, err);
 	}
+	if (strcmp(sub, "save") == 0) {
+		mpictr_config *cfg;
+
+		if (argc != 4 || argv[2][0] == '-')
+			return usage_error("%s", "usage: instance save NAME "
+						 "PATH");
+		cfg = mpictr_config_new();
+		rc = mpictr_instance_save(cfg, argv[2], argv[3], &err);
+		mpictr_config_free(cfg);
+		return rc < 0 ? fail(err) : 0;
+	}
 	if (strcmp(sub, "stop") == 0) {
 		if (argc != 3 ||
 		    (argv[2][0] == '-' && strcmp(argv[2], "--all") != 0))
@@ -568,7 +891,7 @@ static int cmd_instance(int argc, char **argv)
 		return rc < 0 ? fail(err) : 0;
 	}
 	return usage_error("unknown instance subcommand '%s' (expected "
-			   "start, list or stop)",
+			   "start, list, stop or save)",
 			   sub);
 }
 
@@ -677,6 +1000,20 @@ static int cmd_sif(int argc, char **argv)
 	return usage_error("unknown sif subcommand '%s' (expected list, "
 			   "info, header or create)",
 			   sub);
+}
+
+/* `mpictr inspect [--json] IMAGE`. */
+static int cmd_inspect(int argc, char **argv)
+{
+	mpictr_err *err = NULL;
+	char *text = NULL;
+	bool json = argc == 3 && strcmp(argv[1], "--json") == 0;
+	int rc;
+
+	if (!(argc == 2 && argv[1][0] != '-') && !json)
+		return usage_error("%s", "usage: inspect [--json] IMAGE");
+	rc = mpictr_inspect(argv[argc - 1], json, &text, &err);
+	return print_and_free(rc, text, err);
 }
 
 static const char pull_usage[] =
@@ -819,9 +1156,13 @@ int main(int argc, char **argv)
 		return MPICTR_EXIT_FAILURE;
 	}
 	if (strcmp(verb, "exec") == 0)
-		return cmd_run(argc - 1, argv + 1, 0);
+		return cmd_run(argc - 1, argv + 1, VERB_EXEC);
 	if (strcmp(verb, "run") == 0)
-		return cmd_run(argc - 1, argv + 1, 1);
+		return cmd_run(argc - 1, argv + 1, VERB_RUN);
+	if (strcmp(verb, "shell") == 0)
+		return cmd_run(argc - 1, argv + 1, VERB_SHELL);
+	if (strcmp(verb, "inspect") == 0)
+		return cmd_inspect(argc - 1, argv + 1);
 	if (strcmp(verb, "sif") == 0)
 		return cmd_sif(argc - 1, argv + 1);
 	if (strcmp(verb, "instance") == 0)
@@ -848,5 +1189,5 @@ int main(int argc, char **argv)
 		printf("mpictr %s\n", mpictr_version());
 		return 0;
 	}
-	return cmd_run(argc, argv, 0);
+	return cmd_run(argc, argv, VERB_EXEC);
 }

@@ -203,6 +203,14 @@ enum mpictr_flag {
 	    5,			      /* set transport variables (default on) */
 	MPICTR_FLAG_GPU = 6,	      /* expose GPUs and driver libraries */
 	MPICTR_FLAG_INJECT_VERBS = 7, /* bind host verbs providers in */
+	/* An overlay on the image whose upper layer is private memory (a
+	 * tmpfs sized by the site's writable_tmpfs_size), shared by the
+	 * node's ranks; gone with the container. */
+	MPICTR_FLAG_WRITABLE_TMPFS = 8,
+	/* Start from an empty host environment (the launcher's PMI and
+	 * Slurm variables, TERM, HOME, USER, LANG and LC_* kept). */
+	MPICTR_FLAG_CLEANENV = 9,
+	MPICTR_FLAG_NO_HOME = 10, /* do not bind $HOME */
 };
 MPICTR_PUBLIC int mpictr_config_set_flag(mpictr_config *cfg,
 					 enum mpictr_flag flag, int on,
@@ -221,6 +229,28 @@ MPICTR_PUBLIC int mpictr_config_set_universe_size(mpictr_config *cfg, int n,
 /* `none`, `all` or a comma list of kinds/paths (--devices). */
 MPICTR_PUBLIC int mpictr_config_set_devices(mpictr_config *cfg,
 					    const char *spec, mpictr_err **err);
+/* A persistent overlay (--overlay DIR): the image's writes go to
+ * DIR/upper (DIR/work is the overlay's work directory; both made when
+ * missing). DIR must be a directory the user owns (checked on the opened
+ * directory when the container is built). */
+MPICTR_PUBLIC int mpictr_config_set_overlay(mpictr_config *cfg, const char *dir,
+					    mpictr_err **err);
+/* --home SRC[:DST]: bind host directory SRC as the home directory, at DST
+ * (default: the user's home path), and set HOME to it. */
+MPICTR_PUBLIC int mpictr_config_set_home(mpictr_config *cfg, const char *spec,
+					 mpictr_err **err);
+/* --env-file FILE: NAME=VALUE lines ('#' comments, blank lines, an
+ * optional 'export ', one pair of quotes around the value stripped),
+ * read now; they win over APPTAINERENV_ and MPICTR_ENV_ variables and
+ * lose to --env. */
+MPICTR_PUBLIC int mpictr_config_add_env_file(mpictr_config *cfg,
+					     const char *path,
+					     mpictr_err **err);
+/* `mpictr shell`: the command is an interactive shell of the image
+ * (shell, when not NULL; else $SHELL of the image's /bin/bash or /bin/sh),
+ * with a prompt naming the image. */
+MPICTR_PUBLIC int mpictr_config_set_shell(mpictr_config *cfg, const char *shell,
+					  mpictr_err **err);
 /* `none` or `core` (--bind-to). */
 MPICTR_PUBLIC int mpictr_config_set_bind_to(mpictr_config *cfg,
 					    const char *policy,
@@ -329,6 +359,21 @@ MPICTR_PUBLIC int mpictr_join_task(mpictr_config *cfg, char ***env,
  * rendezvous directory on the node, and both ends check the peer's uid.
  * Names match ^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$. */
 
+/* Instances started and joined on someone's behalf (the SPANK plugin's
+ * named containers): an instance started with cfg records origin (a short
+ * name of the starter, as "the SPANK plugin"); joining instance://NAME
+ * with cfg then requires the instance to carry the same origin (one
+ * started by `mpictr instance start` carries none) and its image, the
+ * file the instance holds by its real path, to lie below one of
+ * image_dirs (NULL-terminated absolute paths; NULL: anywhere). Refused
+ * otherwise, EPERM, naming the instance and the rule. This is policy for
+ * honest users (the user may run any program of their own), not a
+ * boundary. */
+MPICTR_PUBLIC int
+mpictr_config_set_instance_origin(mpictr_config *cfg, const char *origin,
+				  const char *const *image_dirs,
+				  mpictr_err **err);
+
 /* Start instance name and return once it is ready. linger_s > 0: it ends
  * after that many seconds without a process in it. watch_pid > 0: it ends
  * when that process ends; 0: inside a Slurm job (SLURM_JOB_ID in cfg's
@@ -352,6 +397,11 @@ MPICTR_PUBLIC int mpictr_instance_stop(mpictr_config *cfg, const char *name,
  * (seconds since the epoch), members (processes in it now, not counting
  * its holder), pid (the keeper's), linger (seconds, 0: none), job (the
  * Slurm job id or null). */
+/* `mpictr instance save NAME PATH`: the instance's container as it is now
+ * (the image and what a writable layer changed, without what is mounted
+ * on it) as a new squashfs image at PATH, packed by mksquashfs. */
+MPICTR_PUBLIC int mpictr_instance_save(mpictr_config *cfg, const char *name,
+				       const char *path, mpictr_err **err);
 MPICTR_PUBLIC int mpictr_instance_list(mpictr_config *cfg, int json, char **out,
 				       mpictr_err **err);
 
@@ -361,6 +411,13 @@ MPICTR_PUBLIC int mpictr_instance_list(mpictr_config *cfg, int json, char **out,
  * what was checked and, for problems, the fix. *blocking is the number of
  * problems that prevent running containers at all. */
 MPICTR_PUBLIC int mpictr_check(char **report, int *blocking, mpictr_err **err);
+
+/* `mpictr inspect`: an image's labels, environment scripts, runscript,
+ * image configuration (OCI config object or Enroot /etc/environment and
+ * /etc/rc) and, for a SIF, its objects; as text or (json) one JSON object.
+ * Reads the image without mounting it. */
+MPICTR_PUBLIC int mpictr_inspect(const char *image, int json, char **out,
+				 mpictr_err **err);
 
 #ifdef __cplusplus
 }

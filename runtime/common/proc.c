@@ -2,17 +2,20 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/nsfs.h>
 
 #include "common/proc.h"
 #include "common/syscalls.h"
@@ -347,37 +350,206 @@ int exit_code_of(int status)
 	return MPICTR_EXIT_FAILURE;
 }
 
-/* nftw keeps no user pointer: the first failure of the walk in progress
- * (rm_rf runs in one thread of a process at a time: the janitor, the
- * supervisor's teardown, the PMI server's stop). */
-static __thread int rm_errno;
+/* ---- removing a tree through descriptors ----
+ *
+ * A tree mpictr removes on the host may be written by the job at the same
+ * time (the PMIx directory is bound into the container): a program there
+ * can swap any directory of it for a symlink between a listing and an
+ * unlink. So no path is ever resolved twice: every entry is removed
+ * relative to the descriptor of the directory that was listed
+ * (unlinkat), a directory is entered only through openat(O_NOFOLLOW |
+ * O_DIRECTORY) of that same name and only while it is on the tree's
+ * mount (st_dev and the mount id, statx STATX_MNT_ID), and an entry that
+ * turns into a directory between the two calls is opened, never
+ * followed. A subtree deeper than RM_DEPTH is moved up to the tree's root
+ * (renameat between two of its descriptors) and removed from there, so a
+ * deep tree costs no more than RM_DEPTH descriptors. */
+#define RM_DEPTH 32
 
-static int rm_entry(const char *path, const struct stat *st, int flag,
-		    struct FTW *ftw)
+struct rm_walk {
+	int top;	/* the tree's root directory */
+	dev_t dev;	/* its file system */
+	uint64_t mnt;	/* its mount id, 0 when the kernel has none */
+	int err;	/* errno of the first failure */
+	bool moved;	/* a subtree was moved up to top: list it again */
+	unsigned moves; /* names given to moved subtrees */
+};
+
+static uint64_t mount_id(int fd)
 {
-	(void)st;
-	(void)ftw;
-	if ((flag == FTW_DP ? rmdir(path) : unlink(path)) < 0 &&
-	    errno != ENOENT && !rm_errno)
-		rm_errno = errno;
+	struct statx stx;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID,
+		  &stx) < 0 ||
+	    !(stx.stx_mask & STATX_MNT_ID))
+		return 0;
+	return stx.stx_mnt_id;
+}
+
+static void rm_fail(struct rm_walk *w, int e)
+{
+	if (e != ENOENT && !w->err)
+		w->err = e;
+}
+
+/* fd (a directory of w's mount) is on it still: not another mount. */
+static bool rm_same_mount(const struct rm_walk *w, int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && st.st_dev == w->dev &&
+	       (!w->mnt || mount_id(fd) == w->mnt);
+}
+
+static void rm_empty(struct rm_walk *w, int fd, int depth);
+
+/* Remove the entry name of directory dfd (at depth). */
+static void rm_at(struct rm_walk *w, int dfd, const char *name, int depth)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		char moved[32];
+		int fd;
+
+		if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+			return;
+		if (errno != EISDIR) {
+			rm_fail(w, errno);
+			return;
+		}
+		fd = openat(dfd, name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			if (errno == ENOTDIR || errno == ELOOP)
+				continue; /* no directory now: unlink it */
+			rm_fail(w, errno);
+			return;
+		}
+		if (!rm_same_mount(w, fd)) {
+			close(fd);
+			rm_fail(w, EXDEV); /* a mount point: never entered */
+			return;
+		}
+		if (depth >= RM_DEPTH) {
+			close(fd);
+			snprintf(moved, sizeof(moved), ".mpictr-rm.%u",
+				 w->moves++);
+			if (renameat(dfd, name, w->top, moved) == 0)
+				w->moved = true;
+			else
+				rm_fail(w, errno);
+			return;
+		}
+		rm_empty(w, fd, depth + 1);
+		if (unlinkat(dfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
+			return;
+		if (errno != ENOTDIR) {
+			rm_fail(w, errno);
+			return;
+		}
+	}
+	rm_fail(w, EAGAIN); /* swapped back and forth all along */
+}
+
+/* Remove every entry of directory fd (closed after). Entries are listed
+ * again until a listing finds none (removing while reading may hide
+ * some), at most 8 times. */
+static void rm_empty(struct rm_walk *w, int fd, int depth)
+{
+	DIR *d = fdopendir(fd);
+
+	if (!d) {
+		rm_fail(w, errno);
+		close(fd);
+		return;
+	}
+	for (int pass = 0; pass < 8; pass++) {
+		struct dirent *de;
+		bool any = false;
+
+		rewinddir(d);
+		while ((de = readdir(d))) {
+			if (!strcmp(de->d_name, ".") ||
+			    !strcmp(de->d_name, ".."))
+				continue;
+			any = true;
+			rm_at(w, dirfd(d), de->d_name, depth);
+		}
+		if (!any)
+			break;
+	}
+	closedir(d);
+}
+
+int rm_tree_empty(int fd)
+{
+	struct rm_walk w = {.top = fd};
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -1;
+	w.dev = st.st_dev;
+	w.mnt = mount_id(fd);
+	for (int pass = 0; pass == 0 || (w.moved && pass < 4096); pass++) {
+		int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+
+		if (copy < 0)
+			return -1;
+		w.moved = false;
+		rm_empty(&w, copy, 0);
+	}
+	if (w.err) {
+		errno = w.err;
+		return -1;
+	}
 	return 0;
+}
+
+int rm_tree_at(int dfd, const char *name)
+{
+	int fd =
+	    openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int rc;
+
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		if (errno != ENOTDIR && errno != ELOOP)
+			return -1;
+		/* a file or a symlink (itself, never its target) */
+		return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -1 : 0;
+	}
+	rc = rm_tree_empty(fd);
+	close(fd);
+	if (rc < 0)
+		return -1;
+	return unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -1
+									: 0;
 }
 
 int rm_rf(const char *path)
 {
-	rm_errno = 0;
-	/* FTW_PHYS: never follow a link (a rank may have left one);
-	 * FTW_MOUNT: stay on this file system. */
-	if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0) {
-		if (errno == ENOENT)
-			return 0;
+	cleanup_free char *dir = xstrdup(path);
+	char *slash = strrchr(dir, '/');
+	const char *name = path;
+	int dfd, rc, saved;
+
+	if (slash) {
+		*slash = '\0';
+		name = slash + 1;
+	}
+	if (!*name || !strcmp(name, ".") || !strcmp(name, "..")) {
+		errno = EINVAL;
 		return -1;
 	}
-	if (rm_errno) {
-		errno = rm_errno;
-		return -1;
-	}
-	return 0;
+	dfd = open(slash ? (*dir ? dir : "/") : ".",
+		   O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : -1;
+	rc = rm_tree_at(dfd, name);
+	saved = errno;
+	close(dfd);
+	errno = saved;
+	return rc;
 }
 
 /* The state letter and the parent of pid (from /proc/PID/stat): 0, or -1
@@ -409,13 +581,110 @@ pid_t proc_ppid(pid_t pid)
 	return proc_stat(pid, &state, &ppid) == 0 ? ppid : -1;
 }
 
-static bool in_userns(pid_t pid, dev_t dev, ino_t ino)
+int proc_uids(pid_t pid, uid_t uids[4])
 {
 	char path[64];
-	struct stat st;
+	cleanup_free char *txt = NULL;
+	const char *line;
+	unsigned u[4];
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	txt = read_file(path, 16384, NULL);
+	line = txt ? strstr(txt, "\nUid:") : NULL;
+	if (!line ||
+	    sscanf(line + 5, "%u %u %u %u", &u[0], &u[1], &u[2], &u[3]) != 4)
+		return -1;
+	for (int i = 0; i < 4; i++)
+		uids[i] = (uid_t)u[i];
+	return 0;
+}
+
+/* pid runs as uid: its real, effective, saved and file system uids (from
+ * /proc/PID/status; the owner of /proc/PID is root for a process that
+ * made itself non-dumpable, so it is not asked). */
+static bool proc_runs_as(pid_t pid, uid_t uid)
+{
+	uid_t u[4];
+
+	return proc_uids(pid, u) == 0 && u[0] == uid && u[1] == uid &&
+	       u[2] == uid && u[3] == uid;
+}
+
+/* The user namespace of fd (open, consumed) is (dev, ino) or one nested
+ * under it: walked up with NS_GET_PARENT (the kernel nests at most 32
+ * deep; the ioctl fails with EPERM above the caller's own namespace). */
+static bool ns_fd_below(int fd, dev_t dev, ino_t ino)
+{
+	for (int depth = 0; fd >= 0 && depth <= 33; depth++) {
+		struct stat st;
+		int parent;
+
+		if (fstat(fd, &st) == 0 && st.st_dev == dev &&
+		    st.st_ino == ino) {
+			close(fd);
+			return true;
+		}
+		parent = ioctl(fd, NS_GET_PARENT);
+		close(fd);
+		fd = parent;
+	}
+	if (fd >= 0)
+		close(fd);
+	return false;
+}
+
+static int open_userns(pid_t pid)
+{
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
-	return stat(path, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+static bool in_userns(pid_t pid, dev_t dev, ino_t ino)
+{
+	return ns_fd_below(open_userns(pid), dev, ino);
+}
+
+int proc_peer_where(int c, dev_t dev, ino_t ino)
+{
+	struct ucred cr;
+	socklen_t cl = sizeof(cr);
+	struct stat own, st;
+	int pfd, nfd, rc = PEER_OTHER;
+
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
+	    cr.pid <= 0 || stat("/proc/self/ns/user", &own) < 0)
+		return -1;
+	/* The peer itself (Linux 6.5), else the process with its pid now;
+	 * alive after its namespace is opened, its pid was still its own. */
+	cl = sizeof(pfd);
+	if (getsockopt(c, SOL_SOCKET, SO_PEERPIDFD, &pfd, &cl) < 0)
+		pfd = sys_pidfd_open(cr.pid, 0);
+	if (pfd < 0)
+		return -1;
+	nfd = open_userns(cr.pid);
+	/* EACCES: a non-dumpable process whose memory belongs to a namespace
+	 * we hold no capability in (a task that slurmstepd forked and
+	 * setuid'ed). Every process exec'ed in one of our containers has its
+	 * memory in a namespace of ours, where we may read it even so: this
+	 * one is not in a container of ours. */
+	if (nfd < 0 && errno == EACCES && sys_pidfd_send_signal(pfd, 0) == 0)
+		rc = PEER_HOST;
+	/* Still the peer (not a recycled pid) once its namespace is open. */
+	else if (nfd < 0 || sys_pidfd_send_signal(pfd, 0) < 0 ||
+		 fstat(nfd, &st) < 0)
+		rc = -1;
+	else if (st.st_dev == own.st_dev && st.st_ino == own.st_ino)
+		rc = PEER_HOST;
+	else {
+		rc = ns_fd_below(nfd, dev, ino) ? PEER_INSIDE : PEER_OTHER;
+		nfd = -1; /* consumed */
+	}
+	if (nfd >= 0)
+		close(nfd);
+	close(pfd);
+	return rc;
 }
 
 int proc_ns_signal(dev_t dev, ino_t ino, pid_t skip, int sig)
@@ -440,9 +709,12 @@ int proc_ns_signal(dev_t dev, ino_t ino, pid_t skip, int sig)
 			continue;
 		pid = (pid_t)v;
 		snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-		/* A zombie has ended: whoever reaps it, it is no member. */
+		/* A cheap first sieve: /proc/PID is ours, or root's for a
+		 * process of ours that made itself non-dumpable. A zombie
+		 * has ended: whoever reaps it, it is no member. */
 		if (pid == self || pid == skip || stat(path, &st) < 0 ||
-		    st.st_uid != uid || !in_userns(pid, dev, ino) ||
+		    (st.st_uid != uid && st.st_uid != 0) ||
+		    !proc_runs_as(pid, uid) || !in_userns(pid, dev, ino) ||
 		    proc_stat(pid, &state, &ppid) < 0 || state == 'Z' ||
 		    state == 'X' || (skip > 0 && ppid == skip))
 			continue;
@@ -461,6 +733,26 @@ int proc_ns_signal(dev_t dev, ino_t ino, pid_t skip, int sig)
 	}
 	closedir(d);
 	return n;
+}
+
+int proc_ns_end(dev_t dev, ino_t ino, pid_t skip, long grace_ms)
+{
+	long until = mono_ms() + grace_ms;
+
+	if (grace_ms > 0) {
+		if (proc_ns_signal(dev, ino, skip, SIGTERM) == 0)
+			return 0;
+		while (mono_ms() < until && proc_ns_signal(dev, ino, skip, 0))
+			usleep(20000);
+	}
+	/* They may fork while we look: until none is found, 5 s at most. */
+	for (int i = 0; i < 500; i++) {
+		if (proc_ns_signal(dev, ino, skip, SIGKILL) == 0)
+			return 0;
+		usleep(10000);
+	}
+	errno = ETIMEDOUT;
+	return -1;
 }
 
 /* Find cmd on PATH (from env) as execvp would, for 126/127. */

@@ -100,19 +100,47 @@ void mark_cloexec_except(int keep);
 /* A wait status as an exit code: the status, 128+signal, else 255. */
 int exit_code_of(int status);
 
-/* Remove a file or directory tree: never follows a symlink, never crosses
- * into another mounted file system. 0 when nothing is left (or nothing
- * was there), -1 with errno of the first failure. */
+/* Remove a file or directory tree through descriptors (proc.c, "removing
+ * a tree"): never follows a symlink, never resolves a path twice (a tree
+ * the job writes into while it is removed cannot redirect an unlink),
+ * never enters another mount. 0 when nothing is left (or nothing was
+ * there), -1 with errno of the first failure. rm_rf resolves the parent
+ * of path once; rm_tree_at removes name of directory dfd; rm_tree_empty
+ * removes every entry of directory fd, which stays. */
 int rm_rf(const char *path);
+int rm_tree_at(int dfd, const char *name);
+int rm_tree_empty(int fd);
 
 /* The parent of pid (from /proc/PID/stat), or -1. */
 pid_t proc_ppid(pid_t pid);
+/* The real, effective, saved and file system uids of pid (from
+ * /proc/PID/status, which a process cannot disguise as /proc/PID's owner
+ * can be, by making itself non-dumpable): 0, or -1 when it is gone. */
+int proc_uids(pid_t pid, uid_t uids[4]);
 /* The processes of our uid in the user namespace (dev, ino) (as
- * /proc/PID/ns/user shows it), except pid `skip` and its children (a
+ * /proc/PID/ns/user shows it) or in one nested under it, however deep
+ * (unshare -U inside the container), except pid `skip` and its children (a
  * holder and its FUSE workers; 0: none): their number. With sig > 0 each
  * one found is sent sig, through a pidfd opened before its namespace is
  * checked again (never a recycled pid). */
 int proc_ns_signal(dev_t dev, ino_t ino, pid_t skip, int sig);
+/* Where the peer of the connected Unix socket c runs (SO_PEERCRED, its
+ * pid checked again through a pidfd after its namespace is open: never a
+ * recycled pid), against the user namespace (dev, ino) of a container:
+ * PEER_HOST in our own user namespace, PEER_INSIDE in that container's or
+ * one nested under it, PEER_OTHER anywhere else (in another container);
+ * -1 when it cannot be told (the peer is gone). What keepers ask before
+ * they answer: a program in one of the user's containers sees their
+ * sockets through the /tmp bind. */
+enum { PEER_HOST, PEER_INSIDE, PEER_OTHER };
+int proc_peer_where(int c, dev_t dev, ino_t ino);
+/* End every process proc_ns_signal finds (nested namespaces included):
+ * with grace_ms > 0, SIGTERM first and up to grace_ms for them to go;
+ * then SIGKILL until none is found (they may fork meanwhile), at most
+ * 5 s. 0 when none is left, -1 with errno ETIMEDOUT. What every mode runs
+ * before it removes a job's directory, so that nothing the job started
+ * (a double fork, a nested namespace) outlives it. */
+int proc_ns_end(dev_t dev, ino_t ino, pid_t skip, long grace_ms);
 /* The PATH of a process whose environment sets none (the container's
  * default too). */
 #define PROC_DEFAULT_PATH                                                      \

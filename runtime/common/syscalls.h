@@ -41,6 +41,9 @@ struct mount_attr {
 #define FSCONFIG_SET_STRING 1
 #define FSCONFIG_CMD_CREATE 6
 #endif
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5: a pidfd of a socket's peer */
+#endif
 /* openat2 resolve flags (linux/openat2.h) */
 #define MPICTR_RESOLVE_NO_MAGICLINKS 0x02
 #define MPICTR_RESOLVE_NO_SYMLINKS 0x04

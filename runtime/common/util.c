@@ -481,6 +481,146 @@ bool env_name_valid(const char *s, size_t n)
 	return true;
 }
 
+/* ---- a small JSON validator (RFC 8259 grammar, bounded depth) ---- */
+
+#define JSON_MAX_DEPTH 64
+
+static const char *json_ws(const char *p, const char *e)
+{
+	while (p < e && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+		p++;
+	return p;
+}
+
+static const char *json_value(const char *p, const char *e, int depth);
+
+static const char *json_string(const char *p, const char *e)
+{
+	if (p >= e || *p != '"')
+		return NULL;
+	for (p++; p < e; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (c == '"')
+			return p + 1;
+		if (c < 0x20)
+			return NULL;
+		if (c == '\\') {
+			if (++p >= e || !strchr("\"\\/bfnrtu", *p))
+				return NULL;
+			if (*p == 'u') {
+				for (int i = 0; i < 4; i++)
+					if (++p >= e ||
+					    !strchr("0123456789abcdefABCDEF",
+						    *p))
+						return NULL;
+			}
+		}
+	}
+	return NULL;
+}
+
+static const char *json_number(const char *p, const char *e)
+{
+	const char *s = p;
+
+	if (p < e && *p == '-')
+		p++;
+	if (p >= e || *p < '0' || *p > '9')
+		return NULL;
+	while (p < e && ((*p >= '0' && *p <= '9') || strchr(".eE+-", *p)))
+		p++;
+	return p > s ? p : NULL;
+}
+
+/* An object or array at p (its opening bracket). */
+static const char *json_container(const char *p, const char *e, int depth)
+{
+	char close = *p == '{' ? '}' : ']';
+	bool obj = *p == '{';
+
+	p = json_ws(p + 1, e);
+	if (p < e && *p == close)
+		return p + 1;
+	for (;;) {
+		if (obj) {
+			p = json_string(p, e);
+			if (!p)
+				return NULL;
+			p = json_ws(p, e);
+			if (p >= e || *p != ':')
+				return NULL;
+			p++;
+		}
+		p = json_value(p, e, depth + 1);
+		if (!p)
+			return NULL;
+		p = json_ws(p, e);
+		if (p < e && *p == ',') {
+			p = json_ws(p + 1, e);
+			continue;
+		}
+		return p < e && *p == close ? p + 1 : NULL;
+	}
+}
+
+static const char *json_value(const char *p, const char *e, int depth)
+{
+	static const char *const words[] = {"true", "false", "null"};
+
+	p = json_ws(p, e);
+	if (p >= e || depth > JSON_MAX_DEPTH)
+		return NULL;
+	if (*p == '{' || *p == '[')
+		return json_container(p, e, depth);
+	if (*p == '"')
+		return json_string(p, e);
+	for (size_t i = 0; i < ARRAY_SIZE(words); i++) {
+		size_t l = strlen(words[i]);
+		if ((size_t)(e - p) >= l && memcmp(p, words[i], l) == 0)
+			return p + l;
+	}
+	return json_number(p, e);
+}
+
+bool json_object_valid(const char *text)
+{
+	const char *e = text + strlen(text);
+	const char *p = json_ws(text, e);
+
+	if (p >= e || *p != '{')
+		return false;
+	p = json_value(p, e, 0);
+	return p && json_ws(p, e) == e;
+}
+
+int env_line_parse(char *line, char **name, char **value)
+{
+	char *eq, *v;
+	size_t vl;
+
+	line += strspn(line, " \t");
+	if (!*line || *line == '#' || *line == '\r')
+		return 0;
+	if (str_has_prefix(line, "export "))
+		line += 7 + strspn(line + 7, " \t");
+	eq = strchr(line, '=');
+	if (!eq || !env_name_valid(line, (size_t)(eq - line)))
+		return -1;
+	*eq = '\0';
+	v = eq + 1;
+	vl = strlen(v);
+	while (vl &&
+	       (v[vl - 1] == ' ' || v[vl - 1] == '\t' || v[vl - 1] == '\r'))
+		v[--vl] = '\0';
+	if (vl >= 2 && (v[0] == '"' || v[0] == '\'') && v[vl - 1] == v[0]) {
+		v[vl - 1] = '\0';
+		v++;
+	}
+	*name = line;
+	*value = v;
+	return 1;
+}
+
 char *fd_path_dup(int fd)
 {
 	char link[64], buf[PATH_MAX];

@@ -133,6 +133,14 @@ int parse_long(const char *s, long min, long max, long *out);
 /* Is s[0..n) a valid environment variable name (letters, digits, '_',
  * not starting with a digit)? */
 bool env_name_valid(const char *s, size_t n);
+/* One line of an environment file (--env-file, Enroot's /etc/environment):
+ * NAME=VALUE, an optional 'export ', one pair of quotes around VALUE
+ * stripped; changes line in place. 1 with *name and *value pointing into
+ * it, 0 for a blank line or a comment, -1 for anything else. */
+int env_line_parse(char *line, char **name, char **value);
+/* Is text (NUL-terminated) one JSON object (RFC 8259's grammar, nesting
+ * at most 64 deep)? For embedding untrusted JSON in JSON output. */
+bool json_object_valid(const char *text);
 
 /* FNV-1a, 64 bits: start from FNV1A_INIT. fnv1a_str tells NULL apart
  * from ""; fnv1a_u64 hashes the 8 bytes of v (little end first). Not

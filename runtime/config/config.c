@@ -3,6 +3,7 @@
  * system (they read the site file); validation against the host happens
  * when the plan is built.
  */
+#include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,13 @@ MPICTR_PUBLIC void mpictr_config_free(mpictr_config *cfg)
 	free(cfg->bind_to);
 	siteconf_free(&cfg->site);
 	strv_free(cfg->profiles);
+	free(cfg->inst_origin);
+	strv_free(cfg->inst_image_dirs);
+	free(cfg->overlay_dir);
+	free(cfg->home_src);
+	free(cfg->home_dst);
+	strv_free(cfg->file_env);
+	free(cfg->shell_path);
 	free(cfg);
 }
 
@@ -127,6 +135,32 @@ MPICTR_PUBLIC int mpictr_config_set_env(mpictr_config *cfg, const char *name,
 	return 0;
 }
 
+MPICTR_PUBLIC int
+mpictr_config_set_instance_origin(mpictr_config *cfg, const char *origin,
+				  const char *const *image_dirs,
+				  mpictr_err **err)
+{
+	if (check_arg(cfg, "config", err) < 0 ||
+	    check_arg(origin, "origin", err) < 0)
+		return -1;
+	if (!*origin || strchr(origin, '\n'))
+		return err_set(err, EINVAL, "invalid instance origin '%s'",
+			       origin);
+	for (size_t i = 0; image_dirs && image_dirs[i]; i++)
+		if (image_dirs[i][0] != '/')
+			return err_set(err, EINVAL,
+				       "image directory '%s' is not an "
+				       "absolute path",
+				       image_dirs[i]);
+	free(cfg->inst_origin);
+	cfg->inst_origin = xstrdup(origin);
+	strv_free(cfg->inst_image_dirs);
+	cfg->inst_image_dirs = NULL;
+	for (size_t i = 0; image_dirs && image_dirs[i]; i++)
+		strv_push(&cfg->inst_image_dirs, image_dirs[i]);
+	return 0;
+}
+
 MPICTR_PUBLIC int mpictr_config_set_pwd(mpictr_config *cfg, const char *dir,
 					mpictr_err **err)
 {
@@ -174,6 +208,15 @@ const struct config_opt config_opts[] = {
      MPICTR_FLAG_TRANSPORT_ENV, false, NULL},
     {"--bind-to", CONFIG_STR, OPT_AT(bind_to), 0, false, NULL},
     {"--pwd", CONFIG_STR, OPT_AT(pwd), 0, false, NULL},
+    {"--writable-tmpfs", CONFIG_BOOL, OPT_AT(writable_tmpfs),
+     MPICTR_FLAG_WRITABLE_TMPFS, true, NULL},
+    {"--overlay", CONFIG_STR, OPT_AT(overlay_dir), 0, true, NULL},
+    {"--home", CONFIG_STR, OPT_AT(home_src), 0, true, NULL},
+    {"--home", CONFIG_STR, OPT_AT(home_dst), 0, true, NULL},
+    {"--no-home", CONFIG_BOOL, OPT_AT(no_home), MPICTR_FLAG_NO_HOME, true,
+     NULL},
+    {"--cleanenv", CONFIG_BOOL, OPT_AT(cleanenv), MPICTR_FLAG_CLEANENV, false,
+     NULL},
 };
 const size_t config_nopts = sizeof(config_opts) / sizeof(config_opts[0]);
 
@@ -381,6 +424,95 @@ MPICTR_PUBLIC int mpictr_config_set_bind_to(mpictr_config *cfg,
 			       policy);
 	free(cfg->bind_to);
 	cfg->bind_to = xstrdup(policy);
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_config_set_overlay(mpictr_config *cfg, const char *dir,
+					    mpictr_err **err)
+{
+	if (check_arg(cfg, "config", err) < 0 ||
+	    check_arg(dir, "overlay directory", err) < 0)
+		return -1;
+	if (!*dir)
+		return err_set(err, 0, "invalid --overlay '': empty path");
+	free(cfg->overlay_dir);
+	cfg->overlay_dir = xstrdup(dir);
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_config_set_home(mpictr_config *cfg, const char *spec,
+					 mpictr_err **err)
+{
+	const char *colon;
+
+	if (check_arg(cfg, "config", err) < 0 ||
+	    check_arg(spec, "home specification", err) < 0)
+		return -1;
+	colon = strchr(spec, ':');
+	if (!*spec || colon == spec)
+		return err_set(err, 0,
+			       "invalid --home '%s' (expected SRC or SRC:DST)",
+			       spec);
+	if (colon && (colon[1] != '/' || strchr(colon + 1, ':') ||
+		      has_dotdot(colon + 1) || !colon[2]))
+		return err_set(err, 0,
+			       "invalid --home '%s': DST must be an absolute "
+			       "path other than '/', without '..' or ':'",
+			       spec);
+	free(cfg->home_src);
+	free(cfg->home_dst);
+	cfg->home_src =
+	    colon ? xstrndup(spec, (size_t)(colon - spec)) : xstrdup(spec);
+	cfg->home_dst = colon ? clean_path(colon + 1) : NULL;
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_config_add_env_file(mpictr_config *cfg,
+					     const char *path, mpictr_err **err)
+{
+	cleanup_free char *text = NULL;
+	char *name, *value;
+	size_t len;
+	int lineno = 0, rc;
+
+	if (check_arg(cfg, "config", err) < 0 ||
+	    check_arg(path, "env file", err) < 0)
+		return -1;
+	text = read_file(path, 1 << 20, &len);
+	if (!text)
+		return err_set(err, errno, "env file '%s'", path);
+	if (memchr(text, '\0', len))
+		return err_set(err, 0, "env file '%s': not a text file", path);
+	for (char *l = text, *nl; l && *l; l = nl) {
+		nl = strchr(l, '\n');
+		if (nl)
+			*nl++ = '\0';
+		lineno++;
+		rc = env_line_parse(l, &name, &value);
+		if (rc < 0)
+			return err_set(err, 0,
+				       "env file '%s', line %d: expected "
+				       "NAME=VALUE (NAME of letters, digits "
+				       "and '_')",
+				       path, lineno);
+		if (rc)
+			env_set(&cfg->file_env, name, value);
+	}
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_config_set_shell(mpictr_config *cfg, const char *shell,
+					  mpictr_err **err)
+{
+	if (check_arg(cfg, "config", err) < 0)
+		return -1;
+	if (shell && shell[0] != '/')
+		return err_set(err, 0,
+			       "invalid --shell '%s': not an absolute path",
+			       shell);
+	free(cfg->shell_path);
+	cfg->shell_path = shell ? xstrdup(shell) : NULL;
+	cfg->shell = true;
 	return 0;
 }
 

@@ -34,6 +34,20 @@ struct mpictr_config {
 	 * instance holds open, /proc/self/fd/N); image still names it. Not
 	 * owned (mpictr_config_free leaves it). */
 	char *image_read;
+	/* mpictr_config_set_instance_origin: the starter an instance records
+	 * (and a joiner requires), and the directories a joined instance's
+	 * image must lie in (NULL: anywhere). */
+	char *inst_origin;
+	char **inst_image_dirs;
+	/* Writable containers: an overlay on the image, its upper layer a
+	 * tmpfs (writable_tmpfs) or overlay_dir/upper. */
+	bool writable_tmpfs;
+	char *overlay_dir;
+	bool cleanenv, no_home;
+	char *home_src, *home_dst; /* --home SRC[:DST]; dst NULL: $HOME */
+	char **file_env;	   /* NAME=VALUE from --env-file, in order */
+	bool shell;		   /* `mpictr shell` */
+	char *shell_path;	   /* its shell, or NULL: chosen at exec */
 };
 
 /* ---- the option table ----------------------------------------------------

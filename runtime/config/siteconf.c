@@ -51,6 +51,8 @@ void siteconf_free(struct siteconf *sc)
 	items_free(&sc->allow_binds);
 	items_free(&sc->deny_binds);
 	item_free(&sc->shm_size);
+	item_free(&sc->tmp_size);
+	item_free(&sc->writable_tmpfs_size);
 	item_free(&sc->cache_dir);
 	for (size_t i = 0; i < sc->nprofiles; i++)
 		profile_free(&sc->profiles[i]);
@@ -206,14 +208,24 @@ static int check_bind(struct parser *ps, const char *v, mpictr_err **err)
 	return rc;
 }
 
+/* Is v a size as siteconf_parse_size takes it? */
+static bool size_ok(const char *v)
+{
+	unsigned long long bytes;
+	unsigned pct;
+
+	return siteconf_parse_size(v, &bytes, &pct) == 0;
+}
+
 /* A key of the global part. */
 static int global_key(struct parser *ps, const char *key, const char *v,
 		      mpictr_err **err)
 {
 	struct siteconf *a = &ps->add;
 	static const char *const site_only[] = {
-	    "lock_devices", "lock_transport_env", "user_binds", "allow_bind",
-	    "deny_bind",    "shm_size",		  "cache_dir"};
+	    "lock_devices", "lock_transport_env", "user_binds",
+	    "allow_bind",   "deny_bind",	  "shm_size",
+	    "tmp_size",	    "cache_dir",	  "writable_tmpfs_size"};
 	bool b;
 
 	for (size_t i = 0; i < ARRAY_SIZE(site_only); i++)
@@ -274,18 +286,28 @@ static int global_key(struct parser *ps, const char *key, const char *v,
 			clean[--l] = '\0';
 		items_add(key[0] == 'a' ? &a->allow_binds : &a->deny_binds,
 			  clean, ps->origin, true);
-	} else if (strcmp(key, "shm_size") == 0) {
+	} else if (strcmp(key, "shm_size") == 0 ||
+		   strcmp(key, "tmp_size") == 0) {
 		unsigned long long bytes;
 		unsigned pct;
 		if (siteconf_parse_size(v, &bytes, &pct) < 0)
 			return perr(ps, err,
-				    "invalid value '%s' for 'shm_size' "
+				    "invalid value '%s' for '%s' "
 				    "(expected a size such as 512m or 8g: a "
 				    "number of bytes with an optional k, m or "
 				    "g suffix; or a percentage from 1%% to "
 				    "100%% of the memory the job may use)",
-				    v);
-		item_set(&a->shm_size, v, ps->origin, true);
+				    v, key);
+		item_set(key[0] == 's' ? &a->shm_size : &a->tmp_size, v,
+			 ps->origin, true);
+	} else if (strcmp(key, "writable_tmpfs_size") == 0) {
+		if (!size_ok(v))
+			return perr(ps, err,
+				    "invalid value '%s' for '%s' (a size as "
+				    "for 'shm_size': 512m, 8g or a percentage "
+				    "such as 25%%)",
+				    v, key);
+		item_set(&a->writable_tmpfs_size, v, ps->origin, true);
 	} else if (strcmp(key, "cache_dir") == 0) {
 		/* a shared image cache for `mpictr pull` (pull/cache.h) */
 		if (check_abs(ps, key, v, err) < 0)
@@ -441,6 +463,8 @@ static void merge(struct siteconf *sc, struct siteconf *a)
 	items_move(&sc->allow_binds, &a->allow_binds);
 	items_move(&sc->deny_binds, &a->deny_binds);
 	item_move(&sc->shm_size, &a->shm_size);
+	item_move(&sc->tmp_size, &a->tmp_size);
+	item_move(&sc->writable_tmpfs_size, &a->writable_tmpfs_size);
 	item_move(&sc->cache_dir, &a->cache_dir);
 	if (a->nprofiles) {
 		sc->profiles =

@@ -97,6 +97,71 @@ static char **wrap_with_env_scripts(char ***env, char *const *user_env,
 	return out;
 }
 
+/* An Enroot image (no /.singularity.d, an /etc/environment): its
+ * variables, as Enroot sets them, except those the user set (they win,
+ * as over Apptainer's env scripts). */
+static void enroot_env(char ***env, char *const *user_env)
+{
+	cleanup_free char *text = NULL;
+	size_t len;
+
+	if (access("/.singularity.d", F_OK) == 0 ||
+	    !(text = read_file("/etc/environment", 1 << 20, &len)))
+		return;
+	for (char *l = text, *nl; l && *l; l = nl) {
+		char *name, *value;
+
+		nl = strchr(l, '\n');
+		if (nl)
+			*nl++ = '\0';
+		if (env_line_parse(l, &name, &value) == 1 &&
+		    !env_get(user_env, name))
+			env_set(env, name, value);
+	}
+}
+
+/* Is p's command the image's runscript (`mpictr run`, the SPANK
+ * plugin's --container-entrypoint)? */
+static bool exec_is_runscript(const struct plan *p)
+{
+	return !p->shell && p->argv[0] && p->argv[1] &&
+	       strcmp(p->argv[0], "/.singularity.d/runscript") == 0;
+}
+
+/* The command of a plan, as exec'ed in the container: `mpictr shell`'s
+ * shell (the one asked for, else the image's /bin/bash without rc files,
+ * as Apptainer, or /bin/sh; interactive); for `mpictr run` of an image
+ * without a runscript but with Enroot's /etc/rc, the entrypoint (run by
+ * /bin/sh, the arguments after it, as Enroot does); else p->argv. NULL
+ * for p->argv itself. */
+static char **container_argv(const struct plan *p)
+{
+	char **argv = NULL;
+
+	if (p->shell) {
+		if (p->shell_path) {
+			strv_push(&argv, p->shell_path);
+		} else if (access("/bin/bash", X_OK) == 0) {
+			strv_push(&argv, "/bin/bash");
+			strv_push(&argv, "--norc");
+		} else {
+			strv_push(&argv, "/bin/sh");
+		}
+		strv_push(&argv, "-i");
+		return argv;
+	}
+	if (strcmp(p->argv[0], "/.singularity.d/runscript") ||
+	    access(p->argv[0], F_OK) == 0 ||
+	    access("/.singularity.d", F_OK) == 0 ||
+	    access("/etc/rc", R_OK) != 0)
+		return NULL;
+	strv_push(&argv, "/bin/sh");
+	strv_push(&argv, "/etc/rc");
+	for (size_t i = 1; p->argv[i]; i++)
+		strv_push(&argv, p->argv[i]);
+	return argv;
+}
+
 /* Join the namespaces and enter the start directory. */
 static int container_enter(const struct plan *p, int userns_fd, int mntns_fd,
 			   mpictr_err **err)
@@ -119,14 +184,27 @@ static int container_enter(const struct plan *p, int userns_fd, int mntns_fd,
  * read-only descriptor of it: the command inherits N (a shell cannot
  * close a descriptor above 9, and those below are taken by the launcher's
  * close-on-exec ones), but cannot change the script. */
-static int wrapper_script(char ***env, const struct plan *p, char **program,
-			  mpictr_err **err)
+static int wrapper_script(char ***env, const struct plan *p, char *const *cmd,
+			  size_t nlead, char **program, mpictr_err **err)
 {
 	cleanup_free char *text = NULL, *body = NULL, *path = NULL;
+	struct strbuf args = STRBUF_INIT;
 	int fd, ro;
 
-	body = env_script_text(env, p->user_env, "\"$__mpictr_c\"",
-			       "\"$__mpictr_c\" \"$@\"");
+	/* The words between the command and the task's own arguments (an
+	 * entrypoint's: the task's command itself) travel in the
+	 * environment too. */
+	sb_puts(&args, "\"$__mpictr_c\"");
+	for (size_t i = 1; i <= nlead; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "__mpictr_l%zu", i);
+		env_set(env, name, cmd[i]);
+		sb_printf(&args, " \"$%s\"", name);
+	}
+	sb_puts(&args, " \"$@\"");
+	body = env_script_text(env, p->user_env, "\"$__mpictr_c\"", args.buf);
+	sb_free(&args);
 	text = xasprintf("#!/bin/sh\n__mpictr_c=$__mpictr_cmd; "
 			 "unset __mpictr_cmd; %s\n",
 			 body);
@@ -144,7 +222,7 @@ static int wrapper_script(char ***env, const struct plan *p, char **program,
 		return -1;
 	}
 	close(fd);
-	env_set(env, "__mpictr_cmd", p->argv[0]);
+	env_set(env, "__mpictr_cmd", cmd[0]);
 	*program = xasprintf("/proc/self/fd/%d", ro);
 	return 0;
 }
@@ -153,12 +231,23 @@ int container_enter_task(const struct plan *p, char ***env, int userns_fd,
 			 int mntns_fd, char **program, mpictr_err **err)
 {
 	cleanup_free char *exe = NULL;
+	cleanup_strv char **own = NULL;
+	char *const *cmd = p->argv;
+	size_t ntail, nlead;
 
 	*program = NULL;
 	if (container_enter(p, userns_fd, mntns_fd, err) < 0)
 		return -1;
-	if (need_env_scripts()) {
-		if (wrapper_script(env, p, program, err) < 0)
+	enroot_env(env, p->user_env);
+	own = container_argv(p);
+	if (own)
+		cmd = own;
+	/* The task execs its own argv: p->argv, or with an entrypoint (the
+	 * runscript) p->argv without its first word. */
+	ntail = strv_len(p->argv) - (exec_is_runscript(p) ? 2 : 1);
+	nlead = strv_len(cmd) - 1 - ntail;
+	if (need_env_scripts() || nlead) {
+		if (wrapper_script(env, p, cmd, nlead, program, err) < 0)
 			return -1;
 	} else if (proc_resolve_command(p->argv[0], *env, &exe, err) < 0) {
 		return -1;
@@ -175,10 +264,15 @@ int container_exec(const struct plan *p, char **env, int userns_fd,
 		   int mntns_fd, int keep_fd, mpictr_err **err)
 {
 	cleanup_free char *exe = NULL;
+	cleanup_strv char **own = NULL;
 	char **argv = p->argv, **wrapped;
 
 	if (container_enter(p, userns_fd, mntns_fd, err) < 0)
 		return -1;
+	enroot_env(&env, p->user_env);
+	own = container_argv(p);
+	if (own)
+		argv = own;
 	wrapped = wrap_with_env_scripts(&env, p->user_env, argv);
 	if (wrapped) {
 		argv = wrapped;

@@ -630,6 +630,7 @@ static int do_op(struct rootfs *r, size_t i, mpictr_err **err)
 
 	switch (op->kind) {
 	case MOP_IMAGE:
+	case MOP_OVERLAY:
 		return 0; /* done before the pivot */
 	case MOP_BIND:
 	case MOP_DEV:
@@ -765,12 +766,126 @@ static int mpi_abi(struct rootfs *r, mpictr_err **err)
 	return mpiinject_check(p->mpi, p->nmpi, r->l_image, err);
 }
 
+/* The upper directory's parent of --overlay DIR: DIR itself, which must
+ * be a directory of the user's (checked on the opened directory), with
+ * upper/ and work/ made in it when missing. An fd of DIR. */
+static int overlay_user_dir(const char *dir, mpictr_err **err)
+{
+	cleanup_close int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+
+	if (dfd < 0)
+		return err_set(err, errno, "--overlay '%s'", dir);
+	if (fstat(dfd, &st) < 0)
+		return err_set(err, errno, "--overlay '%s'", dir);
+	if (st.st_uid != geteuid())
+		return err_set(err, EPERM,
+			       "--overlay '%s': the directory is not yours "
+			       "(owner uid %u%s)",
+			       dir, (unsigned)st.st_uid,
+			       st.st_uid == 65534 ? ", or unmapped" : "");
+	if ((mkdirat(dfd, "upper", 0755) < 0 && errno != EEXIST) ||
+	    (mkdirat(dfd, "work", 0700) < 0 && errno != EEXIST))
+		return err_set(err, errno,
+			       "--overlay '%s': create upper/ and work/", dir);
+	return steal_fd(&dfd);
+}
+
+/* An O_PATH fd of directory name in dfd, which must be the user's. */
+static int overlay_subdir(int dfd, const char *name, const char *dir,
+			  mpictr_err **err)
+{
+	cleanup_close int fd =
+	    openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return err_set(err, errno, "--overlay '%s': '%s'", dir, name);
+	if (st.st_uid != geteuid())
+		return err_set(err, EPERM,
+			       "--overlay '%s': '%s' is not yours (owner uid "
+			       "%u)",
+			       dir, name, (unsigned)st.st_uid);
+	return steal_fd(&fd);
+}
+
+/* Step 4 of a writable container: at dst (LAYER/overlay) an overlay of
+ * the image (LAYER/image, never written) whose upper directory is on a
+ * new tmpfs (--writable-tmpfs, sized by the plan) or the user's DIR/upper
+ * (--overlay). The container root's top-level entries are then binds of
+ * it instead of the image's, so every rank that joins the namespace sees
+ * the same writes; mount points are still made in the layer (a directory
+ * of it materialized), never in the upper directory. */
+static int overlay_mount(struct rootfs *r, const char *dst, mpictr_err **err)
+{
+	const struct plan *p = r->p;
+	cleanup_close int lfd = -1, dfd = -1, up = -1, work = -1;
+	cleanup_free char *opts = NULL;
+	const char *what = p->overlay_dir ? p->overlay_dir : "tmpfs";
+	char ls[64], us[64], ws[64];
+	int rc;
+
+	if (p->overlay_tmpfs) {
+		cleanup_free char *d = xasprintf("%s/upper", r->layer_dir);
+		cleanup_free char *o =
+		    xasprintf("mode=755,%s", p->overlay_tmpfs);
+		if (mkdir(d, 0755) < 0 ||
+		    mount("tmpfs", d, "tmpfs", MS_NOSUID | MS_NODEV, o) < 0 ||
+		    (dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+		    mkdirat(dfd, "upper", 0755) < 0 ||
+		    mkdirat(dfd, "work", 0700) < 0)
+			return err_set(err, errno,
+				       "--writable-tmpfs: mount its tmpfs");
+	} else {
+		dfd = overlay_user_dir(p->overlay_dir, err);
+		if (dfd < 0)
+			return -1;
+	}
+	lfd = open(r->l_image, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	up = overlay_subdir(dfd, "upper", what, err);
+	if (up < 0)
+		return -1;
+	work = overlay_subdir(dfd, "work", what, err);
+	if (work < 0 || lfd < 0)
+		return work < 0 ? -1
+				: err_set(err, errno, "open the mounted image");
+	opts =
+	    xasprintf("lowerdir=%s,upperdir=%s,workdir=%s,userxattr",
+		      fd_path(lfd, ls, sizeof(ls)), fd_path(up, us, sizeof(us)),
+		      fd_path(work, ws, sizeof(ws)));
+	if (mkdir(dst, 0755) < 0)
+		return err_set(err, errno, "create '%s' in the layer", dst);
+	rc = mount("overlay", dst, "overlay", MS_NOSUID | MS_NODEV, opts);
+	if (rc < 0 && errno == EINVAL) {
+		/* Kernels before 5.11 know no userxattr (nor unprivileged
+		 * overlays, which then fail here with EPERM). */
+		opts[strlen(opts) - strlen(",userxattr")] = '\0';
+		rc = mount("overlay", dst, "overlay", MS_NOSUID | MS_NODEV,
+			   opts);
+	}
+	if (rc < 0) {
+		err_set(err, errno, "mount the overlay on the image (%s)",
+			p->overlay_dir ? "--overlay" : "--writable-tmpfs");
+		return err_hint(err, "%s",
+				errno == EPERM
+				    ? "unprivileged overlayfs needs Linux 5.11 "
+				      "or later"
+				    : "the upper directory must be on a local "
+				      "file system (not NFS, not another "
+				      "overlay)");
+	}
+	return 0;
+}
+
 /* Step 4: the image at LAYER/image and its top level in LAYER/root. */
 static int image_and_root(struct rootfs *r, int nworkers,
 			  struct squash_mount **sq, mpictr_err **err)
 {
 	const struct image_info *img = &r->p->image;
 	cleanup_close int ifd = -1;
+	cleanup_free char *top = xasprintf(
+	    "%s/%s", r->layer_dir,
+	    r->p->overlay_tmpfs || r->p->overlay_dir ? "overlay" : "image");
 	char src[64];
 	DIR *d;
 	struct dirent *de;
@@ -793,10 +908,13 @@ static int image_and_root(struct rootfs *r, int nworkers,
 				 r->l_image, nworkers, sq, err) < 0)
 			return err_wrap(err, "image '%s'", img->path);
 	}
+	if ((r->p->overlay_tmpfs || r->p->overlay_dir) &&
+	    overlay_mount(r, top, err) < 0)
+		return -1;
 	if (mount(r->l_root, r->l_root, NULL, MS_BIND, NULL) < 0)
 		return err_set(err, errno, "bind the new root on itself");
 	mnt_set_add_path(&r->layer, r->l_root);
-	d = opendir(r->l_image);
+	d = opendir(top);
 	if (!d)
 		return err_set(err, errno, "read the image's root directory");
 	while ((de = readdir(d))) {
@@ -808,7 +926,7 @@ static int image_and_root(struct rootfs *r, int nworkers,
 			continue;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
-		s = xasprintf("%s/%s", r->l_image, de->d_name);
+		s = xasprintf("%s/%s", top, de->d_name);
 		t = xasprintf("%s/%s", r->l_root, de->d_name);
 		if (S_ISLNK(st.st_mode)) {
 			char link[PATH_MAX];

@@ -133,6 +133,12 @@ static void gather_paths(const struct mpictr_config *cfg, struct host_facts *f)
 	}
 	for (size_t i = 0; i < cfg->nbinds; i++)
 		record_bind(f, &cfg->binds[i], f->cwd);
+	if (cfg->home_src) {
+		struct bind_spec b = {.src = cfg->home_src,
+				      .dst = cfg->home_dst ? cfg->home_dst
+							   : f->home};
+		record_bind(f, &b, f->cwd);
+	}
 	record_items(f, &cfg->site.binds);
 	for (size_t i = 0; cfg->profiles && cfg->profiles[i]; i++) {
 		const struct site_profile *sp =

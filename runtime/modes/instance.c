@@ -231,7 +231,11 @@ static char *inst_info(const struct inst *in, size_t *len)
 }
 
 /* One connection: its request (INST_STOP: the connection is kept in
- * in->stop_fd, to be answered once everything is gone), or 0. */
+ * in->stop_fd, to be answered once everything is gone), or 0. Only the
+ * user's own processes on the host are served, and of those in this
+ * instance (or nested in it) only a JOIN: a program in a container of
+ * the user sees the socket through the /tmp bind, and must not stop,
+ * list or enter another instance (EPERM). */
 static uint32_t inst_serve_one(struct inst *in, const struct holder *h, int c)
 {
 	struct inst_req q;
@@ -241,15 +245,24 @@ static uint32_t inst_serve_one(struct inst *in, const struct holder *h, int c)
 			     .tv_usec = INST_REPLY_MS % 1000 * 1000};
 	cleanup_free char *info = NULL;
 	size_t len;
+	int where;
 
 	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
 	    cr.uid != getuid())
 		return 0; /* never another user's */
+	where = proc_peer_where(c, in->ns_dev, in->ns_ino);
 	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	if (TEMP_FAILURE_RETRY(recv(c, &q, sizeof(q), MSG_WAITALL)) !=
 		(ssize_t)sizeof(q) ||
 	    q.magic != INST_MAGIC)
 		return 0;
+	if (where != PEER_HOST && (where != PEER_INSIDE || q.op != INST_JOIN)) {
+		log_warn("instance '%s': refused a request of pid %d, which "
+			 "runs in a container",
+			 in->name, (int)cr.pid);
+		inst_reply(c, EPERM, NULL, 0, NULL, 0);
+		return 0;
+	}
 	switch (q.op) {
 	case INST_JOIN:
 		inst_reply(c, 0, in->spec, in->spec_len,
@@ -272,18 +285,7 @@ static uint32_t inst_serve_one(struct inst *in, const struct holder *h, int c)
  * none is found (they may fork meanwhile). */
 static void inst_kill_members(const struct inst *in)
 {
-	long until = mono_ms() + INSTANCE_STOP_GRACE_MS;
-
-	if (proc_ns_signal(in->ns_dev, in->ns_ino, in->holder, SIGTERM) == 0)
-		return;
-	while (mono_ms() < until && inst_members(in) > 0)
-		usleep(20000);
-	for (int i = 0; i < 500; i++) {
-		if (proc_ns_signal(in->ns_dev, in->ns_ino, in->holder,
-				   SIGKILL) == 0)
-			return;
-		usleep(10000);
-	}
+	proc_ns_end(in->ns_dev, in->ns_ino, in->holder, INSTANCE_STOP_GRACE_MS);
 }
 
 /* The job's end ends the instance (jobwatch.c): SLURM_CONF as the
@@ -554,6 +556,8 @@ static char *inst_spec(const struct mpictr_config *cfg, const struct plan *p,
 
 	blob_put(&sb, "image", p->image.path);
 	blob_put(&sb, "run", run);
+	if (cfg->inst_origin)
+		blob_put(&sb, "origin", cfg->inst_origin);
 	for (size_t i = 0; i < config_nopts; i++) {
 		struct spec_put sp = {&sb, config_opts[i].inst_key};
 
@@ -703,7 +707,6 @@ int instance_start(const struct mpictr_config *cfg,
 				  .sock_path = s.p.sock,
 				  .lock_path = s.p.lock,
 				  .dir = s.p.run,
-				  .kill_members = true,
 				  .life = &life};
 	if (keeper_start(&ks, s.lock_fd, err) < 0)
 		goto fail;
@@ -919,6 +922,43 @@ static void attach_options(struct instance_attach *a, const char *b, size_t len)
 	a->ucx_known = v || blob_long(b, len, "ucx_none") == 1;
 }
 
+/* The joiner's rules (mpictr_config_set_instance_origin): the instance's
+ * origin, and where its image lies. */
+static int attach_allowed(const struct mpictr_config *cfg,
+			  const struct instance_attach *a, const char *blob,
+			  size_t len, mpictr_err **err)
+{
+	const char *origin = blob_get(blob, len, "origin", 0);
+	cleanup_free char *real = NULL;
+
+	if (!cfg->inst_origin)
+		return 0;
+	if (!origin || strcmp(origin, cfg->inst_origin) != 0) {
+		err_set(err, EPERM,
+			"instance '%s' was started by %s, not by %s: refused",
+			a->name, origin ? origin : "'mpictr instance start'",
+			cfg->inst_origin);
+		return err_hint(err,
+				"stop it (mpictr instance stop %s), or "
+				"choose another name",
+				a->name);
+	}
+	if (!cfg->inst_image_dirs)
+		return 0;
+	real = fd_path_dup(a->image_fd);
+	for (size_t i = 0; real && cfg->inst_image_dirs[i]; i++) {
+		cleanup_free char *dir =
+		    realpath(cfg->inst_image_dirs[i], NULL);
+
+		if (dir && siteconf_path_below(real, dir))
+			return 0;
+	}
+	return err_set(err, EPERM,
+		       "instance '%s': its image '%s' is not in the allowed "
+		       "image directories: refused",
+		       a->name, real ? real : a->image);
+}
+
 int instance_attach(const struct mpictr_config *cfg, struct instance_attach *a,
 		    mpictr_err **err)
 {
@@ -951,6 +991,8 @@ int instance_attach(const struct mpictr_config *cfg, struct instance_attach *a,
 			       a->name);
 	a->cfg = *cfg;
 	attach_options(a, blob, len);
+	if (attach_allowed(cfg, a, blob, len, err) < 0)
+		return -1;
 	/* Plan from the file the instance mounted, whatever its path names
 	 * by now (deleted, replaced). */
 	a->image_read = xasprintf("/proc/self/fd/%d", a->image_fd);

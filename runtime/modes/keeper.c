@@ -297,7 +297,6 @@ struct keeper {
 	 * sweeper kills what is left in the namespaces. */
 	const struct keeper_life *life;
 	const char *dir;
-	bool kill_members;
 	pid_t sweeper; /* the sweeper; sweep_fd is its pipe's write end */
 	int sweep_fd;
 };
@@ -401,7 +400,10 @@ int keeper_check_claim(uint32_t size, const uint32_t *ranks, uint32_t nranks,
 /* One connecting task: hand it the fds, read its claim, check it, give
  * the verdict. True when it joined. A peer that sends no claim within
  * JOIN_CLAIM_MS (an older mpictr, a probe) joined with no rank to check:
- * it holds the fds. */
+ * it holds the fds. Only the user's processes on the host, or in this
+ * very container (a rank of the job joining its own container), are
+ * served: a program in another container of the user sees the socket
+ * through the /tmp bind and gets nothing (no namespaces, no rank slot). */
 static bool keeper_serve(struct keeper *k, struct holder *h, struct members *m,
 			 int c, pid_t *pid)
 {
@@ -413,9 +415,19 @@ static bool keeper_serve(struct keeper *k, struct holder *h, struct members *m,
 			     .tv_usec = JOIN_CLAIM_MS % 1000 * 1000};
 	ssize_t n;
 
+	struct stat ns;
+	int where;
+
 	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
-	    cr.uid != getuid())
+	    cr.uid != getuid() || fstat(h->userns, &ns) < 0)
 		return false;
+	where = proc_peer_where(c, ns.st_dev, ns.st_ino);
+	if (where != PEER_HOST && where != PEER_INSIDE) {
+		log_warn("node keeper: refused pid %d, which runs in another "
+			 "container",
+			 (int)cr.pid);
+		return false;
+	}
 	if (send_fds(c, k->digest, k->plan, h->userns, h->mntns) < 0)
 		return false;
 	*pid = cr.pid;
@@ -540,10 +552,11 @@ static bool same_file(const char *path, const struct stat *was)
 /* A keeper killed with SIGKILL cannot remove its socket and lock. A small
  * sweeper waits on a pipe whose only writer is the keeper; when the keeper
  * is gone, however it ended, the sweeper removes the two files, unless a
- * new keeper of the same step has replaced them in the meantime. An
- * instance's sweeper also removes its directory and, told the holder's
- * user namespace over the pipe (sweep_tell), kills every process left in
- * it: an instance never outlives its keeper. */
+ * new keeper of the same step has replaced them in the meantime. Told the
+ * holder's user namespace over the pipe (sweep_tell), it ends every
+ * process left in it and in namespaces nested under it (proc_ns_end),
+ * then removes the keeper's directory (an instance's): nothing of a node
+ * container outlives its keeper. */
 struct sweep_ns {
 	uint64_t dev, ino;
 };
@@ -559,13 +572,8 @@ static _Noreturn void sweeper_main(const struct keeper *k, int life_fd,
 		unlink(k->sock_path);
 	if (same_file(k->lock_path, lock_st))
 		unlink(k->lock_path);
-	/* Processes may fork while we look: until none is found. */
-	for (int i = 0; k->kill_members && got == sizeof(ns) && i < 100; i++) {
-		if (proc_ns_signal((dev_t)ns.dev, (ino_t)ns.ino, 0, SIGKILL) ==
-		    0)
-			break;
-		usleep(20000);
-	}
+	if (got == sizeof(ns))
+		proc_ns_end((dev_t)ns.dev, (ino_t)ns.ino, 0, 0);
 	if (k->dir)
 		rm_rf(k->dir);
 	_exit(0);
@@ -611,11 +619,16 @@ static void sweep_tell(const struct keeper *k, const struct holder *h)
 }
 
 /* The end of a keeper: socket and lock gone first (a new one may start),
- * then the holder, the sweeper and the directory. */
+ * then whatever the tasks left in the container (a double-forked daemon,
+ * a nested namespace), the holder, the sweeper and the directory. */
 static void keeper_end(struct keeper *k, struct holder *h)
 {
+	struct stat ns;
+
 	unlink(k->sock_path);
 	unlink(k->lock_path);
+	if (h->userns >= 0 && fstat(h->userns, &ns) == 0)
+		proc_ns_end(ns.st_dev, ns.st_ino, h->pid, 0);
 	holder_stop(h);
 	if (k->sweep_fd >= 0)
 		close(k->sweep_fd);
@@ -680,8 +693,7 @@ static __attribute__((noreturn)) void keeper_main(struct keeper *k, int lock_fd,
 	sigemptyset(&none);
 	if (holder_start(k->plan, k->nworkers, &none, &h, &err) < 0)
 		goto fail;
-	if (k->kill_members)
-		sweep_tell(k, &h);
+	sweep_tell(k, &h);
 	relay_send_ready(ready_fd); /* the task may be gone: serve anyway */
 	close(ready_fd);
 	/* Its command line is the first task's: `pkill -f` aimed at the tasks
@@ -725,7 +737,6 @@ int keeper_start(const struct keeper_spec *ks, int lock_fd, mpictr_err **err)
 	    .listen_fd = -1,
 	    .life = ks->life,
 	    .dir = ks->dir,
-	    .kill_members = ks->kill_members,
 	    .sweep_fd = -1,
 	};
 	const char *who = k.life ? "instance's keeper" : "node's keeper";

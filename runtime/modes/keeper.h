@@ -73,9 +73,6 @@ struct keeper_spec {
 	/* A directory of the keeper's, removed with it (or by the sweeper
 	 * when it is killed), or NULL. */
 	const char *dir;
-	/* With kill_members, the sweeper of a killed keeper also kills every
-	 * process left in the holder's user namespace. */
-	bool kill_members;
 	/* NULL: join mode's keeper, serving the join protocol below to the
 	 * tasks of one job: expected of them (the local size;
 	 * LAUNCHER_UNKNOWN: counting mode), digest sent to each

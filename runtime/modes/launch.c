@@ -18,6 +18,7 @@
  * Every child has PR_SET_PDEATHSIG(SIGKILL) except the janitor, so killing
  * the supervisor ends the job and the namespace with it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -72,6 +74,102 @@ struct job {
 	bool pipe_ignored;
 };
 
+/* The janitor's lock in the job directory: held (flock) for as long as
+ * the janitor lives, so that a directory whose lock can be taken has no
+ * janitor any more (a SIGKILL of every process of the user, a cgroup
+ * kill) and is swept by the user's next job (sweep_stale). */
+#define JANITOR_LOCK ".janitor"
+
+/* Remove the job directories of ours in base (mpictr-UID.XXXXXX, our own
+ * private directories holding a janitor lock nobody holds), left by jobs
+ * whose janitor was killed: all through descriptors (rm_tree_empty), so
+ * that nothing but the directory itself is touched. A directory without
+ * the lock (one being made, or of an older mpictr) is left alone. */
+static void sweep_stale(const char *base)
+{
+	cleanup_free char *prefix = xasprintf("mpictr-%u.", (unsigned)getuid());
+	int bfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = bfd >= 0 ? fdopendir(bfd) : NULL;
+	struct dirent *de;
+
+	if (!d) {
+		if (bfd >= 0)
+			close(bfd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+		int fd, lfd;
+
+		if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 ||
+		    strlen(de->d_name) != strlen(prefix) + 6)
+			continue;
+		fd = openat(bfd, de->d_name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		lfd = openat(fd, JANITOR_LOCK,
+			     O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		if (fstat(fd, &st) == 0 && st.st_uid == getuid() &&
+		    !(st.st_mode & 077) && lfd >= 0 &&
+		    flock(lfd, LOCK_EX | LOCK_NB) == 0) {
+			log_debug("sweep the stale job directory '%s/%s'", base,
+				  de->d_name);
+			rm_tree_empty(fd);
+			unlinkat(bfd, de->d_name, AT_REMOVEDIR);
+		}
+		if (lfd >= 0)
+			close(lfd);
+		close(fd);
+	}
+	closedir(d);
+}
+
+/* The janitor takes its lock in the new directory dir: made under
+ * another name and locked before it is renamed into place, so that no
+ * sweeper ever finds the lock untaken while the janitor lives. The
+ * descriptor (held until the janitor ends), or -1 with errno. */
+static int janitor_lock(const char *dir)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int lfd =
+	    dfd >= 0
+		? openat(dfd, JANITOR_LOCK ".new",
+			 O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			 0600)
+		: -1;
+	int saved = errno;
+
+	if (lfd >= 0 &&
+	    (flock(lfd, LOCK_EX | LOCK_NB) < 0 ||
+	     renameat(dfd, JANITOR_LOCK ".new", dfd, JANITOR_LOCK) < 0)) {
+		saved = errno;
+		close(lfd);
+		lfd = -1;
+	}
+	if (dfd >= 0)
+		close(dfd);
+	errno = saved;
+	return lfd;
+}
+
+/* A job's user namespace, as the supervisor tells the janitor. */
+struct job_ns {
+	uint64_t dev, ino;
+};
+#define JANITOR_NS_MAX 64
+
+static int job_ns_of(const struct holder *h, struct job_ns *ns)
+{
+	struct stat st;
+
+	if (h->userns < 0 || fstat(h->userns, &st) < 0)
+		return -1;
+	ns->dev = (uint64_t)st.st_dev;
+	ns->ino = (uint64_t)st.st_ino;
+	return 0;
+}
+
 /* dir: the mkdtemp template (the child's copy, made in place). A watcher
  * (proc_fork_watcher) in a session of its own, out of the launcher's
  * process group: a SIGKILL to the group (timeout -s KILL, kill -- -PGID, a
@@ -86,7 +184,8 @@ struct job {
 static _Noreturn void janitor_main(int life_fd, int relay_fd, char *dir)
 {
 	mpictr_err *err = NULL;
-	size_t len = strlen(dir);
+	size_t len = strlen(dir), got;
+	struct job_ns ns[JANITOR_NS_MAX];
 
 	if (!mkdtemp(dir)) {
 		err_set(&err, errno ? errno : EIO,
@@ -94,10 +193,22 @@ static _Noreturn void janitor_main(int life_fd, int relay_fd, char *dir)
 		relay_send(relay_fd, err);
 		_exit(0);
 	}
+	if (janitor_lock(dir) < 0) {
+		err_set(&err, errno ? errno : EIO,
+			"lock the job directory '%s'", dir);
+		rm_rf(dir);
+		relay_send(relay_fd, err);
+		_exit(0);
+	}
 	/* What mkdtemp put in place of the template's XXXXXX. */
 	relay_send_note(relay_fd, dir + len - 6);
 	close(relay_fd);
-	proc_watch_lifeline(life_fd, NULL, 0);
+	/* The namespaces of the holders, then EOF: the supervisor is gone.
+	 * Whatever it left in them (a double-forked daemon, a process in a
+	 * nested namespace) ends before the directory is removed. */
+	got = proc_watch_lifeline(life_fd, ns, sizeof(ns));
+	for (size_t i = 0; i < got / sizeof(ns[0]); i++)
+		proc_ns_end((dev_t)ns[i].dev, (ino_t)ns[i].ino, 0, 0);
 	/* The ranks and the holder die of PR_SET_PDEATHSIG when the
 	 * supervisor does, possibly a moment after it: an entry made in the
 	 * meantime fails the rmdir, so try again for up to 5 s. */
@@ -198,6 +309,7 @@ static int make_run_dir(struct job *j, mpictr_err **err)
 	/* An instance's ranks see its directory, bound in at the same path. */
 	if (j->inst)
 		base = j->inst->run_base;
+	sweep_stale(base);
 	j->run_dir = xasprintf("%s/mpictr-%u.XXXXXX", base, (unsigned)getuid());
 	if (strlen(j->run_dir) >= PATH_MAX)
 		return err_set(err, ENAMETOOLONG,
@@ -468,6 +580,15 @@ static void teardown(struct job *j)
 		}
 	spawner_stop(j->spawn);
 	j->spawn = NULL;
+	/* Whatever the ranks left in the job's namespaces (not an
+	 * instance's: those are its members) ends before the holders. */
+	for (size_t h = 0; !j->inst && h < j->nholders; h++) {
+		struct job_ns ns;
+
+		if (job_ns_of(&j->holders[h], &ns) == 0)
+			proc_ns_end((dev_t)ns.dev, (ino_t)ns.ino,
+				    j->holders[h].pid, 0);
+	}
 	for (size_t h = 0; h < j->nholders; h++) {
 		if (j->holders[h].ctl >= 0)
 			close(j->holders[h].ctl);
@@ -572,10 +693,18 @@ static int job_namespaces(struct job *j, mpictr_err **err)
 				       j->inst->name);
 		return 0;
 	}
-	for (size_t h = 0; h < j->nholders; h++)
+	for (size_t h = 0; h < j->nholders; h++) {
+		struct job_ns ns;
+
 		if (holder_start(&j->plan, j->plan.fuse_workers, &j->old_mask,
 				 &j->holders[h], err) < 0)
 			return -1;
+		/* The janitor ends what is left in it, however we end. */
+		if (j->janitor_fd >= 0 && h < JANITOR_NS_MAX &&
+		    job_ns_of(&j->holders[h], &ns) == 0 &&
+		    write_full(j->janitor_fd, &ns, sizeof(ns)) < 0)
+			return err_set(err, errno, "tell the cleanup process");
+	}
 	return 0;
 }
 

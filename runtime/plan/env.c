@@ -7,13 +7,11 @@
 #include "host/mpiinject.h"
 #include "plan/transport.h"
 
-bool plan_env_excluded(const char *name)
+/* Is name one of exact, or does it start with one of prefix (both
+ * NULL-terminated)? */
+static bool name_listed(const char *name, const char *const *exact,
+			const char *const *prefix)
 {
-	/* Loader variables name host libraries that do not match the image's
-	 * libc; PATH names host directories. MPICTR_* configure mpictr. */
-	static const char *const exact[] = {"PATH", NULL};
-	static const char *const prefix[] = {"LD_", "MPICTR_", NULL};
-
 	for (size_t i = 0; exact[i]; i++)
 		if (strcmp(name, exact[i]) == 0)
 			return true;
@@ -21,6 +19,18 @@ bool plan_env_excluded(const char *name)
 		if (str_has_prefix(name, prefix[i]))
 			return true;
 	return false;
+}
+
+bool plan_env_excluded(const char *name)
+{
+	/* Loader variables name host libraries that do not match the image's
+	 * libc; PATH names host directories. MPICTR_* configure mpictr, the
+	 * Apptainer prefixes are read in step 4. */
+	static const char *const exact[] = {"PATH", NULL};
+	static const char *const prefix[] = {"LD_", "MPICTR_", "APPTAINERENV_",
+					     "SINGULARITYENV_", NULL};
+
+	return name_listed(name, exact, prefix);
 }
 
 /* NAME=VALUE into env (set). */
@@ -63,6 +73,22 @@ static void site_env(const struct mpictr_config *cfg,
 	}
 }
 
+/* Does --cleanenv keep the host variable name? The terminal, the user
+ * and the locale, as Apptainer; and, unlike Apptainer, the variables of
+ * the launcher (PMI, Slurm, Open MPI, PRRTE, Hydra) without which the
+ * ranks of srun or mpirun could not wire up. */
+static bool cleanenv_keeps(const char *name)
+{
+	static const char *const exact[] = {"TERM",    "HOME",	    "USER",
+					    "LOGNAME", "LANG",	    "TZ",
+					    "DISPLAY", "COLORTERM", NULL};
+	static const char *const prefix[] = {"LC_",    "PMI_",	"PMIX_",
+					     "SLURM_", "OMPI_", "PRTE_",
+					     "HYDRA_", "MPI_",	NULL};
+
+	return name_listed(name, exact, prefix);
+}
+
 /* Step 1: the host's variables that the container keeps. */
 static char **host_env(const struct mpictr_config *cfg, enum run_mode mode)
 {
@@ -76,7 +102,8 @@ static char **host_env(const struct mpictr_config *cfg, enum run_mode mode)
 		if (!eq || eq == kv)
 			continue;
 		name = xstrndup(kv, (size_t)(eq - kv));
-		if (plan_env_excluded(name))
+		if (plan_env_excluded(name) ||
+		    (cfg->cleanenv && !cleanenv_keeps(name)))
 			continue;
 		/* Where mpictr is the PMI server, variables of an outer
 		 * launcher would point the ranks at the wrong one. */
@@ -89,10 +116,43 @@ static char **host_env(const struct mpictr_config *cfg, enum run_mode mode)
 	return env;
 }
 
+/* Step 3: where the command is, under Apptainer's names too. */
+static void container_vars(const struct mpictr_config *cfg, const char *image,
+			   const char *pwd, const char *home, char ***env)
+{
+	const char *base = strrchr(image, '/');
+	cleanup_free char *prompt = NULL;
+
+	base = base && base[1] ? base + 1 : image;
+	env_set(env, "MPICTR_CONTAINER", image);
+	env_set(env, "APPTAINER_CONTAINER", image);
+	env_set(env, "SINGULARITY_CONTAINER", image);
+	env_set(env, "APPTAINER_NAME", base);
+	env_set(env, "SINGULARITY_NAME", base);
+	env_set(env, "PWD", pwd);
+	if (home)
+		env_set(env, "HOME", home);
+	if (cfg->shell) {
+		prompt = xasprintf("mpictr %s:\\w> ", base);
+		env_set(env, "PS1", prompt);
+	}
+}
+
+/* The host variables PREFIX_NAME=VALUE as NAME=VALUE into *user_env. */
+static void prefixed(const struct mpictr_config *cfg, const char *prefix,
+		     char ***user_env)
+{
+	size_t l = strlen(prefix);
+
+	for (size_t i = 0; cfg->host_env && cfg->host_env[i]; i++)
+		if (str_has_prefix(cfg->host_env[i], prefix))
+			set_kv(user_env, cfg->host_env[i] + l);
+}
+
 void env_plan(const struct mpictr_config *cfg, enum run_mode mode,
 	      const struct site_profile *const *profs, const char *image,
-	      const char *pwd, char *const *image_env, char ***env,
-	      char ***user_env)
+	      const char *pwd, const char *home, char *const *image_env,
+	      char ***env, char ***user_env)
 {
 	*env = host_env(cfg, mode);
 	*user_env = NULL;
@@ -100,13 +160,15 @@ void env_plan(const struct mpictr_config *cfg, enum run_mode mode,
 	for (size_t i = 0; image_env && image_env[i]; i++)
 		set_kv(env, image_env[i]);
 	site_env(cfg, profs, env);
-	env_set(env, "MPICTR_CONTAINER", image);
-	env_set(env, "PWD", pwd);
-	/* Step 4: MPICTR_ENV_NAME first, then --env, which wins over both
-	 * (as APPTAINERENV_ and --env do). */
-	for (size_t i = 0; cfg->host_env && cfg->host_env[i]; i++)
-		if (str_has_prefix(cfg->host_env[i], "MPICTR_ENV_"))
-			set_kv(user_env, cfg->host_env[i] + 11);
+	container_vars(cfg, image, pwd, home, env);
+	/* Step 4: SINGULARITYENV_NAME, APPTAINERENV_NAME, MPICTR_ENV_NAME,
+	 * then --env-file, then --env, which wins over all (Apptainer's
+	 * order). */
+	prefixed(cfg, "SINGULARITYENV_", user_env);
+	prefixed(cfg, "APPTAINERENV_", user_env);
+	prefixed(cfg, "MPICTR_ENV_", user_env);
+	for (size_t i = 0; cfg->file_env && cfg->file_env[i]; i++)
+		set_kv(user_env, cfg->file_env[i]);
 	for (size_t i = 0; cfg->user_env && cfg->user_env[i]; i++)
 		set_kv(user_env, cfg->user_env[i]);
 	for (size_t i = 0; *user_env && (*user_env)[i]; i++)

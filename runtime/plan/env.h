@@ -1,14 +1,18 @@
 /* env.h - a rank's environment, built in one place, in this order
  * (docs/architecture.md, "Environment"):
  *
- *  1. the host's, filtered: minus PATH, LD_* and MPICTR_*; where mpictr
+ *  1. the host's, filtered: minus PATH, LD_*, MPICTR_*, APPTAINERENV_* and
+ *     SINGULARITYENV_* (with --cleanenv only the terminal, user, locale
+ *     and launcher variables: cleanenv_keeps); where mpictr
  *     serves PMI (launch and node daemon mode) also minus PMI_* and PMIX_*
  *     of an outer launcher;
  *  2. PATH reset to the container default; a pulled image's Env (its
  *     config's, docs/pull.md: it overrides the host's); the site's
  *     variables, then the selected profiles' (set, or prepended with ':');
- *  3. MPICTR_CONTAINER and PWD;
- *  4. the user's: MPICTR_ENV_NAME, then -e/--env (kept apart too, see 7);
+ *  3. MPICTR_CONTAINER, APPTAINER_/SINGULARITY_CONTAINER and _NAME, PWD,
+ *     HOME (--home), PS1 (`mpictr shell`);
+ *  4. the user's: SINGULARITYENV_NAME, APPTAINERENV_NAME, MPICTR_ENV_NAME,
+ *     --env-file, then -e/--env (kept apart too, see 7);
  *     -- env_plan above, once per plan; env_rank below, per rank --
  *  5. the transport variables, only where still unset (or set by the
  *     image's Env only: they win over the image's); the host library
@@ -42,8 +46,8 @@ bool plan_env_excluded(const char *name);
  * the user's variables of step 4 alone (both NULL-terminated, new). */
 void env_plan(const struct mpictr_config *cfg, enum run_mode mode,
 	      const struct site_profile *const *profs, const char *image,
-	      const char *pwd, char *const *image_env, char ***env,
-	      char ***user_env);
+	      const char *pwd, const char *home, char *const *image_env,
+	      char ***env, char ***user_env);
 
 /* Step 5 for one rank: base (steps 1 to 4, copied), the transport
  * variables of o for the host's devices hd (only where still unset), the

@@ -338,18 +338,29 @@ static int site_binds(const struct mpictr_config *cfg, struct plan *p,
 	return plan_mpi(cfg, p, profs, err);
 }
 
+static char *tmpfs_size(const char *v, const char *def,
+			const struct host_facts *f, const char *prefix);
+
 /* The mount options of the job's private /dev/shm: its size is the site's
  * shm_size (validated when the site file was read) or SHM_SIZE_DEFAULT, a
  * percentage of the memory the job may use, rounded up to whole pages. */
 static char *shm_options(const struct mpictr_config *cfg,
 			 const struct host_facts *f)
 {
-	const char *v = cfg->site.shm_size.value;
+	return tmpfs_size(cfg->site.shm_size.value, SHM_SIZE_DEFAULT, f,
+			  "mode=1777,");
+}
+
+/* "PREFIXsize=Nk": the size v (a site key's value) or def, a percentage
+ * of the memory the job may use, rounded up to whole pages. */
+static char *tmpfs_size(const char *v, const char *def,
+			const struct host_facts *f, const char *prefix)
+{
 	unsigned long long bytes, psz = f->page_size;
 	unsigned pct;
 
 	if (!v || siteconf_parse_size(v, &bytes, &pct) < 0)
-		siteconf_parse_size(SHM_SIZE_DEFAULT, &bytes, &pct);
+		siteconf_parse_size(def, &bytes, &pct);
 	if (pct) {
 		unsigned long long mem = f->job_memory;
 		bytes = mem / 100 * pct + mem % 100 * pct / 100;
@@ -359,7 +370,40 @@ static char *shm_options(const struct mpictr_config *cfg,
 	bytes = (bytes + psz - 1) / psz * psz;
 	if (bytes < psz)
 		bytes = psz;
-	return xasprintf("mode=1777,size=%lluk", bytes >> 10);
+	return xasprintf("%ssize=%lluk", prefix, bytes >> 10);
+}
+
+/* The writable layer on the image: --writable-tmpfs or --overlay DIR (a
+ * relative DIR is taken against the working directory). */
+static int plan_overlay(const struct mpictr_config *cfg, struct plan *p,
+			mpictr_err **err)
+{
+	struct mount_op *op;
+
+	if (cfg->writable_tmpfs && cfg->overlay_dir)
+		return err_set(err, 0,
+			       "--writable-tmpfs and --overlay exclude each "
+			       "other (hint: --overlay DIR alone keeps the "
+			       "changes in DIR)");
+	if (cfg->writable_tmpfs) {
+		p->overlay_tmpfs =
+		    tmpfs_size(cfg->site.writable_tmpfs_size.value,
+			       WRITABLE_TMPFS_SIZE_DEFAULT, p->facts, "");
+		op = add_op(p, MOP_OVERLAY, "tmpfs", "/", MS_NOSUID | MS_NODEV,
+			    "--writable-tmpfs");
+		op->data = xstrdup(p->overlay_tmpfs);
+	} else if (cfg->overlay_dir) {
+		cleanup_free char *abs =
+		    cfg->overlay_dir[0] == '/'
+			? xstrdup(cfg->overlay_dir)
+			: xasprintf("%s/%s", p->facts->cwd, cfg->overlay_dir);
+		p->overlay_dir = clean_path(abs);
+		op = add_op(p, MOP_OVERLAY, p->overlay_dir, "/",
+			    MS_NOSUID | MS_NODEV, "--overlay");
+		op->data = xasprintf("upperdir=%s/upper,workdir=%s/work",
+				     p->overlay_dir, p->overlay_dir);
+	}
+	return 0;
 }
 
 static int default_mounts(const struct mpictr_config *cfg, struct plan *p,
@@ -370,6 +414,8 @@ static int default_mounts(const struct mpictr_config *cfg, struct plan *p,
 	const unsigned long nsd = MS_NOSUID | MS_NODEV;
 
 	add_op(p, MOP_IMAGE, p->image.path, "/", MS_RDONLY | nsd, "image");
+	if (plan_overlay(cfg, p, err) < 0)
+		return -1;
 	add_op(p, MOP_BIND, "/proc", "/proc", nsd | MS_NOEXEC, "host pid ns")
 	    ->src_is_dir = true;
 	add_op(p, MOP_BIND, "/sys", "/sys", MS_RDONLY | nsd | MS_NOEXEC,
@@ -425,7 +471,7 @@ static void user_identity(const struct mpictr_config *cfg, struct plan *p)
 	p->gid = f->gid;
 	p->uid_in = cfg->fakeroot ? 0 : p->uid;
 	p->gid_in = cfg->fakeroot ? 0 : p->gid;
-	p->home = xstrdup(f->home);
+	p->home = xstrdup(cfg->home_dst ? cfg->home_dst : f->home);
 	p->user = f->user ? xstrdup(f->user) : xasprintf("user%u", p->uid);
 }
 
@@ -442,6 +488,21 @@ static int add_auto_bind(const struct mpictr_config *cfg, struct plan *p,
 	    siteconf_check_bind(&cfg->site, real, BIND_AUTO, what, err) < 0)
 		return err_hint(err, "%s", hint);
 	return add_bind(p, path, path, 0, optional, BIND_AUTO, why, err);
+}
+
+/* --home SRC[:DST]: SRC bound at the home path, checked as a -B bind. */
+static int home_bind(const struct mpictr_config *cfg, struct plan *p,
+		     const char *cwd, mpictr_err **err)
+{
+	struct bind_spec b = {.src = cfg->home_src, .dst = p->home};
+	cleanup_free char *src = NULL, *dst = NULL;
+	cleanup_free char *what = xasprintf("--home '%s'", cfg->home_src);
+
+	if (bind_resolve_with(&b, cwd, NULL, fact_real, (void *)p->facts, &src,
+			      &dst, err) < 0 ||
+	    siteconf_check_bind(&cfg->site, src, BIND_USER, what, err) < 0)
+		return err_wrap(err, "--home");
+	return add_bind(p, src, dst, 0, false, BIND_USER, "home (--home)", err);
 }
 
 static int host_binds(const struct mpictr_config *cfg, struct plan *p,
@@ -461,7 +522,7 @@ static int host_binds(const struct mpictr_config *cfg, struct plan *p,
 		if (add_auto_bind(cfg, p, "/tmp", false, "host /tmp",
 				  "host /tmp", contain, err) < 0)
 			return -1;
-		if (strcmp(p->home, "/") &&
+		if (!cfg->home_src && !cfg->no_home && strcmp(p->home, "/") &&
 		    add_auto_bind(cfg, p, p->home, true, "home directory",
 				  home_what, contain, err) < 0)
 			return -1;
@@ -475,11 +536,18 @@ static int host_binds(const struct mpictr_config *cfg, struct plan *p,
 	} else {
 		add_op(p, MOP_TMPFS, "tmpfs", "/tmp", MS_NOSUID | MS_NODEV,
 		       "private /tmp (--contain)")
-		    ->data = xstrdup("mode=1777");
-		add_op(p, MOP_TMPFS, "tmpfs", p->home, MS_NOSUID | MS_NODEV,
-		       "empty home (--contain)")
-		    ->data = xstrdup("mode=700");
+		    ->data =
+		    tmpfs_size(cfg->site.tmp_size.value, TMP_SIZE_DEFAULT,
+			       p->facts, "mode=1777,");
+		if (!cfg->home_src)
+			add_op(p, MOP_TMPFS, "tmpfs", p->home,
+			       MS_NOSUID | MS_NODEV, "empty home (--contain)")
+			    ->data =
+			    tmpfs_size(cfg->site.tmp_size.value,
+				       TMP_SIZE_DEFAULT, p->facts, "mode=700,");
 	}
+	if (cfg->home_src && home_bind(cfg, p, cwd, err) < 0)
+		return -1;
 	/* The job's private directory (PMIx server files) at the same path,
 	 * so PMIx clients find their shared-memory store. (The job directory is
 	 * mpictr's own: made by then, not a fact.) */
@@ -741,8 +809,11 @@ static int plan_steps(const struct mpictr_config *cfg,
 			       "image '%s': no command given, and the image "
 			       "config has no Entrypoint or Cmd",
 			       cfg->image);
-	env_plan(cfg, p->mode, profs, p->image.path, p->cwd, p->image_env,
-		 &p->env, &p->user_env);
+	p->shell = cfg->shell;
+	p->shell_path = cfg->shell_path ? xstrdup(cfg->shell_path) : NULL;
+	env_plan(cfg, p->mode, profs, p->image.path, p->cwd,
+		 cfg->home_src ? p->home : NULL, p->image_env, &p->env,
+		 &p->user_env);
 	return 0;
 }
 
@@ -798,6 +869,9 @@ void plan_free(struct plan *p)
 	free(p->run_dir);
 	free(p->home);
 	free(p->user);
+	free(p->overlay_tmpfs);
+	free(p->overlay_dir);
+	free(p->shell_path);
 	for (size_t i = 0; i < p->ndevices; i++) {
 		free(p->devices[i].path);
 		free(p->devices[i].kind);
@@ -846,6 +920,9 @@ char *mop_options(const struct mount_op *op)
 		break;
 	case MOP_SYMLINK:
 		sb_puts(&sb, "symlink");
+		break;
+	case MOP_OVERLAY:
+		sb_puts(&sb, "overlay,rw");
 		break;
 	default:
 		break;

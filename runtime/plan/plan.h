@@ -29,6 +29,9 @@ enum mop_kind {
 	MOP_DEV,     /* bind a device node: keeps dev, adds nosuid,noexec */
 	MOP_FILE,    /* a generated file (source holds its content) */
 	MOP_SYMLINK, /* a symlink at target whose text is source */
+	/* the writable layer on the image (--writable-tmpfs: source
+	 * "tmpfs", data its size; --overlay: source the directory) */
+	MOP_OVERLAY,
 };
 
 struct mount_op {
@@ -111,6 +114,13 @@ struct plan {
 	mpictr_err *mpi_refusal;
 	struct verbs_tree host_verbs;
 	char **verbs_warnings;
+	/* Writable containers: the image under an overlay whose upper
+	 * layer is a tmpfs of overlay_tmpfs's options, or overlay_dir/upper
+	 * (both NULL: the image is read-only). */
+	char *overlay_tmpfs;
+	char *overlay_dir;
+	bool shell;	  /* `mpictr shell`: argv chosen at exec */
+	char *shell_path; /* its shell, or NULL: the image's */
 	/* While plan_build runs: the facts it reads (NULL afterwards). */
 	const struct host_facts *facts;
 };
@@ -136,5 +146,12 @@ char *mop_options(const struct mount_op *op);
 /* The size of a job's private /dev/shm unless the site sets shm_size: a
  * percentage of the memory the job may use (docs/admin.md). */
 #define SHM_SIZE_DEFAULT "50%"
+/* The size of each of the private /tmp and $HOME tmpfs (--contain) unless
+ * the site sets tmp_size: /dev/shm, /tmp and $HOME together take at most
+ * 70% of the job's memory by default. */
+#define TMP_SIZE_DEFAULT "10%"
+/* The size of the upper layer of --writable-tmpfs unless the site sets
+ * writable_tmpfs_size: like /dev/shm, memory the job may use. */
+#define WRITABLE_TMPFS_SIZE_DEFAULT "50%"
 
 #endif

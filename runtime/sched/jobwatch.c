@@ -6,10 +6,14 @@
  *
  * 1. The job's extern step (PrologFlags=Contain) or batch step on this
  *    node: their slurmstepd lives until the job ends on the node. It is
- *    found by its process title ("slurmstepd: [JOB.extern]"), owned by
- *    another uid than ours (a process of ours could carry any title), and
- *    followed through a pidfd (checked again after it is open: never a
- *    recycled pid).
+ *    found by its process title ("slurmstepd: [JOB.extern]") and trusted
+ *    only when it runs as root: every one of its uids (real, effective,
+ *    saved, file system, from /proc/PID/status) 0. Anyone can carry any
+ *    title, and /proc/PID's owner reads as root for any process that made
+ *    itself non-dumpable, but no other user can run a process whose uids
+ *    are 0; slurmd and slurmstepd always run as root (Slurm's SlurmdUser
+ *    must be root). Followed through a pidfd (checked again after it is
+ *    open: never a recycled pid).
  * 2. Else (a node of the job that is not the batch host, with no extern
  *    step, or an salloc allocation) Slurm itself: `squeue -h -j JOB -o %T`
  *    every JOB_WATCH_POLL_S seconds, run without blocking the caller's
@@ -38,16 +42,22 @@
 
 enum jw_result { JW_PENDING, JW_ALIVE, JW_OVER, JW_FAIL };
 
+/* pid runs as root, all its uids 0 (see 1. above). */
+static bool runs_as_root(pid_t pid)
+{
+	uid_t u[4];
+
+	return proc_uids(pid, u) == 0 && !u[0] && !u[1] && !u[2] && !u[3];
+}
+
 /* 1: pid's title is the job's extern step's, 2: its batch step's, else 0
- * (or a process of our own uid). */
+ * (or not a process of root's). */
 static int stepd_kind(pid_t pid, const char *job)
 {
 	char path[64];
 	cleanup_free char *cmd = NULL, *ext = NULL, *bat = NULL;
-	struct stat st;
 
-	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-	if (stat(path, &st) < 0 || st.st_uid == getuid())
+	if (!runs_as_root(pid))
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
 	cmd = read_file(path, 256, NULL);

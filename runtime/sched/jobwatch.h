@@ -32,8 +32,9 @@ struct job_watch {
 };
 
 /* The job's extern step's slurmstepd on this node, else its batch step's
- * (found by their process titles, "slurmstepd: [JOB.extern]"; never a
- * process of our own uid), or 0. */
+ * (found by their process titles, "slurmstepd: [JOB.extern]", and only
+ * a process whose every uid is root's: no other user can forge one), or
+ * 0. */
 pid_t job_stepd_find(const char *job);
 /* The program job_watch_start asks Slurm with, found on env's PATH, or
  * NULL. Caller frees. */

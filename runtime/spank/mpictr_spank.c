@@ -18,6 +18,12 @@
  *    container's (spank_setenv/spank_unsetenv) and slurmstepd execs the
  *    command, which it finds on the container's PATH.
  *
+ *  - slurm_spank_exit: in slurmstepd (root) once the step's tasks ended,
+ *    only with --container-save=PATH: a child that is the job's user for
+ *    good (groups, gid, uid, no_new_privs) saves the named container
+ *    (mpictr_instance_save) on the step's first node; root does nothing
+ *    but fork and wait.
+ *
  * Without --container-image (or --container-name) no hook touches the
  * step. A failure is printed with slurm_error (the task's stderr, i.e. the
  * user's terminal) and ends the process at once: srun or sbatch exit 1
@@ -36,7 +42,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <grp.h>
+#include <sys/prctl.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <slurm/slurm.h>
@@ -52,10 +61,14 @@
 SPANK_PLUGIN(mpictr, 1)
 
 struct spank_opts {
-	char *image, *mounts, *workdir, *env, *name;
-	bool no_entrypoint;
+	char *image, *mounts, *workdir, *env, *name, *save;
+	bool no_entrypoint, entrypoint;
+	bool writable, readonly, remap_root, mount_home, no_mount_home;
 	char **image_dirs; /* site policy (plugin argument image_dirs=) */
-	bool no_registry;  /* plugin argument registry_images=no */
+	/* The options' prefix (plugin argument prefix=, default
+	 * "container"): another one lets the plugin load beside Pyxis. */
+	const char *prefix;
+	bool no_registry; /* plugin argument registry_images=no */
 };
 
 static struct spank_opts opts;
@@ -78,7 +91,23 @@ static int opt_store(char **slot, const char *name, const char *arg)
 	return 0;
 }
 
-enum { OPT_IMAGE, OPT_MOUNTS, OPT_WORKDIR, OPT_ENV, OPT_NAME, OPT_NO_EP };
+enum {
+	OPT_IMAGE,
+	OPT_MOUNTS,
+	OPT_WORKDIR,
+	OPT_ENV,
+	OPT_NAME,
+	OPT_NO_EP,
+	OPT_EP,
+	OPT_WRITABLE,
+	OPT_READONLY,
+	OPT_REMAP_ROOT,
+	OPT_MOUNT_HOME,
+	OPT_NO_MOUNT_HOME,
+	OPT_SAVE,
+};
+
+static const char *opt_name(int val);
 
 static int opt_cb(int val, const char *arg, int remote)
 {
@@ -96,6 +125,26 @@ static int opt_cb(int val, const char *arg, int remote)
 	case OPT_NO_EP:
 		opts.no_entrypoint = true;
 		return 0;
+	case OPT_EP:
+		opts.entrypoint = true;
+		return 0;
+	case OPT_WRITABLE:
+		opts.writable = true;
+		return 0;
+	case OPT_READONLY:
+		opts.readonly = true;
+		return 0;
+	case OPT_REMAP_ROOT:
+		opts.remap_root = true;
+		return 0;
+	case OPT_MOUNT_HOME:
+		opts.mount_home = true;
+		return 0;
+	case OPT_NO_MOUNT_HOME:
+		opts.no_mount_home = true;
+		return 0;
+	case OPT_SAVE:
+		return opt_store(&opts.save, opt_name(OPT_SAVE), arg);
 	default:
 		return -1;
 	}
@@ -115,9 +164,43 @@ static struct spank_option spank_opts[] = {
      "[mpictr] the job's steps with this name share one container per node", 1,
      OPT_NAME, opt_cb},
     {"no-container-entrypoint", NULL,
-     "[mpictr] do not run the image's runscript (always the case)", 0,
-     OPT_NO_EP, opt_cb},
+     "[mpictr] do not run the image's entrypoint (the default)", 0, OPT_NO_EP,
+     opt_cb},
+    {"container-entrypoint", NULL,
+     "[mpictr] run the command through the image's runscript or Enroot "
+     "entrypoint (/etc/rc)",
+     0, OPT_EP, opt_cb},
+    {"container-writable", NULL,
+     "[mpictr] writable container: changes in memory, kept by a named "
+     "container for the job's later steps",
+     0, OPT_WRITABLE, opt_cb},
+    {"container-readonly", NULL, "[mpictr] read-only container (the default)",
+     0, OPT_READONLY, opt_cb},
+    {"container-remap-root", NULL,
+     "[mpictr] appear as root inside (no privilege; not under --mpi)", 0,
+     OPT_REMAP_ROOT, opt_cb},
+    {"container-mount-home", NULL, "[mpictr] bind $HOME (the default)", 0,
+     OPT_MOUNT_HOME, opt_cb},
+    {"no-container-mount-home", NULL, "[mpictr] do not bind $HOME", 0,
+     OPT_NO_MOUNT_HOME, opt_cb},
+    {"container-save", "PATH",
+     "[mpictr] after the step, save the named container as a squashfs "
+     "image at PATH (first node)",
+     1, OPT_SAVE, opt_cb},
     SPANK_OPTIONS_TABLE_END};
+
+/* The names the options are registered under: "container" in each
+ * replaced by opts.prefix. */
+static char *opt_names[sizeof(spank_opts) / sizeof(*spank_opts)];
+
+/* --NAME of option val as registered (for messages). */
+static const char *opt_name(int val)
+{
+	for (size_t i = 0; spank_opts[i].name; i++)
+		if (spank_opts[i].val == val)
+			return spank_opts[i].name;
+	return "?";
+}
 
 /* Plugin arguments in plugstack.conf: site policy, never the user's. */
 static int parse_args(int ac, char **av)
@@ -140,6 +223,22 @@ static int parse_args(int ac, char **av)
 			}
 			continue;
 		}
+		if (strncmp(av[i], "prefix=", 7) == 0) {
+			const char *p = av[i] + 7;
+
+			if (!*p ||
+			    strspn(p, "abcdefghijklmnopqrstuvwxyz0123456"
+				      "789-") != strlen(p) ||
+			    p[0] == '-') {
+				slurm_error("mpictr: plugstack.conf: prefix: "
+					    "'%s' is not a word of a-z, 0-9 "
+					    "and '-'",
+					    p);
+				return -1;
+			}
+			opts.prefix = p;
+			continue;
+		}
 		if (strcmp(av[i], "registry_images=no") == 0 ||
 		    strcmp(av[i], "registry_images=yes") == 0) {
 			opts.no_registry = av[i][16] == 'n';
@@ -147,7 +246,7 @@ static int parse_args(int ac, char **av)
 		}
 		slurm_error("mpictr: plugstack.conf: unknown argument '%s' "
 			    "(known: image_dirs=DIR[:DIR...], "
-			    "registry_images=yes|no)",
+			    "registry_images=yes|no, prefix=WORD)",
 			    av[i]);
 		return -1;
 	}
@@ -163,7 +262,17 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 	if (parse_args(ac, av) < 0)
 		return -1;
 	for (size_t i = 0; spank_opts[i].name; i++) {
-		spank_err_t rc = spank_option_register(sp, &spank_opts[i]);
+		spank_err_t rc;
+		char *c;
+
+		if (opts.prefix && !opt_names[i] &&
+		    (c = strstr(spank_opts[i].name, "container"))) {
+			opt_names[i] =
+			    xasprintf("%.*s%s%s", (int)(c - spank_opts[i].name),
+				      spank_opts[i].name, opts.prefix, c + 9);
+			spank_opts[i].name = opt_names[i];
+		}
+		rc = spank_option_register(sp, &spank_opts[i]);
 
 		if (rc != ESPANK_SUCCESS) {
 			slurm_error("mpictr: register --%s: %s",
@@ -315,6 +424,46 @@ static bool name_ok(const char *n)
 	return true;
 }
 
+/* Options that exclude each other, or need another. */
+static int opts_conflict(void)
+{
+	if (opts.writable && opts.readonly) {
+		slurm_error("mpictr: --%s and --%s exclude each other",
+			    opt_name(OPT_WRITABLE), opt_name(OPT_READONLY));
+		return -1;
+	}
+	if (opts.mount_home && opts.no_mount_home) {
+		slurm_error("mpictr: --%s and --%s exclude each other",
+			    opt_name(OPT_MOUNT_HOME),
+			    opt_name(OPT_NO_MOUNT_HOME));
+		return -1;
+	}
+	if (opts.entrypoint && opts.no_entrypoint) {
+		slurm_error("mpictr: --%s and --%s exclude each other",
+			    opt_name(OPT_EP), opt_name(OPT_NO_EP));
+		return -1;
+	}
+	if (opts.save && (!opts.name || opts.save[0] != '/')) {
+		slurm_error("mpictr: --%s=%s: %s", opt_name(OPT_SAVE),
+			    opts.save,
+			    !opts.name ? "saves a named container: give --"
+					 "container-name too"
+				       : "PATH must be absolute");
+		return -1;
+	}
+	if (!opts.image && (opts.writable || opts.readonly || opts.remap_root ||
+			    opts.no_mount_home || opts.mounts)) {
+		slurm_error("mpictr: --%s=%s alone joins the job's running "
+			    "container: what decides a container (--%s, --%s, "
+			    "--%s, --%s) goes with --%s",
+			    opt_name(OPT_NAME), opts.name, opt_name(OPT_MOUNTS),
+			    opt_name(OPT_WRITABLE), opt_name(OPT_REMAP_ROOT),
+			    opt_name(OPT_NO_MOUNT_HOME), opt_name(OPT_IMAGE));
+		return -1;
+	}
+	return 0;
+}
+
 int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 {
 	spank_context_t ctx = spank_context();
@@ -330,8 +479,7 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 			exit(1);
 		return -1;
 	}
-	if (!opts.image) {
-		slurm_error("mpictr: --container-name needs --container-image");
+	if (opts_conflict() < 0) {
 		if (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR)
 			exit(1);
 		return -1;
@@ -388,6 +536,20 @@ static int add_batch_script(mpictr_config *cfg, uint32_t step,
 	return mpictr_config_add_bind(cfg, spec, e);
 }
 
+/* What decides the container: --container-writable, -remap-root,
+ * --no-container-mount-home. */
+static int container_flags(mpictr_config *cfg, mpictr_err **e)
+{
+	if ((opts.writable && mpictr_config_set_flag(
+				  cfg, MPICTR_FLAG_WRITABLE_TMPFS, 1, e) < 0) ||
+	    (opts.remap_root &&
+	     mpictr_config_set_flag(cfg, MPICTR_FLAG_FAKEROOT, 1, e) < 0) ||
+	    (opts.no_mount_home &&
+	     mpictr_config_set_flag(cfg, MPICTR_FLAG_NO_HOME, 1, e) < 0))
+		return -1;
+	return 0;
+}
+
 /* The configuration of this task from the options, the site file and
  * the task's environment and command. image: the image, or a named
  * instance (instance://NAME), which takes nothing that decides the
@@ -402,10 +564,13 @@ static mpictr_config *task_config(char **env, const char *image, bool full,
 	    (full && add_batch_script(cfg, step, argv[0], e) < 0) ||
 	    mpictr_config_load_site(cfg, NULL, e) < 0 ||
 	    mpictr_config_set_image(cfg, image, e) < 0 ||
-	    mpictr_config_set_command(cfg, argc, argv, e) < 0 ||
+	    (opts.entrypoint
+		 ? mpictr_config_set_runscript(cfg, argc, argv, e)
+		 : mpictr_config_set_command(cfg, argc, argv, e)) < 0 ||
 	    (full && opts.mounts &&
 	     mpictr_config_add_bind(cfg, opts.mounts, e) < 0) ||
 	    (opts.workdir && mpictr_config_set_pwd(cfg, opts.workdir, e) < 0) ||
+	    (full && container_flags(cfg, e) < 0) ||
 	    add_container_env(cfg, env, e) < 0) {
 		mpictr_config_free(cfg);
 		return NULL;
@@ -416,6 +581,25 @@ static mpictr_config *task_config(char **env, const char *image, bool full,
 static bool err_starts(const mpictr_err *e, const char *prefix)
 {
 	return e && strncmp(mpictr_err_message(e), prefix, strlen(prefix)) == 0;
+}
+
+/* task_config for a named container: it records that the plugin started
+ * it, and joins only an instance the plugin started whose image lies in
+ * image_dirs (`mpictr instance start other.sqfs JOBID.NAME` by the user
+ * beforehand does not bypass the site's image_dirs). */
+static mpictr_config *named_config(char **env, const char *image, bool full,
+				   uint32_t step, int argc, char **argv,
+				   mpictr_err **e)
+{
+	mpictr_config *cfg = task_config(env, image, full, step, argc, argv, e);
+
+	if (cfg && mpictr_config_set_instance_origin(
+		       cfg, "the SPANK plugin",
+		       (const char *const *)opts.image_dirs, e) < 0) {
+		mpictr_config_free(cfg);
+		return NULL;
+	}
+	return cfg;
 }
 
 /* --container-name=NAME: every step of the job that names it joins the
@@ -433,7 +617,7 @@ static int join_named(spank_t sp, char **host, uint32_t step, int argc,
 	ref = xasprintf("instance://%s", name);
 	for (;;) {
 		mpictr_config *cfg =
-		    task_config(host, ref, false, step, argc, argv, e);
+		    named_config(host, ref, false, step, argc, argv, e);
 		int rc = cfg ? mpictr_join_task(cfg, env, program, e) : -1;
 
 		mpictr_config_free(cfg);
@@ -441,7 +625,16 @@ static int join_named(spank_t sp, char **host, uint32_t step, int argc,
 			return rc;
 		mpictr_err_free(*e);
 		*e = NULL;
-		cfg = task_config(host, opts.image, true, step, argc, argv, e);
+		if (!opts.image)
+			return err_set(e, 0,
+				       "--%s=%s: this job has no container of "
+				       "that name on this node (hint: start "
+				       "it in an earlier step with --%s=IMAGE "
+				       "--%s=%s)",
+				       opt_name(OPT_NAME), opts.name,
+				       opt_name(OPT_IMAGE), opt_name(OPT_NAME),
+				       opts.name);
+		cfg = named_config(host, opts.image, true, step, argc, argv, e);
 		/* watch pid 0: the instance ends with the job (its
 		 * extern or batch slurmstepd here, else its state in
 		 * Slurm), not with this step. */
@@ -661,8 +854,13 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 	if (step == SLURM_EXTERN_CONT)
 		return 0;
 	mpictr_set_log_sink(log_to_slurm, NULL, MPICTR_LOG_WARNING);
-	if (!opts.image) /* --container-name alone: see init_post_opt */
+	if (!opts.image && (!opts.name || step == SLURM_BATCH_SCRIPT)) {
+		slurm_error("mpictr: --%s=%s alone in a batch script: the "
+			    "batch step cannot join a container (hint: give "
+			    "--%s too)",
+			    opt_name(OPT_NAME), opts.name, opt_name(OPT_IMAGE));
 		_exit(MPICTR_EXIT_FAILURE);
+	}
 	if (check_image() < 0)
 		_exit(MPICTR_EXIT_FAILURE);
 	if (task_enter(sp, step, &e) < 0) {
@@ -674,5 +872,78 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		mpictr_err_free(e);
 		_exit(code);
 	}
+	return 0;
+}
+
+/* --container-save, in the child of slurmstepd: become the job's user for
+ * good (groups, gid, uid; no way back, no new privileges), then save the
+ * job's named container on this node. Returns the exit status. */
+static int save_as_user(spank_t sp, const char *name)
+{
+	uid_t uid = (uid_t)-1;
+	gid_t gid = (gid_t)-1, *gids = NULL;
+	int ngids = 0;
+	char **job_env = NULL;
+	mpictr_config *cfg;
+	mpictr_err *e = NULL;
+	int rc;
+
+	if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_GID, &gid) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_SUPPLEMENTARY_GIDS, &gids, &ngids) !=
+		ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_ENV, &job_env) != ESPANK_SUCCESS ||
+	    uid == 0 || setgroups((size_t)ngids, gids) < 0 ||
+	    setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0 ||
+	    setuid(0) == 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+		slurm_error("mpictr: --%s: cannot become the job's user",
+			    opt_name(OPT_SAVE));
+		return MPICTR_EXIT_FAILURE;
+	}
+	cfg = mpictr_config_new();
+	rc = mpictr_config_set_host_env(cfg, job_env, &e) < 0
+		 ? -1
+		 : mpictr_instance_save(cfg, name, opts.save, &e);
+	mpictr_config_free(cfg);
+	if (rc < 0) {
+		slurm_error("mpictr: --%s=%s: %s", opt_name(OPT_SAVE),
+			    opts.save, mpictr_err_message(e));
+		mpictr_err_free(e);
+		return MPICTR_EXIT_FAILURE;
+	}
+	return 0;
+}
+
+/* slurmstepd (root), once the step's tasks have ended: --container-save
+ * of the named container, on the step's first node, in a child that is
+ * the job's user (the save reads the container and writes PATH as the
+ * user, never as root). A failed save is reported on the step's output. */
+int slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+	uint32_t step = 0, job = 0, node = 1;
+	cleanup_free char *name = NULL;
+	pid_t pid;
+	int status;
+
+	if (!opts.save || !opts.name || !spank_remote(sp))
+		return 0;
+	spank_get_item(sp, S_JOB_STEPID, &step);
+	spank_get_item(sp, S_JOB_NODEID, &node);
+	spank_get_item(sp, S_JOB_ID, &job);
+	if (step == SLURM_EXTERN_CONT || step == SLURM_BATCH_SCRIPT ||
+	    node != 0)
+		return 0;
+	name = xasprintf("%u.%s", job, opts.name);
+	pid = fork();
+	if (pid < 0) {
+		slurm_error("mpictr: --%s: fork: %s", opt_name(OPT_SAVE),
+			    strerror(errno));
+		return -1;
+	}
+	if (pid == 0)
+		_exit(save_as_user(sp, name));
+	if (TEMP_FAILURE_RETRY(waitpid(pid, &status, 0)) < 0 ||
+	    !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return -1;
 	return 0;
 }

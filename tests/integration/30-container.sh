@@ -158,6 +158,41 @@ group_kill_setsid() {
 	wait_clean && [ "$(host_mounts)" = "$M0" ]
 }
 ok "kill -KILL -- -PGID of a setsid mpictr -n 2: no job directory, process or host mount left" group_kill_setsid
+# A SIGKILL of every process of the job, the cleanup process's too (what a
+# cgroup kill does), leaves the job directory: the user's next job sweeps
+# it (issue 23 item 9: they piled up before); a job directory whose
+# janitor lives is left alone.
+jobdirs() { ls -d "$TMPDIR"/mpictr-"$UID_".* 2>/dev/null; }
+stale_sweep() {
+	local pid pids live i dir adir
+	"$MPICTR" -n 2 "$I" sleep 100 &
+	pid=$!
+	for i in $(seq 100); do
+		[ "$(marked_procs 2>/dev/null | grep -c '^[0-9]* sleep 100 $')" = 2 ] && break
+		sleep 0.05
+	done
+	dir=$(jobdirs)
+	[ -n "$dir" ] && [ "$(echo "$dir" | wc -l)" = 1 ] || { echo "job directories: '$dir'"; kill -KILL $pid; return 1; }
+	pids=$(marked_procs 2>/dev/null | awk '{ print $1 }')
+	kill -KILL $pids 2>/dev/null
+	wait $pid 2>/dev/null
+	settle 50 marked_procs >/dev/null 2>&1
+	[ -d "$dir" ] || { echo "$dir: not left by the kill"; return 1; }
+	echo "left: $dir"
+	"$MPICTR" -n 1 "$I" sleep 5 &
+	live=$!
+	for i in $(seq 100); do
+		adir=$(jobdirs | grep -vxF "$dir")
+		[ -n "$adir" ] && break
+		sleep 0.05
+	done
+	[ ! -e "$dir" ] || { echo "$dir: not swept by the next job"; kill $live; return 1; }
+	echo "swept at the next start; live: $adir"
+	"$MPICTR" -n 1 "$I" true || { kill $live; return 1; }
+	[ -d "$adir" ] || { echo "$adir: a live job's directory was swept"; return 1; }
+	wait $live && wait_clean
+}
+ok "SIGKILL of every process of a job (its janitor's too): the next job sweeps the directory left, not a live job's" stale_sweep
 
 # The job's private /dev/shm has a size: by default 50% of the memory the
 # job may use (physical memory, or its memory cgroup's limit if lower), or
@@ -227,6 +262,39 @@ else
 	ok_status "site shm_size = 8x: refused with 255" 255 env MPICTR_TEST_SITE_CONF="$T_TMP/shm-bad.conf" "$MPICTR" "$I" true
 	cp "$T_OUT" "$T_TMP/shm-bad.out"
 	check "... naming the file, the line and the key" grep -q "shm-bad.conf:1: invalid value '8x' for 'shm_size'" "$T_TMP/shm-bad.out"
+	# Under --contain the private /tmp and $HOME are tmpfs too, sized by
+	# the site's tmp_size (each), by default 10% of the job's memory.
+	# They had no size before (half the RAM each).
+	tmp_plan_k() { # TARGET: the size= of that tmpfs in the --contain plan
+		"$MPICTR" --dry-run --contain "$I" true | grep "\"source\": \"tmpfs\", \"target\": \"$1\"" | sed -n 's/.*,size=\([0-9]*\)k".*/\1/p'
+	}
+	tmp_default() {
+		local mem want t h
+		mem=$(job_mem_k)
+		want=$(((mem / 100 * 10 + mem % 100 * 10 / 100) * 1024))
+		want=$(((want + 4095) / 4096 * 4))
+		t=$(tmp_plan_k /tmp) h=$(tmp_plan_k "$HOME")
+		echo "job memory ${mem}k, want ${want}k: /tmp ${t}k, \$HOME ${h}k"
+		[ "$t" = "$want" ] && [ "$h" = "$want" ]
+	}
+	ok "--contain: /tmp and \$HOME tmpfs sized 10% of the job's memory in --dry-run" tmp_default
+	echo "tmp_size = 16m" >"$T_TMP/tmp.conf"
+	tmp_site() {
+		local -x MPICTR_TEST_SITE_CONF=$T_TMP/tmp.conf
+		local out rc
+		echo "plan: /tmp $(tmp_plan_k /tmp)k, \$HOME $(tmp_plan_k "$HOME")k"
+		[ "$(tmp_plan_k /tmp)" = 16384 ] && [ "$(tmp_plan_k "$HOME")" = 16384 ] || return 1
+		out=$("$MPICTR" --contain "$I" sh -c 'df -k /tmp "$HOME" | tail -2; for d in /tmp "$HOME"; do dd if=/dev/zero of=$d/fill bs=1M count=20 2>&1; echo "dd=$?"; done' 2>&1)
+		rc=$?
+		echo "$out"
+		[ $rc = 0 ] && [ "$(echo "$out" | awk '$2 == 16384' | wc -l)" = 2 ] &&
+			[ "$(echo "$out" | grep -c 'No space left on device')" -ge 2 ] && [ "$(echo "$out" | grep -cx 'dd=1')" = 2 ]
+	}
+	ok "site tmp_size = 16m: /tmp and \$HOME of --contain 16 MiB each, writing 20 MiB fails with ENOSPC" tmp_site
+	echo "tmp_size = 1.5g" >"$T_TMP/tmp-bad.conf"
+	ok_status "site tmp_size = 1.5g: refused with 255" 255 env MPICTR_TEST_SITE_CONF="$T_TMP/tmp-bad.conf" "$MPICTR" --contain "$I" true
+	cp "$T_OUT" "$T_TMP/tmp-bad.out"
+	check "... naming the file, the line and the key" grep -q "tmp-bad.conf:1: invalid value '1.5g' for 'tmp_size'" "$T_TMP/tmp-bad.out"
 fi
 
 # --dry-run lists the image's env scripts in the order the exec wrapper

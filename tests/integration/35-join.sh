@@ -135,4 +135,39 @@ multiopt() {
 	gone
 }
 ok "tasks of a step with different options (--contain, -B x:y:ro) never share a container" multiopt
+# A program in another container of the user sees the step's keeper socket
+# through the /tmp bind: the keeper hands it nothing and it takes no rank
+# slot (issue 23 item 7: it got the namespaces, and the step's last task
+# was refused as one too many). A leftover daemon of a task (double fork,
+# setsid) ends with the keeper (issue 23 item 2: it outlived the step).
+PROBE=$ROOT/build/tests/escape-probe
+if [ -x "$PROBE" ]; then
+	mkdir -p "$T_TMP/probe" && cp "$PROBE" "$T_TMP/probe/"
+	intruder() {
+		local t0 sock i
+		task 21 0 0 0 2 sh -c 'echo up; sleep 4' >"$T_TMP/i0" 2>&1 &
+		t0=$!
+		for i in $(seq 100); do
+			sock=$(ls "$JDIR"/$JOB.21.*.sock 2>/dev/null | head -n 1)
+			[ -n "$sock" ] && grep -q up "$T_TMP/i0" && break
+			sleep 0.1
+		done
+		[ -S "$sock" ] || { echo "no keeper socket"; kill $t0; return 1; }
+		"$MPICTR" -B "$T_TMP/probe:/opt/escape" "$I" /opt/escape/escape-probe --socket "$sock" >"$T_TMP/iprobe" 2>&1
+		grep keeper-socket "$T_TMP/iprobe"
+		grep -q '^BLOCKED keeper-socket: connected to .* 0 fds' "$T_TMP/iprobe" || { kill $t0; return 1; }
+		task 21 0 1 1 2 true || { echo "the step's second task was refused"; kill $t0; return 1; }
+		wait $t0
+	}
+	ok "a program in another container gets nothing from a step's keeper, and takes no rank slot" intruder
+	daemon_left() { marked_procs 2>/dev/null | awk '$2 == "sleep" && $3 == 397'; }
+	daemon() {
+		task 22 0 0 0 1 sh -c 'setsid sh -c "sleep 397" </dev/null >/dev/null 2>&1 & true'
+		settle 100 daemon_left
+	}
+	ok "a daemon a task left in the container ends with the step's keeper" daemon
+else
+	need "a program in another container gets nothing from a step's keeper" "build/tests/escape-probe not built (make check builds it)"
+fi
+
 done_testing

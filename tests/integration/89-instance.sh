@@ -154,6 +154,46 @@ check "... nothing left (processes, socket, lock, directory)" gone $N
 ok_status "... exec instance://$N afterwards: 255" 255 "$MPICTR" exec instance://$N true
 ok_status "instance stop of a missing instance: 255" 255 "$MPICTR" instance stop $N
 
+# A member in a nested user namespace (unshare -U inside the instance) is
+# a member too: counted, and ended by stop (it survived both before:
+# issue 23 item 4).
+ok "instance start ${N}u" "$MPICTR" instance start "$W/tiny.sif" ${N}u
+setsid -f "$MPICTR" exec instance://${N}u unshare -U sleep 301 >/dev/null 2>&1
+nested_in() { # the sleep 301 runs in a user namespace nested in the instance's
+	local p
+	p=$(marked_procs 2>/dev/null | awk '$2 == "sleep" && $3 == 301 { print $1 }')
+	[ -n "$p" ] && [ "$(readlink /proc/$p/ns/user)" != "$(readlink /proc/self/ns/user)" ] || return 1
+	"$MPICTR" instance list --json | grep -q "\"name\": \"${N}u\".*\"members\": 1,"
+}
+nested_wait() { local i; for i in $(seq 50); do nested_in && return 0; sleep 0.1; done; "$MPICTR" instance list; return 1; }
+check "... a member in a nested user namespace (unshare -U) counts as a member" nested_wait
+ok "instance stop ${N}u" "$MPICTR" instance stop ${N}u
+nested_left() { marked_procs 2>/dev/null | awk '$2 == "sleep" && $3 == 301'; }
+check "... ended the nested member too" settle 50 nested_left
+check "... nothing left" gone ${N}u
+
+# A program in a container of the user sees the instances' sockets through
+# the default /tmp bind: it cannot stop another instance of the user
+# (issue 23 item 7: it did before), neither from a plain container nor from
+# inside another instance; the user's own `mpictr exec` from the host, and
+# a member joining its own instance, still work.
+mkdir -p "$W/probe" && cp "$ROOT/build/tests/escape-probe" "$W/probe/"
+ok "instance start ${N}t (the target) and ${N}w (with escape-probe bound)" bash -c \
+	"'$MPICTR' instance start '$W/tiny.sif' ${N}t && '$MPICTR' instance start -B '$W/probe:/opt/escape' '$W/tiny.sif' ${N}w"
+ok "a program in a plain container cannot stop ${N}t through its socket" run stop1 \
+	"$MPICTR" -B "$W/probe:/opt/escape" "$W/tiny.sif" /opt/escape/escape-probe --inst-stop "$JDIR/inst-${N}t.sock"
+check "... the keeper refused (EPERM)" grep -q "^BLOCKED inst-stop: the keeper answered status 1$" "$W/out.stop1"
+ok "a program in instance ${N}w cannot stop ${N}t either" run stop2 \
+	"$MPICTR" exec instance://${N}w /opt/escape/escape-probe --inst-stop "$JDIR/inst-${N}t.sock"
+check "... refused" grep -q "^BLOCKED inst-stop" "$W/out.stop2"
+ok "... nor stop its own instance ${N}w" run stop3 \
+	"$MPICTR" exec instance://${N}w /opt/escape/escape-probe --inst-stop "$JDIR/inst-${N}w.sock"
+check "... ${N}t and ${N}w still run" bash -c "'$MPICTR' instance list | grep -q '^${N}t ' && '$MPICTR' instance list | grep -q '^${N}w '"
+ok "... the user's own exec instance://${N}t from the host still works" "$MPICTR" exec instance://${N}t true
+ok "... and stop from the host" bash -c "'$MPICTR' instance stop ${N}t && '$MPICTR' instance stop ${N}w"
+both_gone() { gone ${N}t && gone ${N}w; }
+check "... nothing left" both_gone
+
 ok "instance stop --all" bash -c "'$MPICTR' instance start '$W/tiny.sif' ${N}a && '$MPICTR' instance start '$W/tiny.sif' ${N}b && '$MPICTR' instance stop --all"
 check "... both gone" bash -c "! '$MPICTR' instance list | grep -q '^$N[ab] ' && ! ls '$JDIR' | grep -q 'inst-$N[ab]\.'"
 
@@ -252,6 +292,7 @@ if slurm_up; then
 #!/bin/bash
 "$MPICTR" instance start "$W/mpi.sif" ${N}b || exit 1
 setsid -f "$MPICTR" exec instance://${N}b sleep 600 >/dev/null 2>&1
+setsid -f "$MPICTR" exec instance://${N}b unshare -U sleep 602 >/dev/null 2>&1
 srun -O --mpi=pmix -n 2 "$MPICTR" instance://${N}b $B/hello
 "$MPICTR" instance list --json
 EOF
@@ -260,6 +301,8 @@ EOF
 	check "... 2 ranks said hello, the instance knew its job" \
 		bash -c "[ \$(grep -c '^hello rank [01]/2 .* allreduce 1 ok' '$W/out.job') = 2 ] && grep -q '\"job\": \"[0-9]' '$W/out.job'"
 	check "... after the job: nothing left (keeper, members, socket, directory)" gone ${N}b
+	nested_job_left() { marked_procs 2>/dev/null | awk '$2 == "sleep" && $3 == 602'; }
+	check "... the member in a nested user namespace (unshare -U) ended with the job" settle 50 nested_job_left
 else
 	need "sbatch: an instance ends with its job" "the Slurm cluster (sudo tests/slurm/cluster.sh start)"
 fi

@@ -42,7 +42,7 @@ fi
 spank_exports() {
 	nm -D --defined-only "$ROOT/build/plugins/mpictr-spank.so" | awk '{ print $3 }' | sort | tr '\n' ' '
 	[ "$(nm -D --defined-only "$ROOT/build/plugins/mpictr-spank.so" | awk '{ print $3 }' | sort | tr '\n' ' ')" = \
-		"plugin_name plugin_type plugin_version slurm_spank_init slurm_spank_init_post_opt slurm_spank_task_init spank_plugin_version " ]
+		"plugin_name plugin_type plugin_version slurm_spank_exit slurm_spank_init slurm_spank_init_post_opt slurm_spank_task_init spank_plugin_version " ]
 }
 ok "mpictr-spank.so exports the SPANK symbols only (libmpictr inside stays local)" spank_exports
 root_owned() {
@@ -340,5 +340,42 @@ named_left() { # JOBID: its processes and its instances' rendezvous entries
 }
 named_gone() { settle 300 named_left "$1"; }
 check "... after the allocation: nothing left (30 s)" named_gone "$(sed -n 's/^JOB //p' "$W/out.nalloc")"
+
+# ---- --container-name obeys image_dirs (issue 23 item 5): a named
+# container the plugin did not start is refused, whatever its image. The
+# user starts JOBID.c3 on an image outside image_dirs (/dev/shm) and
+# JOBID.c4 on an allowed one, then joins them by --container-name: the
+# step ran in the other image before.
+OTHER=${SHM_IMG%.sif}-other.sqfs
+trap 't_cleanup; rm -rf "$W" "$SHM_IMG" "$OTHER"' EXIT
+bypass() {
+	rm -rf "$W/other" && cp -a "$IMG/tiny" "$W/other" && echo other-image >"$W/other/other-image" &&
+		mksquashfs "$W/other" "$OTHER" -noappend -quiet -no-progress -all-root >/dev/null && ! in_dirs "$OTHER" || return 1
+	cat >"$W/bypass.sh" <<-EOF
+		#!/bin/sh
+		echo JOB \$SLURM_JOB_ID
+		"$MPICTR" instance start "$OTHER" \$SLURM_JOB_ID.c3 || echo "START failed"
+		srun -n 1 --container-name=c3 --container-image=$W/tiny.sif sh -c 'cat /other-image; echo RAN'
+		echo "BYPASS rc=\$?"
+		"$MPICTR" instance start "$W/tiny.sif" \$SLURM_JOB_ID.c4 || echo "START failed"
+		srun -n 1 --container-name=c4 --container-image=$W/tiny.sif sh -c 'echo RAN4'
+		echo "ALLOWED rc=\$?"
+	EOF
+	chmod +x "$W/bypass.sh"
+	$T salloc -J "$NAME-bypass" -n 1 "$W/bypass.sh" >"$W/out.bypass" 2>&1
+	cat "$W/out.bypass"
+	! grep -q '^START failed' "$W/out.bypass" && grep -qE '^BYPASS rc=[1-9]' "$W/out.bypass" &&
+		! grep -qE '^(other-image|RAN)$' "$W/out.bypass"
+}
+if [ -w /dev/shm ] && command -v mksquashfs >/dev/null; then
+	ok "--container-name=c3 of an instance the user started on an image outside image_dirs: refused, nothing ran" bypass
+	check "... naming the instance and the rule" \
+		grep -q "instance '[0-9]*\.c3' was started by 'mpictr instance start', not by the SPANK plugin: refused" "$W/out.bypass"
+	check "... an instance of an allowed image the user started is refused too (the plugin's only)" \
+		bash -c "grep -qE '^ALLOWED rc=[1-9]' '$W/out.bypass' && ! grep -q '^RAN4' '$W/out.bypass'"
+	check "... after the allocation: nothing left (30 s)" named_gone "$(sed -n 's/^JOB //p' "$W/out.bypass")"
+else
+	need "--container-name of an instance outside image_dirs refused" "/dev/shm is not writable or mksquashfs missing"
+fi
 
 done_testing

@@ -16,6 +16,20 @@
  *   --nested-mark P  a path (in a shared bind such as /tmp) the nested
  *                    user-namespace attempt mounts over; the caller checks
  *                    the host afterwards
+ *   --inst-stop SOCK only this (issue 23): ask the instance keeper at SOCK
+ *                    to stop (a program in a container against another
+ *                    instance of the user, whose socket it sees through
+ *                    the /tmp bind): BLOCKED when refused, ESCAPED when
+ *                    the keeper agreed
+ *   --swap-race DIR TARGET SECONDS
+ *                    only this (issue 23): detach as a daemon of the job
+ *                    (double fork, setsid), then for SECONDS keep DIR/d a
+ *                    directory of files and DIR/l a symlink to TARGET (a
+ *                    host path the container does not see), exchanged
+ *                    without pause; a cleanup that removes DIR by path
+ *                    between a listing and an unlink deletes TARGET's
+ *                    files. Prints "DETACHED PID"; the caller checks TARGET
+ *                    and that the daemon did not outlive the job.
  *
  * Nothing here harms the host when an attempt does succeed: signals are 0
  * (a permission check), ptrace uses PTRACE_SEIZE (the victim is never
@@ -40,6 +54,7 @@
 #include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static int escaped;
@@ -382,7 +397,7 @@ static int nested_child(const char *mark)
 	if (mark) {
 		/* Mount over a shared bind: visible in this namespace only. */
 		if (mount("none", mark, "tmpfs", 0, NULL) == 0) {
-			char f[4096];
+			char f[4200];
 			snprintf(f, sizeof(f), "%s/nested-was-here", mark);
 			int w = open(f, O_WRONLY | O_CREAT, 0600);
 			if (w >= 0)
@@ -407,7 +422,7 @@ static void try_nested(const char *mark)
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		escaped = 1;
 	if (mark) {
-		char f[4096];
+		char f[4200];
 		struct stat sb;
 		snprintf(f, sizeof(f), "%s/nested-was-here", mark);
 		report(stat(f, &sb) < 0, "nested-mount-leak",
@@ -471,6 +486,94 @@ static void try_socket(const char *path)
 	       (int)(n < 0 ? 0 : n), nfd);
 }
 
+/* The instance protocol (runtime/modes/instance.c): a request, a reply. */
+static int inst_stop(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	uint32_t req[2] = {0x6d706931u, 3 /* INST_STOP */}, rep[3];
+	struct timeval tv = {.tv_sec = 40};
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ssize_t n;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		report(1, "inst-stop", "connect(%s): %s", path, strerror(errno));
+		return 0;
+	}
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (write(s, req, sizeof(req)) != (ssize_t)sizeof(req)) {
+		report(1, "inst-stop", "write: %s", strerror(errno));
+		return 0;
+	}
+	n = recv(s, rep, sizeof(rep), MSG_WAITALL);
+	if (n != (ssize_t)sizeof(rep)) {
+		report(1, "inst-stop", "the keeper closed the connection (%zd bytes)", n);
+		return 0;
+	}
+	report(rep[1] != 0, "inst-stop", "the keeper answered status %d", (int)rep[1]);
+	return rep[1] != 0 ? 0 : 1;
+}
+
+static void race_populate(const char *d)
+{
+	char f[4200];
+
+	if (mkdir(d, 0700) < 0)
+		return;
+	for (int i = 0; i < 20; i++) {
+		snprintf(f, sizeof(f), "%s/f%02d", d, i);
+		close(open(f, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+	}
+}
+
+static int swap_race(const char *dir, const char *target, int secs)
+{
+	char d[4096], l[4096];
+	pid_t pid = fork();
+	time_t end;
+
+	if (pid < 0)
+		return 2;
+	if (pid > 0) {
+		waitpid(pid, NULL, 0);
+		return 0;
+	}
+	setsid();
+	pid = fork();
+	if (pid != 0) {
+		if (pid > 0)
+			printf("DETACHED %d\n", (int)pid);
+		fflush(stdout);
+		_exit(pid < 0 ? 2 : 0);
+	}
+	for (int fd = 0; fd < 3; fd++)
+		close(fd);
+	snprintf(d, sizeof(d), "%s/d", dir);
+	snprintf(l, sizeof(l), "%s/l", dir);
+	end = time(NULL) + secs;
+	while (time(NULL) < end) {
+		struct stat sd, sl;
+		int hd = lstat(d, &sd) == 0, hl = lstat(l, &sl) == 0;
+
+		if (!hd && !hl) {
+			race_populate(d);
+			if (symlink(target, l) < 0 && errno == ENOENT)
+				_exit(0); /* DIR is gone */
+		} else if (!hd || !hl) {
+			const char *miss = hd ? l : d;
+
+			if (S_ISDIR(hd ? sd.st_mode : sl.st_mode)) {
+				if (symlink(target, miss) < 0 && errno == ENOENT)
+					_exit(0);
+			} else {
+				race_populate(miss);
+			}
+		}
+		syscall(SYS_renameat2, AT_FDCWD, d, AT_FDCWD, l, 2 /* RENAME_EXCHANGE */);
+	}
+	_exit(0);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mark = NULL, *sock = NULL;
@@ -478,6 +581,10 @@ int main(int argc, char **argv)
 	const char *host[32];
 	int nhost = 0;
 
+	if (argc == 3 && strcmp(argv[1], "--inst-stop") == 0)
+		return inst_stop(argv[2]);
+	if (argc == 5 && strcmp(argv[1], "--swap-race") == 0)
+		return swap_race(argv[2], argv[3], atoi(argv[4]));
 	for (int i = 1; i < argc; i++) {
 		if (i + 1 < argc && strcmp(argv[i], "--host-path") == 0 && nhost < 32)
 			host[nhost++] = argv[++i];

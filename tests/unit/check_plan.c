@@ -51,9 +51,11 @@ static void facts_fixture(struct host_facts *f)
 	f->env_scripts_known = true;
 	strv_push(&f->env_scripts, "/.singularity.d/env/01-base.sh");
 	strv_push(&f->env_scripts, "/.singularity.d/env/90-environment.sh");
-	f->image_verbs.lib_dir = xstrdup("/usr/lib/x86_64-linux-gnu/libibverbs");
+	f->image_verbs.lib_dir =
+	    xstrdup("/usr/lib/x86_64-linux-gnu/libibverbs");
 	strv_push(&f->host_verbs.drivers, "mlx5.driver");
-	strv_push(&f->host_verbs.libs, "/usr/lib64/libibverbs/libmlx5-rdmav34.so");
+	strv_push(&f->host_verbs.libs,
+		  "/usr/lib64/libibverbs/libmlx5-rdmav34.so");
 	d->ptrace_scope = 0;
 	d->devs = xcalloc(1, sizeof(*d->devs));
 	d->ndevs = 1;
@@ -89,9 +91,8 @@ static mpictr_config *config_fixture(const char *const *host_env)
 	mpictr_config *cfg = mpictr_config_new();
 
 	ck_assert_ptr_nonnull(cfg);
-	ck_assert_int_eq(mpictr_config_set_host_env(cfg, (char **)host_env,
-						    NULL),
-			 0);
+	ck_assert_int_eq(
+	    mpictr_config_set_host_env(cfg, (char **)host_env, NULL), 0);
 	ck_assert_int_eq(
 	    mpictr_config_set_image(cfg, "/nonexistent/images/app.sif", NULL),
 	    0);
@@ -100,8 +101,7 @@ static mpictr_config *config_fixture(const char *const *host_env)
 	return cfg;
 }
 
-static const char *const plain_env[] = {"HOME=/home/alice", "USER=alice",
-					NULL};
+static const char *const plain_env[] = {"HOME=/home/alice", "USER=alice", NULL};
 
 /* Build the plan of cfg from f in mode (the launcher decision aside). */
 static int build_mode(mpictr_config *cfg, const struct host_facts *f,
@@ -117,8 +117,8 @@ static int build_mode(mpictr_config *cfg, const struct host_facts *f,
 	return rc;
 }
 
-static int build(mpictr_config *cfg, const struct host_facts *f,
-		 struct plan *p, mpictr_err **err)
+static int build(mpictr_config *cfg, const struct host_facts *f, struct plan *p,
+		 mpictr_err **err)
 {
 	return build_mode(cfg, f, RUN_SINGLE, p, err);
 }
@@ -145,9 +145,8 @@ START_TEST(test_plan_mounts)
 	size_t i_tmp, i_home, i_data, i_dev;
 
 	facts_fixture(&f);
-	ck_assert_int_eq(mpictr_config_add_bind(cfg, "/data:/mnt/data:ro",
-						NULL),
-			 0);
+	ck_assert_int_eq(
+	    mpictr_config_add_bind(cfg, "/data:/mnt/data:ro", NULL), 0);
 	ck_assert_msg(build(cfg, &f, &p, &err) == 0, "%s",
 		      mpictr_err_message(err));
 	ck_assert_ptr_null(p.facts);
@@ -225,12 +224,16 @@ END_TEST
 
 START_TEST(test_plan_env_order)
 {
-	static const char *const host[] = {
-	    "HOME=/home/alice",	       "FOO=host",
-	    "PATH=/host/bin",	       "LD_PRELOAD=/host/lib.so",
-	    "MPICTR_ENV_BAR=prefix",   "MPICTR_ENV_BAZ=prefix",
-	    "MPICTR_DEBUG=1",	       "PMI_FD=3",
-	    "LIST=a",		       NULL};
+	static const char *const host[] = {"HOME=/home/alice",
+					   "FOO=host",
+					   "PATH=/host/bin",
+					   "LD_PRELOAD=/host/lib.so",
+					   "MPICTR_ENV_BAR=prefix",
+					   "MPICTR_ENV_BAZ=prefix",
+					   "MPICTR_DEBUG=1",
+					   "PMI_FD=3",
+					   "LIST=a",
+					   NULL};
 	static const char site[] = "env = FOO=site\n"
 				   "[profile p]\n"
 				   "env_prepend = LIST=b\n";
@@ -312,11 +315,10 @@ START_TEST(test_plan_env_scripts_json)
 			       "90-environment.sh\"]"));
 	/* every contract key is there, and the added ones */
 	for (const char *const *k =
-		 (const char *const[]){"\"command\"", "\"mounts\"", "\"env\"",
-				       "\"env_scripts\"", "\"devices\"",
-				       "\"image\"", "\"cwd\"", "\"uid\"",
-				       "\"gid\"", "\"mode\"", "\"launch\"",
-				       "\"checks\"", NULL};
+		 (const char *const[]){
+		     "\"command\"", "\"mounts\"", "\"env\"", "\"env_scripts\"",
+		     "\"devices\"", "\"image\"", "\"cwd\"", "\"uid\"",
+		     "\"gid\"", "\"mode\"", "\"launch\"", "\"checks\"", NULL};
 	     *k; k++)
 		ck_assert_msg(strstr(json, *k), "%s missing", *k);
 	plan_free(&p);
@@ -349,9 +351,9 @@ START_TEST(test_plan_verbs)
 	ck_assert_int_eq(build(cfg, &f, &p, NULL), 0);
 	ck_assert_ptr_null(p.verbs_warnings);
 	drv = op_at(&p, "/etc/libibverbs.d/mlx5.driver", NULL);
-	lib = op_at(&p,
-		    "/usr/lib/x86_64-linux-gnu/libibverbs/libmlx5-rdmav34.so",
-		    NULL);
+	lib =
+	    op_at(&p, "/usr/lib/x86_64-linux-gnu/libibverbs/libmlx5-rdmav34.so",
+		  NULL);
 	ck_assert_ptr_nonnull(drv);
 	ck_assert_ptr_nonnull(lib);
 	ck_assert_str_eq(drv->source, "/etc/libibverbs.d/mlx5.driver");
@@ -422,13 +424,13 @@ static void mpi_fixture(struct host_facts *f, int image_minor)
 	f->mpis = xcalloc(1, sizeof(*f->mpis));
 	f->nmpis = 1;
 	f->mpis[0].path = xstrdup("/host/lib/libmpich.so.12");
-	f->mpis[0].lib = (struct mpi_lib){
-	    .path = xstrdup("/host/lib/libmpich.so.12"),
-	    .soname = xstrdup("libmpich.so.12"),
-	    .file = xstrdup("libmpich.so.12.3.0"),
-	    .family = MPI_FAMILY_MPICH,
-	    .major = 12,
-	    .minor = 3};
+	f->mpis[0].lib =
+	    (struct mpi_lib){.path = xstrdup("/host/lib/libmpich.so.12"),
+			     .soname = xstrdup("libmpich.so.12"),
+			     .file = xstrdup("libmpich.so.12.3.0"),
+			     .family = MPI_FAMILY_MPICH,
+			     .major = 12,
+			     .minor = 3};
 	rec(f, "/host/lib/libmpich.so.12", 0, false);
 	f->image_mpi = xcalloc(1, sizeof(*f->image_mpi));
 	f->nimage_mpi = 1;
@@ -472,14 +474,16 @@ START_TEST(test_plan_mpi_abi)
 		      mpictr_err_message(err));
 	ck_assert(p.mpi_checked);
 	ck_assert_ptr_null(p.mpi_warnings);
-	ck_assert_str_eq(op_at(&p, MPIINJECT_DIR "/libmpich.so.12", NULL)->source,
-			 "/host/lib/libmpich.so.12");
+	ck_assert_str_eq(
+	    op_at(&p, MPIINJECT_DIR "/libmpich.so.12", NULL)->source,
+	    "/host/lib/libmpich.so.12");
 	ck_assert_ptr_nonnull(op_at(&p, MPIINJECT_DIR "/libmpi.so.12", NULL));
 	json = plan_to_json(&p);
 	ck_assert(strstr(json, "\"check\": \"mpi_abi\", \"profile\": "
 			       "\"mpich\""));
-	ck_assert(strstr(json, "\"action\": \"enforce\", \"decided\": "
-			       "\"plan\", \"warnings\": [], \"refused\": null"));
+	ck_assert(strstr(json,
+			 "\"action\": \"enforce\", \"decided\": "
+			 "\"plan\", \"warnings\": [], \"refused\": null"));
 	plan_free(&p);
 	host_facts_free(&f);
 	/* the image's 12.5 is newer: refused, naming the profile (the step's
@@ -509,6 +513,126 @@ START_TEST(test_plan_mpi_abi)
 	ck_assert_int_eq(build(cfg, &f, &p, NULL), 0);
 	ck_assert(!p.mpi_checked);
 	plan_free(&p);
+	host_facts_free(&f);
+	mpictr_config_free(cfg);
+}
+END_TEST
+
+/* --writable-tmpfs and --overlay: one MOP_OVERLAY op right after the
+ * image, sized by writable_tmpfs_size; both at once refused. */
+START_TEST(test_plan_overlay)
+{
+	static const char site[] = "writable_tmpfs_size = 64m\n";
+	struct host_facts f;
+	struct plan p;
+	mpictr_config *cfg = config_fixture(plain_env);
+	mpictr_err *err = NULL;
+
+	facts_fixture(&f);
+	ck_assert_int_eq(build(cfg, &f, &p, NULL), 0);
+	ck_assert_int_ne(p.ops[1].kind, MOP_OVERLAY);
+	ck_assert_ptr_null(p.overlay_tmpfs);
+	plan_free(&p);
+	ck_assert_int_eq(siteconf_parse(&cfg->site, site, strlen(site),
+					"site.conf", true, NULL),
+			 0);
+	ck_assert_int_eq(
+	    mpictr_config_set_flag(cfg, MPICTR_FLAG_WRITABLE_TMPFS, 1, NULL),
+	    0);
+	ck_assert_int_eq(build(cfg, &f, &p, NULL), 0);
+	ck_assert_int_eq(p.ops[0].kind, MOP_IMAGE);
+	ck_assert_int_eq(p.ops[1].kind, MOP_OVERLAY);
+	ck_assert_str_eq(p.ops[1].source, "tmpfs");
+	ck_assert_str_eq(p.ops[1].target, "/");
+	ck_assert_str_eq(p.overlay_tmpfs, "size=65536k");
+	{
+		cleanup_free char *o = mop_options(&p.ops[1]);
+		ck_assert_str_eq(o, "overlay,rw,nosuid,nodev,size=65536k");
+	}
+	plan_free(&p);
+	/* default: 50% of the job's memory (8 GiB) */
+	siteconf_free(&cfg->site);
+	memset(&cfg->site, 0, sizeof(cfg->site));
+	ck_assert_int_eq(build(cfg, &f, &p, NULL), 0);
+	ck_assert_str_eq(p.overlay_tmpfs, "size=4194304k");
+	plan_free(&p);
+	/* --overlay DIR, relative: against the working directory */
+	ck_assert_int_eq(mpictr_config_set_overlay(cfg, "./o2/", NULL), 0);
+	ck_assert_int_ne(build(cfg, &f, &p, &err), 0);
+	ck_assert(strstr(mpictr_err_message(err), "exclude each other"));
+	mpictr_err_free(err);
+	ck_assert_int_eq(
+	    mpictr_config_set_flag(cfg, MPICTR_FLAG_WRITABLE_TMPFS, 0, NULL),
+	    0);
+	ck_assert_int_eq(build(cfg, &f, &p, NULL), 0);
+	ck_assert_str_eq(p.overlay_dir, "/home/alice/work/o2");
+	ck_assert_str_eq(p.ops[1].data, "upperdir=/home/alice/work/o2/upper,"
+					"workdir=/home/alice/work/o2/work");
+	plan_free(&p);
+	host_facts_free(&f);
+	mpictr_config_free(cfg);
+}
+END_TEST
+
+/* Apptainer's variables and flags: SINGULARITYENV_ < APPTAINERENV_ <
+ * MPICTR_ENV_ < --env-file < --env; the prefixed names are not passed;
+ * --cleanenv keeps the user and launcher variables only; --home SRC:DST
+ * binds SRC at DST and sets HOME; --no-home binds no home. */
+START_TEST(test_plan_apptainer_env)
+{
+	static const char *const host[] = {"HOME=/home/alice",
+					   "USER=alice",
+					   "FOO=host",
+					   "SLURM_JOB_ID=7",
+					   "SINGULARITYENV_A=s",
+					   "SINGULARITYENV_B=s",
+					   "APPTAINERENV_A=a",
+					   "APPTAINERENV_C=a",
+					   "MPICTR_ENV_C=m",
+					   "MPICTR_ENV_D=m",
+					   NULL};
+	struct host_facts f;
+	struct plan p;
+	mpictr_config *cfg = config_fixture(host);
+
+	facts_fixture(&f);
+	cfg->file_env = NULL;
+	env_set(&cfg->file_env, "D", "file");
+	env_set(&cfg->file_env, "E", "file");
+	ck_assert_int_eq(mpictr_config_set_env(cfg, "E", "env", NULL), 0);
+	ck_assert_int_eq(build(cfg, &f, &p, NULL), 0);
+	ck_assert_str_eq(env_get(p.env, "B"), "s");
+	ck_assert_str_eq(env_get(p.env, "A"), "a");
+	ck_assert_str_eq(env_get(p.env, "C"), "m");
+	ck_assert_str_eq(env_get(p.env, "D"), "file");
+	ck_assert_str_eq(env_get(p.env, "E"), "env");
+	ck_assert_ptr_null(env_get(p.env, "APPTAINERENV_A"));
+	ck_assert_ptr_null(env_get(p.env, "SINGULARITYENV_B"));
+	ck_assert_str_eq(env_get(p.env, "FOO"), "host");
+	ck_assert_str_eq(env_get(p.env, "APPTAINER_CONTAINER"),
+			 "/nonexistent/images/app.sif");
+	ck_assert_str_eq(env_get(p.env, "SINGULARITY_NAME"), "app.sif");
+	ck_assert_ptr_nonnull(op_at(&p, "/home/alice", NULL));
+	plan_free(&p);
+	ck_assert_int_eq(
+	    mpictr_config_set_flag(cfg, MPICTR_FLAG_CLEANENV, 1, NULL), 0);
+	ck_assert_int_eq(
+	    mpictr_config_set_flag(cfg, MPICTR_FLAG_NO_HOME, 1, NULL), 0);
+	ck_assert_int_eq(build(cfg, &f, &p, NULL), 0);
+	ck_assert_ptr_null(env_get(p.env, "FOO"));
+	ck_assert_str_eq(env_get(p.env, "SLURM_JOB_ID"), "7");
+	ck_assert_str_eq(env_get(p.env, "USER"), "alice");
+	ck_assert_str_eq(env_get(p.env, "A"), "a");
+	ck_assert_ptr_null(op_at(&p, "/home/alice", NULL));
+	plan_free(&p);
+	ck_assert_int_eq(mpictr_config_set_home(cfg, "/data:/home/me", NULL),
+			 0);
+	ck_assert_int_eq(build(cfg, &f, &p, NULL), 0);
+	ck_assert_str_eq(op_at(&p, "/home/me", NULL)->source, "/data");
+	ck_assert_str_eq(env_get(p.env, "HOME"), "/home/me");
+	plan_free(&p);
+	ck_assert_int_ne(mpictr_config_set_home(cfg, "/data:rel", NULL), 0);
+	ck_assert_int_ne(mpictr_config_set_home(cfg, "/data:/a/../b", NULL), 0);
 	host_facts_free(&f);
 	mpictr_config_free(cfg);
 }
@@ -590,9 +714,8 @@ START_TEST(test_plan_ranks)
 	ck_assert_int_eq(p.fuse_workers, 1);
 	plan_free(&p);
 	mpictr_config_free(cfg);
-	cfg = config_fixture((const char *const[]){"HOME=/home/alice",
-						   "MPICTR_FUSE_WORKERS=5",
-						   NULL});
+	cfg = config_fixture((const char *const[]){
+	    "HOME=/home/alice", "MPICTR_FUSE_WORKERS=5", NULL});
 	ck_assert_int_eq(build(cfg, &f, &p, NULL), 0);
 	ck_assert_int_eq(p.fuse_workers, 5);
 	plan_free(&p);
@@ -615,6 +738,8 @@ Suite *suite_plan(void)
 	tcase_add_test(tc, test_plan_fact_errors);
 	tcase_add_test(tc, test_plan_mpi_abi);
 	tcase_add_test(tc, test_plan_deterministic);
+	tcase_add_test(tc, test_plan_overlay);
+	tcase_add_test(tc, test_plan_apptainer_env);
 	tcase_add_test(tc, test_plan_ranks);
 	suite_add_tcase(s, tc);
 	return s;

@@ -214,9 +214,17 @@ START_TEST(test_shm_size)
 	ck_assert_str_eq(sc.shm_size.origin, "mpictr.conf:2");
 	parse_ok(&sc, "shm_size = 8g\n", true); /* the last one wins */
 	ck_assert_str_eq(sc.shm_size.value, "8g");
+	parse_ok(&sc, "tmp_size = 5%\n", true);
+	ck_assert_str_eq(sc.tmp_size.value, "5%");
+	ck_assert_str_eq(sc.shm_size.value, "8g");
 	siteconf_free(&sc);
 	parse_bad("env = A=1\nshm_size = 8x\n", true, false,
 		  "mpictr.conf:2: invalid value '8x' for 'shm_size' "
+		  "(expected a size such as 512m or 8g: a number of bytes "
+		  "with an optional k, m or g suffix; or a percentage from "
+		  "1% to 100% of the memory the job may use)");
+	parse_bad("tmp_size = 0\n", true, false,
+		  "mpictr.conf:1: invalid value '0' for 'tmp_size' "
 		  "(expected a size such as 512m or 8g: a number of bytes "
 		  "with an optional k, m or g suffix; or a percentage from "
 		  "1% to 100% of the memory the job may use)");
@@ -230,6 +238,9 @@ START_TEST(test_shm_size)
 	/* A user file cannot raise (or set) it. */
 	parse_bad("shm_size = 100%\n", false, true,
 		  "user.conf:1: 'shm_size' may only be set in the site "
+		  "configuration file");
+	parse_bad("tmp_size = 100%\n", false, true,
+		  "user.conf:1: 'tmp_size' may only be set in the site "
 		  "configuration file");
 }
 END_TEST

@@ -1,0 +1,294 @@
+/* inspect.c - `mpictr inspect`: what an image says about itself, read
+ * without mounting it (imgread.h for the files, sif.h for a SIF's
+ * objects): Apptainer's labels, environment scripts and runscript, the
+ * image configuration (a SIF's JSON object, Enroot's /etc/environment and
+ * /etc/rc), a SIF's definition file and object list. The image is
+ * untrusted: sizes are bounded, JSON embedded in --json output only when
+ * it is valid JSON (else as a string).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "common/util.h"
+#include "host/imgread.h"
+#include "sif/image.h"
+#include "sif/sif.h"
+
+/* Most bytes of one file or object shown. */
+#define INSPECT_MAX (1u << 20)
+
+struct inspect_item {
+	char *name; /* path in the image or SIF object name */
+	char *text;
+	size_t len;
+};
+
+struct inspect {
+	const struct image_info *img;
+	char *labels;
+	struct inspect_item *env;
+	size_t nenv;
+	char *runscript, *deffile, *oci_config, *enroot_env, *enroot_rc;
+	char *sif_list;
+	struct sif_image sif;
+	bool have_sif;
+};
+
+/* ---- gathering ---------------------------------------------------- */
+
+/* The regular file path of the image, or NULL when there is none. */
+static char *read_opt(struct image_reader *r, const char *path)
+{
+	char *buf = NULL;
+	size_t len;
+	mpictr_err *e = NULL;
+
+	if (!image_reader_exists(r, path))
+		return NULL;
+	if (image_reader_read(r, path, INSPECT_MAX, &buf, &len, &e) < 0) {
+		log_debug("inspect: %s", mpictr_err_message(e));
+		mpictr_err_free(e);
+		return NULL;
+	}
+	return buf;
+}
+
+static void gather_files(struct inspect *in, struct image_reader *r)
+{
+	char **names = NULL;
+	mpictr_err *e = NULL;
+
+	in->labels = read_opt(r, "/.singularity.d/labels.json");
+	in->runscript = read_opt(r, "/.singularity.d/runscript");
+	if (!image_reader_exists(r, "/.singularity.d")) {
+		in->enroot_env = read_opt(r, "/etc/environment");
+		in->enroot_rc = read_opt(r, "/etc/rc");
+	}
+	if (image_reader_list(r, "/.singularity.d/env", &names, &e) < 0) {
+		mpictr_err_free(e);
+		return;
+	}
+	for (size_t i = 0; names && names[i]; i++) {
+		cleanup_free char *path =
+		    xasprintf("/.singularity.d/env/%s", names[i]);
+		char *text;
+
+		size_t nl = strlen(names[i]);
+
+		if (nl <= 3 || strcmp(names[i] + nl - 3, ".sh") != 0 ||
+		    !(text = read_opt(r, path)))
+			continue;
+		in->env = xrealloc(in->env, (in->nenv + 1) * sizeof(*in->env));
+		in->env[in->nenv++] = (struct inspect_item){
+		    .name = xstrdup(path), .text = text, .len = strlen(text)};
+	}
+	strv_free(names);
+}
+
+/* An object of the SIF, NUL-terminated, or NULL. */
+static char *sif_object(const struct inspect *in, int fd, int32_t type)
+{
+	for (size_t i = 0; i < in->sif.ndescs; i++) {
+		const struct sif_descriptor *d = &in->sif.descs[i];
+		char *buf;
+
+		if (d->datatype != type || d->size < 0 ||
+		    (uint64_t)d->size > INSPECT_MAX)
+			continue;
+		buf = xmalloc((size_t)d->size + 1);
+		if (pread_full(fd, buf, (size_t)d->size, d->offset) < 0) {
+			free(buf);
+			return NULL;
+		}
+		buf[d->size] = '\0';
+		return buf;
+	}
+	return NULL;
+}
+
+static int gather_sif(struct inspect *in, mpictr_err **err)
+{
+	cleanup_close int fd = open(in->img->path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return err_set(err, errno, "image '%s'", in->img->path);
+	if (sif_load_fd(fd, in->img->path, &in->sif, err) < 0)
+		return -1;
+	in->have_sif = true;
+	in->deffile = sif_object(in, fd, SIF_DATA_DEFFILE);
+	in->oci_config = sif_object(in, fd, SIF_DATA_GENERIC_JSON);
+	if (!in->labels)
+		in->labels = sif_object(in, fd, SIF_DATA_LABELS);
+	in->sif_list = sif_format_list(&in->sif);
+	return 0;
+}
+
+static void inspect_free(struct inspect *in)
+{
+	free(in->labels);
+	for (size_t i = 0; i < in->nenv; i++) {
+		free(in->env[i].name);
+		free(in->env[i].text);
+	}
+	free(in->env);
+	free(in->runscript);
+	free(in->deffile);
+	free(in->oci_config);
+	free(in->enroot_env);
+	free(in->enroot_rc);
+	free(in->sif_list);
+	if (in->have_sif)
+		sif_image_free(&in->sif);
+}
+
+/* ---- output ------------------------------------------------------- */
+
+static const char *const kind_names[] = {"dir", "squashfs", "sif"};
+
+static void text_section(struct strbuf *sb, const char *title, const char *text)
+{
+	if (!text)
+		return;
+	sb_printf(sb, "== %s ==\n%s", title, text);
+	if (*text && text[strlen(text) - 1] != '\n')
+		sb_putc(sb, '\n');
+}
+
+static char *as_text(const struct inspect *in)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	sb_printf(&sb, "image: %s (%s)\n", in->img->path,
+		  kind_names[in->img->kind]);
+	text_section(&sb, "labels", in->labels);
+	for (size_t i = 0; i < in->nenv; i++) {
+		cleanup_free char *t =
+		    xasprintf("environment: %s", in->env[i].name);
+		text_section(&sb, t, in->env[i].text);
+	}
+	text_section(&sb, "runscript", in->runscript);
+	text_section(&sb, "image config (SIF JSON object)", in->oci_config);
+	text_section(&sb, "environment: /etc/environment (Enroot)",
+		     in->enroot_env);
+	text_section(&sb, "entrypoint: /etc/rc (Enroot)", in->enroot_rc);
+	text_section(&sb, "definition file", in->deffile);
+	text_section(&sb, "SIF objects", in->sif_list);
+	return sb_steal(&sb);
+}
+
+/* A JSON value: text embedded when it is a valid object, else as a
+ * string; null when absent. */
+static void json_embed(struct strbuf *sb, const char *text)
+{
+	if (!text)
+		sb_puts(sb, "null");
+	else if (json_object_valid(text))
+		sb_puts(sb, text + strspn(text, " \t\r\n"));
+	else
+		sb_json_str(sb, text);
+	while (sb->len && strchr(" \t\r\n", sb->buf[sb->len - 1]))
+		sb->buf[--sb->len] = '\0';
+}
+
+static void json_str_or_null(struct strbuf *sb, const char *key,
+			     const char *text)
+{
+	sb_printf(sb, ",\n  \"%s\": ", key);
+	if (text)
+		sb_json_str(sb, text);
+	else
+		sb_puts(sb, "null");
+}
+
+static void json_sif_objects(struct strbuf *sb, const struct inspect *in)
+{
+	sb_puts(sb, ",\n  \"sif_objects\": ");
+	if (!in->have_sif) {
+		sb_puts(sb, "null");
+		return;
+	}
+	sb_putc(sb, '[');
+	for (size_t i = 0; i < in->sif.ndescs; i++) {
+		const struct sif_descriptor *d = &in->sif.descs[i];
+		sb_printf(sb, "%s\n    {\"id\": %u, \"type\": ", i ? "," : "",
+			  (unsigned)d->id);
+		sb_json_str(sb, sif_datatype_name(d->datatype));
+		sb_puts(sb, ", \"name\": ");
+		sb_json_str(sb, d->name);
+		sb_printf(sb, ", \"offset\": %lld, \"size\": %lld}",
+			  (long long)d->offset, (long long)d->size);
+	}
+	sb_puts(sb, in->sif.ndescs ? "\n  ]" : "]");
+}
+
+static char *as_json(const struct inspect *in)
+{
+	struct strbuf sb = STRBUF_INIT;
+
+	sb_puts(&sb, "{\n  \"image\": {\"path\": ");
+	sb_json_str(&sb, in->img->path);
+	sb_printf(&sb, ", \"kind\": \"%s\"},\n  \"labels\": ",
+		  kind_names[in->img->kind]);
+	json_embed(&sb, in->labels ? in->labels : "{}");
+	sb_puts(&sb, ",\n  \"environment\": [");
+	for (size_t i = 0; i < in->nenv; i++) {
+		sb_puts(&sb, i ? ",\n    {\"path\": " : "\n    {\"path\": ");
+		sb_json_str(&sb, in->env[i].name);
+		sb_puts(&sb, ", \"content\": ");
+		sb_json_str(&sb, in->env[i].text);
+		sb_putc(&sb, '}');
+	}
+	sb_puts(&sb, in->nenv ? "\n  ]" : "]");
+	json_str_or_null(&sb, "runscript", in->runscript);
+	sb_puts(&sb, ",\n  \"config\": {\"sif_json\": ");
+	json_embed(&sb, in->oci_config);
+	sb_puts(&sb, ", \"enroot_environment\": ");
+	if (in->enroot_env)
+		sb_json_str(&sb, in->enroot_env);
+	else
+		sb_puts(&sb, "null");
+	sb_puts(&sb, ", \"enroot_entrypoint\": ");
+	if (in->enroot_rc)
+		sb_json_str(&sb, in->enroot_rc);
+	else
+		sb_puts(&sb, "null");
+	sb_putc(&sb, '}');
+	json_str_or_null(&sb, "deffile", in->deffile);
+	json_sif_objects(&sb, in);
+	sb_puts(&sb, "\n}\n");
+	return sb_steal(&sb);
+}
+
+MPICTR_PUBLIC int mpictr_inspect(const char *image, int json, char **out,
+				 mpictr_err **err)
+{
+	struct image_info img = {0};
+	struct image_reader *r = NULL;
+	struct inspect in = {.img = &img};
+	int rc = -1;
+
+	if (!image || !out)
+		return err_set(err, EINVAL, "missing image or output");
+	*out = NULL;
+	if (image_probe(image, &img, err) < 0)
+		return -1;
+	if (image_reader_open(&img, &r, err) < 0)
+		goto out;
+	gather_files(&in, r);
+	if (image_reader_broken(r, err))
+		goto out;
+	if (img.kind == IMAGE_SIF && gather_sif(&in, err) < 0)
+		goto out;
+	*out = json ? as_json(&in) : as_text(&in);
+	rc = 0;
+out:
+	image_reader_close(r);
+	inspect_free(&in);
+	image_info_free(&img);
+	return rc;
+}
