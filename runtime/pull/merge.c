@@ -433,9 +433,12 @@ static int fill_node(struct merge *m, struct archive *a, struct node *n,
 {
 	set_attrs(n, e, L);
 	n->kind = k;
-	if (k == NODE_SLINK)
+	if (k == NODE_SLINK) {
 		n->target = xstrdup(
 		    archive_entry_symlink(e) ? archive_entry_symlink(e) : "");
+		n->mode = 0777; /* what extracting one makes, whatever the
+				   tar says */
+	}
 	if (k == NODE_DROPPED)
 		m->st->devices++;
 	if (k == NODE_FILE)
@@ -458,8 +461,14 @@ static int on_member(struct merge *m, struct archive *a,
 	if (hl)
 		k = NODE_FILE;
 	v = check_ancestors(m, path, L);
-	if (v == V_NEW && n)
+	if (v == V_NEW && n) {
 		v = check_node(m, n, path, k, L);
+		/* a non-directory under an upper directory replaced what the
+		 * layers below had there: their children are gone */
+		if (v == V_HIDDEN && k != NODE_DIR && n->kind == NODE_DIR &&
+		    n->hide_lower < L)
+			n->hide_lower = L;
+	}
 	if (v < 0)
 		return -1;
 	if (v == V_HIDDEN) {

@@ -63,6 +63,16 @@ open(d + "/index.json", "w").write(json.dumps({"schemaVersion": 2, "manifests": 
 open(d + "/oci-layout", "w").write('{"imageLayoutVersion": "1.0.0"}')
 EOF
 }
+# strip_rootless DIR: drop the user.rootlesscontainers xattrs in which a
+# rootless umoci unpack keeps the owners it could not set
+strip_rootless() {
+	python3 -c 'import os, sys
+for d, ds, fs in os.walk(sys.argv[1]):
+    for n in ds + fs:
+        p = os.path.join(d, n)
+        if "user.rootlesscontainers" in os.listxattr(p, follow_symlinks=False):
+            os.removexattr(p, "user.rootlesscontainers", follow_symlinks=False)' "$1"
+}
 # saved: the output of the last ok/ok_status, for the checks after it
 saved() { cp "$T_OUT" "$W/last"; }
 cd "$W" || exit 1
@@ -105,13 +115,7 @@ ok "the JSON object is named oci-config.json" sh -c "siftool info 2 fx/oci.sif |
 # /.singularity.d files mpictr adds, packed by mksquashfs.
 ok "reference: umoci unpack --rootless" umoci unpack --rootless --image fx/L:img fx/ref
 unsquashfs -f -q -d fx/ref/rootfs fx/oci.sqfs /.singularity.d >/dev/null 2>&1
-# umoci keeps the owners it cannot set in user.rootlesscontainers
-python3 -c 'import os, sys
-for d, ds, fs in os.walk(sys.argv[1]):
-    for n in ds + fs:
-        p = os.path.join(d, n)
-        if "user.rootlesscontainers" in os.listxattr(p, follow_symlinks=False):
-            os.removexattr(p, "user.rootlesscontainers", follow_symlinks=False)' fx/ref/rootfs
+strip_rootless fx/ref/rootfs
 ok "reference: mksquashfs" mksquashfs fx/ref/rootfs fx/ref.sqfs -comp zstd -noappend -quiet -no-progress
 sqfsdiff -O -a fx/ref.sqfs -b fx/oci.sqfs >fx/diff 2>&1
 check "sqfsdiff (content, mode): equal but for the two devices umoci could not make" \
@@ -140,6 +144,33 @@ check "hardlink across layers has its target's data" \
 check "hardlinks within a layer share one inode, nlink 3" \
 	sh -c 'for f in same-a same-b same-c; do rdsquashfs -s /$f fx/oci.sqfs | grep -i -e "inode number" -e "link count"; done | sort | uniq -c | grep -c "^ *3 " | grep -qx 2'
 check "xattr user.mpictr kept" sh -c 'rdsquashfs -x /xattr fx/oci.sqfs | grep -q "user.mpictr=yes"'
+
+# Differential: random stacks of whiteouts, opaque directories, files,
+# directories and symlinks, merged by mpictr and by umoci (rootless
+# unpack, then mksquashfs), compared by sqfsdiff (content, mode).
+diff_stack() { # SEED
+	local s=$1 d=rand/$1 i prev=base
+	mkdir -p "$d" && $FX random "$s" "$d" && umoci init --layout "$d/L" && umoci new --image "$d/L:base" || return 1
+	for i in 0 1 2; do
+		umoci raw add-layer --image "$d/L:$prev" --tag "t$i" "$d/r$i.tar" || return 1
+		prev=t$i
+	done
+	"$MPICTR" pull -q "oci:$d/L:t2" "$d/x.sif" || { echo "seed $s: mpictr refused"; return 1; }
+	umoci unpack --rootless --image "$d/L:t2" "$d/ref" >/dev/null 2>&1 || { echo "seed $s: umoci refused"; return 1; }
+	part "$d/x.sif" "$d/x.sqfs"
+	unsquashfs -f -q -d "$d/ref/rootfs" "$d/x.sqfs" /.singularity.d >/dev/null 2>&1
+	strip_rootless "$d/ref/rootfs"
+	mksquashfs "$d/ref/rootfs" "$d/ref.sqfs" -noappend -quiet -no-progress >/dev/null 2>&1 &&
+		sqfsdiff -O -a "$d/ref.sqfs" -b "$d/x.sqfs" >"$d/diff" 2>&1 || { echo "seed $s:"; head -5 "$d/diff"; return 1; }
+}
+diff_stacks() {
+	local s bad=0
+	for s in $(seq "${PULL_DIFF_SEEDS:-30}"); do diff_stack "$s" >>rand.log 2>&1 || bad=$((bad + 1)); done
+	cat rand.log
+	[ "$bad" = 0 ]
+}
+mkdir rand
+ok "${PULL_DIFF_SEEDS:-30} random layer stacks: mpictr pull equals umoci unpack --rootless + mksquashfs (sqfsdiff: content, mode)" diff_stacks
 
 mkdir ro && $FX rootopq ro && layout ro/L img ro/r1.tar ro/r2.tar >/dev/null 2>&1
 ok "an opaque root directory: pulled" $T "$MPICTR" pull -q oci:ro/L:img ro/ro.sif

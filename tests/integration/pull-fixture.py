@@ -5,11 +5,13 @@ owners, devices and xattrs.
 
   pull-fixture.py merge DIR     DIR/l1.tar l2.tar l3.tar: the merge fixture
   pull-fixture.py rootopq DIR   DIR/r1.tar r2.tar: an opaque root directory
+  pull-fixture.py random SEED DIR  DIR/r0.tar r1.tar r2.tar: a random stack
   pull-fixture.py bad NAME FILE  one hostile layer (see BAD below)
   pull-fixture.py bomb FILE MB   MB MiB of zeros, gzip (a layer that expands)
 """
 import gzip
 import io
+import random
 import sys
 import tarfile
 
@@ -96,6 +98,63 @@ def rootopq(d):
     layer(d + "/r2.tar", [(".wh..wh..opq", "f"), ("c", "f", {"data": b"c"})])
 
 
+def random_stack(seed, d):
+    """three layers of random whiteouts, opaque directories, files,
+    directories and symlinks over the names a, b, c (3 deep): for the
+    differential check against umoci"""
+    R = random.Random(seed)
+    names = ["a", "b", "c"]
+    kinds = {}
+
+    def rpath():
+        return "/".join(R.choice(names) for _ in range(R.randint(1, 3)))
+
+    def entry(t, name, kind="d", mode=0o755, data=None, link=""):
+        i = tarfile.TarInfo(name)
+        i.mode = mode
+        if kind == "d":
+            i.type = tarfile.DIRTYPE
+        elif kind == "l":
+            i.type, i.linkname = tarfile.SYMTYPE, link
+        if data is not None:
+            i.size = len(data)
+            t.addfile(i, io.BytesIO(data))
+        else:
+            t.addfile(i)
+        kinds[name] = kind
+
+    for li in range(3):
+        kinds.clear()
+        with tarfile.open("%s/r%d.tar" % (d, li), "w", format=tarfile.PAX_FORMAT) as t:
+            for _ in range(R.randint(3, 12)):
+                p = rpath()
+                parts = p.split("/")
+                parents = ["/".join(parts[:k]) for k in range(1, len(parts))]
+                if p in kinds or any(kinds.get(q, "d") != "d" for q in parents):
+                    continue
+                for q in parents:
+                    if q not in kinds:
+                        entry(t, q)
+                kind = R.choice("fffdlwwo")
+                parent = "/".join(parts[:-1])
+                if kind == "w":
+                    w = (parent + "/" if parent else "") + ".wh." + parts[-1]
+                    if w not in kinds:
+                        entry(t, w, "w", 0o644, b"")
+                elif kind == "o":
+                    if p not in kinds:
+                        entry(t, p)
+                    if p + "/.wh..wh..opq" not in kinds:
+                        entry(t, p + "/.wh..wh..opq", "w", 0o644, b"")
+                elif kind == "f":
+                    entry(t, p, "f", R.choice([0o644, 0o600, 0o755]),
+                          ("%s L%d %d\n" % (p, li, R.randint(0, 99))).encode())
+                elif kind == "d":
+                    entry(t, p, "d", R.choice([0o755, 0o700]))
+                else:
+                    entry(t, p, "l", 0o777, link=R.choice(["x", "../b", "c/d"]))
+
+
 BAD = {
     "dotdot": [("../escape", "f", {"data": b"x"})],
     "absolute": [("/etc/evil", "f", {"data": b"x"})],
@@ -112,6 +171,8 @@ def main():
         merge(sys.argv[2])
     elif sys.argv[1] == "rootopq":
         rootopq(sys.argv[2])
+    elif sys.argv[1] == "random":
+        random_stack(int(sys.argv[2]), sys.argv[3])
     elif sys.argv[1] == "bad":
         layer(sys.argv[3], BAD[sys.argv[2]])
     elif sys.argv[1] == "bomb":
