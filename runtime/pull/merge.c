@@ -39,8 +39,10 @@
 
 struct pending {
 	char *target;	   /* the path the hardlink names */
+	char *from;	   /* the hardlink's own path */
 	int layer;	   /* the layer of the hardlink */
-	struct node *node; /* the hardlink's node, linked when found */
+	struct node *node; /* the hardlink's node, linked when found; NULL
+			      for a hidden hardlink, only checked */
 	struct pending *next;
 };
 
@@ -384,11 +386,12 @@ static int whiteout(struct merge *m, const char *path, const char *base, int L)
 }
 
 static struct pending *pending_add(struct pending **list, const char *target,
-				   int layer, struct node *n)
+				   int layer, struct node *n, const char *from)
 {
 	struct pending *p = xcalloc(1, sizeof(*p));
 
 	p->target = xstrdup(target);
+	p->from = xstrdup(from);
 	p->layer = layer;
 	p->node = n;
 	p->next = *list;
@@ -401,6 +404,7 @@ static void pending_free(struct pending **list)
 	while (*list) {
 		struct pending *next = (*list)->next;
 		free((*list)->target);
+		free((*list)->from);
 		free(*list);
 		*list = next;
 	}
@@ -421,9 +425,9 @@ static int link_to(struct merge *m, struct node *n, const char *target, int L)
 		return 0;
 	}
 	if (tree_get(&m->hidden, target))
-		pending_add(&m->same, target, L, n);
+		pending_add(&m->same, target, L, n, n->path);
 	else
-		pending_add(&m->lower, target, L, n);
+		pending_add(&m->lower, target, L, n, n->path);
 	n->kind = NODE_FILE; /* until linked */
 	return 0;
 }
@@ -443,6 +447,36 @@ static int fill_node(struct merge *m, struct archive *a, struct node *n,
 		m->st->devices++;
 	if (k == NODE_FILE)
 		return copy_data(m, a, L, n);
+	return 0;
+}
+
+static bool wanted_lower(const struct merge *m, const char *path, int L)
+{
+	for (const struct pending *p = m->lower; p; p = p->next)
+		if (p->layer > L && strcmp(p->target, path) == 0)
+			return true;
+	return false;
+}
+
+/* A hardlink hidden from above is checked all the same: a layer with a
+ * hardlink outside the image, to a directory or to nothing is refused
+ * whether or not the link survives. */
+static int check_hidden_link(struct merge *m, const char *path, const char *hl,
+			     int L)
+{
+	cleanup_free char *target = NULL;
+	struct node *t;
+
+	if (merge_norm_path(hl, &target) < 0 || !target[0])
+		return bad_member(m, L, path,
+				  "is a hardlink outside the image");
+	t = tree_get(m->t, target);
+	if (t && t->layer == L && t->kind == NODE_DIR)
+		return bad_member(m, L, path, "is a hardlink to a directory");
+	if ((t && t->layer == L && t->kind != NODE_WHITEOUT) ||
+	    tree_get(&m->hidden, target))
+		return 0;
+	pending_add(&m->lower, target, L, NULL, path);
 	return 0;
 }
 
@@ -475,8 +509,13 @@ static int on_member(struct merge *m, struct archive *a,
 		m->st->hidden++;
 		if (k != NODE_DIR)
 			tree_add(&m->hidden, NULL, path, NODE_FILE);
-		/* read through it here, where the expansion is checked */
-		return k == NODE_FILE && !hl ? copy_data(m, a, L, NULL) : 0;
+		if (hl)
+			return check_hidden_link(m, path, hl, L);
+		/* read through it here, where the expansion is checked,
+		 * unless a hardlink above needs the data */
+		return k == NODE_FILE && !wanted_lower(m, path, L)
+			   ? copy_data(m, a, L, NULL)
+			   : 0;
 	}
 	if (v != V_NEW)
 		for (struct node *p = n->parent; p && p->ghost; p = p->parent)
@@ -517,8 +556,15 @@ static int resolve_lower(struct merge *m, struct archive *a,
 			continue;
 		}
 		if (entry_kind(e) == NODE_DIR)
-			return bad_member(m, p->layer, p->node->path,
+			return bad_member(m, p->layer, p->from,
 					  "is a hardlink to a directory");
+		if (!p->node) { /* a hidden one: its target exists */
+			*pp = p->next;
+			free(p->target);
+			free(p->from);
+			free(p);
+			continue;
+		}
 		if (!made && !copy) {
 			copy = tree_detached(m->t, path);
 			if (archive_entry_hardlink(e))
@@ -533,17 +579,10 @@ static int resolve_lower(struct merge *m, struct archive *a,
 		p->node->kind = node_resolve(p->node->link)->kind;
 		*pp = p->next;
 		free(p->target);
+		free(p->from);
 		free(p);
 	}
 	return 0;
-}
-
-static bool wanted_lower(const struct merge *m, const char *path, int L)
-{
-	for (const struct pending *p = m->lower; p; p = p->next)
-		if (p->layer > L && strcmp(p->target, path) == 0)
-			return true;
-	return false;
 }
 
 /* Second reading of layer L: the same-layer hardlink targets that were
@@ -562,7 +601,7 @@ static int on_reread(struct merge *m, struct archive *a,
 		if (!copy) {
 			if (archive_entry_hardlink(e))
 				return bad_member(
-				    m, L, p->node->path,
+				    m, L, p->from,
 				    "is a hardlink to a hardlink");
 			copy = tree_detached(m->t, path);
 			if (fill_node(m, a, copy, e, entry_kind(e), L) < 0)
@@ -572,6 +611,7 @@ static int on_reread(struct merge *m, struct archive *a,
 		p->node->kind = copy->kind;
 		*pp = p->next;
 		free(p->target);
+		free(p->from);
 		free(p);
 	}
 	return 0;
@@ -707,7 +747,7 @@ static int scan_layer(struct merge *m, int L, bool reread)
 
 static int unresolved(struct merge *m, struct pending *p)
 {
-	return bad_member(m, p->layer, p->node->path,
+	return bad_member(m, p->layer, p->from,
 			  p->target[0] ? "is a hardlink to nothing (its target "
 					 "is in no layer)"
 				       : "is a hardlink to nothing");
