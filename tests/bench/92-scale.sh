@@ -172,8 +172,8 @@ upstream() {
 	local wrap="echo \${PMIX_SERVER_URI41##*:} >$W/st/port.\$SLURMD_NODENAME; exec strace -f -qq -yy -e trace=writev -o $W/st/trace.\$SLURMD_NODENAME.\$SLURM_PROCID \"\$@\""
 	if [ "$2" = daemon ]; then
 		$T srun -N 2 -n 2 --ntasks-per-node=1 --mpi=pmix sh -c "$wrap" sh "$MPICTR" -n "$r" "$IMG" /opt/mpictr/bin/hello
-	else
-		$T srun -O -N 2 -n $((2 * r)) --ntasks-per-node="$r" --mpi=pmix sh -c "$wrap" sh "$MPICTR" "$IMG" /opt/mpictr/bin/hello
+	else # (no --ntasks-per-node: Slurm refuses more than the node's CPUs even with -O; block distribution gives R each)
+		$T srun -O -N 2 -n $((2 * r)) --mpi=pmix sh -c "$wrap" sh "$MPICTR" "$IMG" /opt/mpictr/bin/hello
 	fi >"$W/out.u" 2>&1
 	[ "$(grep -c "allreduce $((2 * r * (2 * r - 1) / 2)) ok" "$W/out.u")" = $((2 * r)) ] || { echo "FAILED"; return; }
 	for f in "$W"/st/port.*; do
