@@ -152,6 +152,10 @@ pid_prog() {
 	case ${1%/*} in
 	/run/slurm-mpictr) conf=/etc/slurm-mpictr/slurm.conf ;;
 	/run/slurm-mpictr-nn) conf=/etc/slurm-mpictr-nn/slurm.conf ;;
+	/run/slurm-mpictr-*) # a named cluster (--name NAME)
+		conf=${1%/*}
+		conf=/etc/slurm-mpictr-${conf#/run/slurm-mpictr-}/slurm.conf
+		;;
 	"$MUNGE_RUN") ;;
 	*) return 1 ;;
 	esac
