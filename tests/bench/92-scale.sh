@@ -93,12 +93,12 @@ done
 # while all 2N tasks are up, print "NODES n MOUNTS m USERNS u PROCS p FDS f"
 # as maxima over the nodes (a node = a network namespace)
 sample() { # N [native]
-	local n=$1 i p net
+	local n=$1 p net
 	local -a pre=("$MPICTR" "$IMG")
 	[ "${2:-}" = native ] && pre=()
 	rm -f "$W/ready".*
 	$T srun -N "$n" -n $((2 * n)) "${pre[@]}" sh -c "touch $W/ready.\$SLURM_PROCID; sleep 4" >"$W/out.s" 2>&1 &
-	for i in $(seq 300); do
+	for _ in $(seq 300); do
 		[ "$(ls "$W"/ready.* 2>/dev/null | wc -l)" = $((2 * n)) ] && break
 		sleep 0.1
 	done
@@ -167,7 +167,7 @@ ctld() { # N -> requests of the mpictr job minus those of the native job
 # PMIX_SERVER_URI41), and the fences of the job (the fence requests of
 # the ranks: to mpictr's server in node daemon mode, divided by R)
 upstream() {
-	local r=$1 node f port up all
+	local r=$1 node f port
 	rm -f "$W"/st/*
 	local wrap="echo \${PMIX_SERVER_URI41##*:} >$W/st/port.\$SLURMD_NODENAME; exec strace -f -qq -yy -e trace=writev -o $W/st/trace.\$SLURMD_NODENAME.\$SLURM_PROCID \"\$@\""
 	if [ "$2" = daemon ]; then
