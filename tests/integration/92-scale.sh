@@ -19,6 +19,21 @@ MYUID=$(id -u)
 JDIR=/tmp/mpictr-join-$MYUID
 N=8
 
+# cluster.sh's own checks of a named cluster (status needs no root):
+# refused ARGS... PATTERN: exit 1 and a message matching PATTERN
+CL=$ROOT/tests/slurm/cluster.sh
+refused() {
+	local pat=${*: -1} out rc
+	out=$("$CL" status --nodes 8 "${@:1:$#-1}" 2>&1)
+	rc=$?
+	echo "$out"
+	[ $rc = 1 ] && grep -qF -- "$pat" <<<"$out"
+}
+ok "cluster.sh --name nn: refused (the 2-node cluster's)" refused --name nn "--name 'nn': expected"
+ok "cluster.sh --subnet without --name: refused" refused --subnet 10.79.0 "--subnet needs --name"
+ok "cluster.sh --name scale --subnet 10.77.0: refused (the 2-node cluster's subnet)" \
+	refused --name scale --subnet 10.77.0 "--subnet '10.77.0': expected"
+
 if ! slurm_scale_up $N; then
 	need "the 8-node scale cluster answers sinfo" "the scale cluster is not up (sudo tests/slurm/cluster.sh start --nodes 8 --name scale)"
 	done_testing
