@@ -56,7 +56,12 @@ IMG=$W/mpi.sif
 REAL=$(realpath "$IMG")
 SIZE=$(stat -L -c %s "$IMG")
 export TMPDIR=$W/tmp
+export MPICTR_BENCH_MARK=$$
 cd "$W" || exit 1
+# sdiag counts requests per user, not per job: other jobs of the same user
+# on the scale cluster would be counted as mpictr's
+others() { squeue -h -u "$(id -un)" -o %i 2>/dev/null | grep -c .; }
+[ "$(others)" = 0 ] || echo "92-scale: WARNING: other jobs of $(id -un) on the scale cluster: the slurmctld request counts include theirs"
 T="timeout -k 5 180"
 HOSTUSERNS=$(readlink /proc/self/ns/user)
 median() { tr ' ' '\n' | grep -E '^[0-9]+$' | sort -n | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print ""}'; }
@@ -104,6 +109,8 @@ sample() { # N [native]
 	done
 	sleep 0.5
 	for p in $(pgrep -u "$(id -u)"); do
+		# only this benchmark's processes (they all inherit the mark)
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "MPICTR_BENCH_MARK=$$" || continue
 		net=$(readlink "/proc/$p/ns/net" 2>/dev/null) || continue
 		[ "$net" = "$(readlink /proc/self/ns/net)" ] && continue
 		echo "P $net $(readlink "/proc/$p/ns/user") $(cat "/proc/$p/comm" 2>/dev/null) $(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null) $p"
@@ -158,6 +165,7 @@ ctld() { # N -> requests of the mpictr job minus those of the native job
 	$T srun -N "$n" -n $((2 * n)) "$MPICTR" "$IMG" /bin/true >/dev/null 2>&1
 	c=$(rpcs)
 	echo "NATIVE $((b - a - 1)) MPICTR $((c - b - 1))" # minus sdiag's own request
+	[ "$(others)" = 0 ] || echo "92-scale: WARNING: other jobs of $(id -un) ran during the request count at N=$n" >&2
 }
 
 # ---- node daemon mode: fence messages to Slurm's PMIx server ------------------------

@@ -13,7 +13,7 @@
 . "$ROOT/tests/slurm/env.sh"
 . "$ROOT/tests/integration/slurm-steps.sh"
 
-T="timeout -k 5 240"
+T="timeout -k 5 120"
 B=/opt/mpictr/bin
 MYUID=$(id -u)
 JDIR=/tmp/mpictr-join-$MYUID
@@ -96,6 +96,24 @@ leftovers() {
 # end when they see their step's tasks gone)
 clean() { settle 300 leftovers && settle 10 on_nodes; }
 
+# Slurm 22.05's PMIx plugin can reject its own stepd-to-stepd connection
+# under load ("Munge decode failed: Unauthorized credential for client
+# UID=<the user>", "_auth_cred_verify ... Invalid authentication
+# credential", "Connection reject"): the decode ran with the job user's
+# uid, and the step hangs in its first fence. It is a connection between
+# two slurmstepds, which mpictr takes no part in; seen once in an 8-node
+# node daemon step here. pstep SUFFIX ARGS...: step, retried once after
+# that error.
+pstep() {
+	local rc
+	step "$@"
+	rc=$?
+	[ $rc = 0 ] && return 0
+	grep -qE '_auth_cred_verify|pmixp_server.c:[0-9]+: Connection reject' "$W/out.$1" || return $rc
+	echo "# Slurm's PMIx stepd connection was refused (Slurm, not mpictr): retrying once" >&2
+	step "$@"
+}
+
 # ---- the nodes look like nodes ----------------------------------------------------
 NODECMD='echo NODE $(hostname) $(cat /proc/sys/kernel/random/boot_id) $(readlink /proc/self/ns/net)'
 ok "srun -N 8: one task per node" step nodes -N $N -n $N --ntasks-per-node=1 sh -c "$NODECMD"
@@ -106,7 +124,7 @@ check "... none of them the host's boot id" bash -c "! grep -qF \"\$(cat /proc/s
 # ---- join mode under srun -------------------------------------------------------
 export TMPDIR=$W/tmp
 ok "srun -N 8 -n 16 --mpi=pmix mpictr mpi.sif hello (Open MPI, join)" \
-	step pmix -N $N -n 16 --mpi=pmix "$MPICTR" "$I" $B/hello
+	pstep pmix -N $N -n 16 --mpi=pmix "$MPICTR" "$I" $B/hello
 check "... 16 ranks, 2 per node, one namespace set per node, 8 sets" per_node pmix
 check "... nothing left on any node" clean
 
@@ -133,7 +151,7 @@ check "... nothing left on any node" clean
 
 # ---- node daemon mode ------------------------------------------------------------
 ok "srun -N 8 --ntasks-per-node=1 --mpi=pmix mpictr -n 2 mpi.sif hello (node daemon)" \
-	step daemon -N $N -n $N --ntasks-per-node=1 --mpi=pmix "$MPICTR" -n 2 "$I" $B/hello
+	pstep daemon -N $N -n $N --ntasks-per-node=1 --mpi=pmix "$MPICTR" -n 2 "$I" $B/hello
 check "... 16 ranks, 2 per node, one namespace set per node, 8 sets" per_node daemon
 check "... nothing left on any node" clean
 
@@ -147,7 +165,7 @@ else
 	# installed one (90-spank.sh checks the build): say so, run the form
 	spank_installed "$ROOT/build/plugins" || echo "# $SPANK_DIR holds another build's plugin: the SPANK checks below are that build's"
 	ok "srun -N 8 -n 16 --mpi=pmix --container-image=mpi.sif hello (SPANK)" \
-		step spank -N $N -n 16 --mpi=pmix --container-image="$I" $B/hello
+		pstep spank -N $N -n 16 --mpi=pmix --container-image="$I" $B/hello
 	check "... 16 ranks, 2 per node, one namespace set per node, 8 sets" per_node spank
 	check "... nothing left on any node" clean
 fi
