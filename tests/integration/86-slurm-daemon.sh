@@ -64,7 +64,7 @@ else
 
 	# The two "nodes" share one kernel; UCX (MPICH's transport) tells
 	# machines apart by boot_id. cluster.sh gives every node its own (no
-	# bind needed: 92-scale.sh runs MPICH on 8 nodes without one). Only a
+	# bind needed: 95-scale.sh runs MPICH on 8 nodes without one). Only a
 	# 2-node cluster started by an older cluster.sh shows one boot_id on
 	# both nodes: then bind one per node into the container, as before.
 	BOOT=

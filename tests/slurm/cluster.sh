@@ -19,7 +19,7 @@
 #       /etc/slurm-mpictr-NAME, spool, log and run dirs with the same
 #       suffix. start/stop/status with the same --name touch only it.
 #       `--name scale --nodes 8` is the scale cluster of the tests
-#       (tests/integration/92-scale.sh, tests/bench/92-scale.sh).
+#       (tests/integration/95-scale.sh, tests/bench/95-scale.sh).
 #
 # Every namespaced node has its own boot id: a random one bound over
 # /proc/sys/kernel/random/boot_id in the node's mount namespace (what
@@ -354,6 +354,13 @@ install_spank() {
 	for n in mpictr-spank.so mpictr-squash.so mpictr-pmix.so; do
 		f=$FROM/$n
 		[ -f "$f" ] || die "install-spank: '$f' missing"
+		install -o root -g root -m 0644 "$f" "$SPANK_DIR/.new.$n"
+		mv -f "$SPANK_DIR/.new.$n" "$SPANK_DIR/$n"
+	done
+	# the pull plugin, for --container-image=docker://... (optional)
+	for n in mpictr-pull.so; do
+		f=$FROM/$n
+		[ -f "$f" ] || continue
 		install -o root -g root -m 0644 "$f" "$SPANK_DIR/.new.$n"
 		mv -f "$SPANK_DIR/.new.$n" "$SPANK_DIR/$n"
 	done

@@ -1,5 +1,5 @@
 #!/bin/bash
-# 92-scale.sh - `make bench`: what a job costs per node and per rank as the
+# 95-scale.sh - `make bench`: what a job costs per node and per rank as the
 # node count grows, on the scale cluster (tests/slurm/cluster.sh start
 # --nodes 8 --name scale), at N = 1, 2, 4, 8 nodes with 2 tasks each:
 #
@@ -29,24 +29,24 @@
 #             the node's loopback) for R = 1, 2, 4 ranks per node (strace
 #             -f -yy), per fence, against join mode with R tasks per node
 #
-# Output: a table on stdout and in build/bench/92-scale.md.
+# Output: a table on stdout and in build/bench/95-scale.md.
 # Knobs: BENCH_ROUNDS (21; a step takes ~0.3 s).
 set -u
 ROOT=${MPICTR_TEST_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 . "$ROOT/tests/slurm/env.sh"
 MPICTR=$ROOT/build/mpictr
 ROUNDS=${BENCH_ROUNDS:-21}
-OUT=$ROOT/build/bench/92-scale.md
+OUT=$ROOT/build/bench/95-scale.md
 mkdir -p "$ROOT/build/bench"
 NS="1 2 4 8"
 
-[ -x "$MPICTR" ] || { echo "92-scale: build mpictr first"; exit 1; }
+[ -x "$MPICTR" ] || { echo "95-scale: build mpictr first"; exit 1; }
 if ! slurm_scale_up 8; then
-	echo "92-scale: the scale cluster is not up (sudo tests/slurm/cluster.sh start --nodes 8 --name scale); skipped"
+	echo "95-scale: the scale cluster is not up (sudo tests/slurm/cluster.sh start --nodes 8 --name scale); skipped"
 	exit 0
 fi
 export SLURM_CONF=$SLURM_CONF_SCALE
-"$ROOT/tests/images/build.sh" "$ROOT/build/images" mpi >/dev/null 2>&1 || { echo "92-scale: building the mpi image failed"; exit 1; }
+"$ROOT/tests/images/build.sh" "$ROOT/build/images" mpi >/dev/null 2>&1 || { echo "95-scale: building the mpi image failed"; exit 1; }
 W=$(mktemp -d /var/tmp/mpictr-bench-scale.XXXXXX) || exit 1
 trap 'rm -rf "$W"' EXIT
 chmod 0755 "$W"
@@ -61,7 +61,7 @@ cd "$W" || exit 1
 # sdiag counts requests per user, not per job: other jobs of the same user
 # on the scale cluster would be counted as mpictr's
 others() { squeue -h -u "$(id -un)" -o %i 2>/dev/null | grep -c .; }
-[ "$(others)" = 0 ] || echo "92-scale: WARNING: other jobs of $(id -un) on the scale cluster: the slurmctld request counts include theirs"
+[ "$(others)" = 0 ] || echo "95-scale: WARNING: other jobs of $(id -un) on the scale cluster: the slurmctld request counts include theirs"
 T="timeout -k 5 180"
 HOSTUSERNS=$(readlink /proc/self/ns/user)
 median() { tr ' ' '\n' | grep -E '^[0-9]+$' | sort -n | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print ""}'; }
@@ -165,7 +165,7 @@ ctld() { # N -> requests of the mpictr job minus those of the native job
 	$T srun -N "$n" -n $((2 * n)) "$MPICTR" "$IMG" /bin/true >/dev/null 2>&1
 	c=$(rpcs)
 	echo "NATIVE $((b - a - 1)) MPICTR $((c - b - 1))" # minus sdiag's own request
-	[ "$(others)" = 0 ] || echo "92-scale: WARNING: other jobs of $(id -un) ran during the request count at N=$n" >&2
+	[ "$(others)" = 0 ] || echo "95-scale: WARNING: other jobs of $(id -un) ran during the request count at N=$n" >&2
 }
 
 # ---- node daemon mode: fence messages to Slurm's PMIx server ------------------------

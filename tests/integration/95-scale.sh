@@ -1,5 +1,5 @@
 #!/bin/bash
-# 92-scale.sh - every launch form across the 8 nodes of the scale cluster
+# 95-scale.sh - every launch form across the 8 nodes of the scale cluster
 # (tests/slurm/cluster.sh start --nodes 8 --name scale: scale1..scale8,
 # each slurmd in its own network, UTS and mount namespace with its own
 # hostname, /tmp and boot id): join under srun (Open MPI over pmix, MPICH
@@ -8,7 +8,7 @@
 # every node. Each job: 16 ranks, 2 per node, the right allreduce; the
 # ranks of a node in one user and one mount namespace, 8 different sets;
 # nothing of ours left on any node after the job and after scancel.
-# The per-node costs are measured in tests/bench/92-scale.sh.
+# The per-node costs are measured in tests/bench/95-scale.sh.
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/slurm/env.sh"
 . "$ROOT/tests/integration/slurm-steps.sh"
