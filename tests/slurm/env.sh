@@ -7,11 +7,15 @@
 #   slurm_multi_up [N]  true when the multi-node cluster has N (default 2)
 #                       usable nodes; run its clients with
 #                       SLURM_CONF=$SLURM_CONF_MULTI
+#   SLURM_CONF_SCALE    the scale cluster (cluster.sh start --nodes 8
+#                       --name scale: scale1..scale8 in namespaces)
+#   slurm_scale_up [N]  true when it has N (default 8) usable nodes
 #
 # Shared directories for multi-node jobs: every node has a private /tmp, so
 # programs and working directories must live elsewhere (e.g. the build tree).
 export SLURM_CONF=${MPICTR_SLURM_CONF:-/etc/slurm-mpictr/slurm.conf}
 SLURM_CONF_MULTI=${MPICTR_SLURM_CONF_MULTI:-/etc/slurm-mpictr-nn/slurm.conf}
+SLURM_CONF_SCALE=${MPICTR_SLURM_CONF_SCALE:-/etc/slurm-mpictr-scale/slurm.conf}
 
 _slurm_usable_nodes() { # CONF
 	[ -r "$1" ] && command -v sinfo >/dev/null || { echo 0; return; }
@@ -20,6 +24,7 @@ _slurm_usable_nodes() { # CONF
 }
 slurm_up() { [ "$(_slurm_usable_nodes "$SLURM_CONF")" -ge 1 ]; }
 slurm_multi_up() { [ "$(_slurm_usable_nodes "$SLURM_CONF_MULTI")" -ge "${1:-2}" ]; }
+slurm_scale_up() { [ "$(_slurm_usable_nodes "$SLURM_CONF_SCALE")" -ge "${1:-8}" ]; }
 
 # The SPANK plugin: cluster.sh's plugstack.conf loads
 # $SPANK_DIR/mpictr-spank.so (optional), a root-owned directory that root
