@@ -51,6 +51,8 @@ void siteconf_free(struct siteconf *sc)
 	items_free(&sc->allow_binds);
 	items_free(&sc->deny_binds);
 	item_free(&sc->shm_size);
+	item_free(&sc->require_signature);
+	items_free(&sc->trusted_keys);
 	for (size_t i = 0; i < sc->nprofiles; i++)
 		profile_free(&sc->profiles[i]);
 	free(sc->profiles);
@@ -205,14 +207,42 @@ static int check_bind(struct parser *ps, const char *v, mpictr_err **err)
 	return rc;
 }
 
+/* require_signature = yes|no, trusted_keys = FILE... (absolute paths,
+ * separated by blanks; the key may be repeated). */
+static int signature_key(struct parser *ps, const char *key, const char *v,
+			 mpictr_err **err)
+{
+	struct siteconf *a = &ps->add;
+	cleanup_free char *copy = NULL;
+	char *save = NULL, *tok;
+	bool b;
+
+	if (key[0] == 'r') {
+		if (parse_bool(ps, key, v, &b, err) < 0)
+			return -1;
+		item_set(&a->require_signature, b ? "yes" : "no", ps->origin,
+			 true);
+		return 0;
+	}
+	copy = xstrdup(v);
+	for (tok = strtok_r(copy, " \t", &save); tok;
+	     tok = strtok_r(NULL, " \t", &save)) {
+		if (check_abs(ps, key, tok, err) < 0)
+			return -1;
+		items_add(&a->trusted_keys, tok, ps->origin, true);
+	}
+	return 0;
+}
+
 /* A key of the global part. */
 static int global_key(struct parser *ps, const char *key, const char *v,
 		      mpictr_err **err)
 {
 	struct siteconf *a = &ps->add;
 	static const char *const site_only[] = {
-	    "lock_devices", "lock_transport_env", "user_binds",
-	    "allow_bind",   "deny_bind",	  "shm_size"};
+	    "lock_devices",	 "lock_transport_env", "user_binds",
+	    "allow_bind",	 "deny_bind",	       "shm_size",
+	    "require_signature", "trusted_keys"};
 	bool b;
 
 	for (size_t i = 0; i < ARRAY_SIZE(site_only); i++)
@@ -285,6 +315,9 @@ static int global_key(struct parser *ps, const char *key, const char *v,
 				    "100%% of the memory the job may use)",
 				    v);
 		item_set(&a->shm_size, v, ps->origin, true);
+	} else if (strcmp(key, "require_signature") == 0 ||
+		   strcmp(key, "trusted_keys") == 0) {
+		return signature_key(ps, key, v, err);
 	} else {
 		static const char *const pkeys[] = {
 		    "description", "env_prepend", "mpi", "mpi_dep", "mpi_abi"};
@@ -435,6 +468,8 @@ static void merge(struct siteconf *sc, struct siteconf *a)
 	items_move(&sc->allow_binds, &a->allow_binds);
 	items_move(&sc->deny_binds, &a->deny_binds);
 	item_move(&sc->shm_size, &a->shm_size);
+	item_move(&sc->require_signature, &a->require_signature);
+	items_move(&sc->trusted_keys, &a->trusted_keys);
 	if (a->nprofiles) {
 		sc->profiles =
 		    xrealloc(sc->profiles, (sc->nprofiles + a->nprofiles) *

@@ -60,6 +60,10 @@ struct siteconf {
 	struct site_items
 	    deny_binds; /* sources below or containing one are refused */
 	struct site_item shm_size; /* size of a job's /dev/shm, or NULL */
+	/* "yes": run only images signed by one of trusted_keys
+	 * (docs/signing.md); site file only */
+	struct site_item require_signature;
+	struct site_items trusted_keys; /* absolute paths of key files */
 	struct site_profile *profiles;
 	size_t nprofiles;
 	bool site_loaded; /* a site file was parsed (or found absent) */

@@ -589,6 +589,10 @@ static int plan_options(const struct mpictr_config *cfg,
 
 	if (f->image_err)
 		return replay_err(err, f->image_err);
+	if (f->trust_err)
+		return replay_err(err, f->trust_err);
+	site_trust_copy(&p->trust, &f->trust);
+	p->trust_cache = f->trust_cache ? xstrdup(f->trust_cache) : NULL;
 	p->image = f->image;
 	p->image.path = xstrdup(cfg->image_read ? cfg->image : f->image.path);
 	p->image.arch = f->image.arch ? xstrdup(f->image.arch) : NULL;
@@ -684,6 +688,8 @@ int plan_build(const struct mpictr_config *cfg, const struct run_decision *d,
 
 void plan_free(struct plan *p)
 {
+	site_trust_free(&p->trust);
+	free(p->trust_cache);
 	free(p->launch);
 	image_info_free(&p->image);
 	for (size_t i = 0; i < p->nops; i++) {

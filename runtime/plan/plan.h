@@ -98,6 +98,10 @@ struct plan {
 	mpictr_err *mpi_refusal;
 	struct verbs_tree host_verbs;
 	char **verbs_warnings;
+	/* The site's signature policy: the holder verifies the image before
+	 * it mounts anything (container/imgtrust.h). */
+	struct site_trust trust;
+	char *trust_cache;
 	/* While plan_build runs: the facts it reads (NULL afterwards). */
 	const struct host_facts *facts;
 };
