@@ -378,6 +378,12 @@ char *b64_encode(const uint8_t *p, size_t n, bool pad)
 	return out;
 }
 
+bool sigobj_key_is_pgp(const uint8_t *data, size_t len)
+{
+	return len && ((data[0] & 0x80) ||
+		       memmem(data, len, "-----BEGIN PGP", 14) != NULL);
+}
+
 /* ---- forms ------------------------------------------------------------- */
 
 static const char pgp_begin[] = "-----BEGIN PGP SIGNED MESSAGE-----";

@@ -115,6 +115,10 @@ void sigobj_descriptor_bytes(const uint8_t raw[SIF_DESC_SIZE],
 			     uint32_t relative_id,
 			     uint8_t out[SIGOBJ_DESC_BYTES]);
 
+/* Does a key file's content look like OpenPGP (binary packets or armor)
+ * rather than PEM? Decides which verify plugin is loaded (verify.h). */
+bool sigobj_key_is_pgp(const uint8_t *data, size_t len);
+
 /* Base64 (standard or URL alphabet, padding optional). Returns the
  * decoded bytes (caller frees) or NULL when s is not base64. */
 uint8_t *b64_decode(const char *s, size_t n, size_t *outlen);

@@ -1,6 +1,7 @@
-/* vkeys.h - the keys and signature primitives of the verify plugin: PEM
- * keys and digests with OpenSSL 3, OpenPGP keys and clear-signed messages
- * with RNP. Only sif/vkeys.c includes their headers (R10).
+/* vkeys.h - the keys and signature primitives of the verify plugins: PEM
+ * keys and digests with OpenSSL 3 (vkeys.c), OpenPGP keys and clear-signed
+ * messages with RNP (vkeys_pgp.c). Only those files include their headers
+ * (R10).
  */
 #ifndef MPICTR_VKEYS_H
 #define MPICTR_VKEYS_H
@@ -39,6 +40,11 @@ bool vkey_dsse_verify(const struct vkey *k, const char *hash,
  * v1.5). Returns the signature (caller frees) or NULL with *err. */
 uint8_t *vkey_dsse_sign(const struct vkey *k, const uint8_t *msg, size_t len,
 			size_t *siglen, mpictr_err **err);
+
+/* The OpenPGP half (vkeys_pgp.c with RNP, vkeys_nopgp.c without). */
+int vpgp_load(struct vkey *k, const uint8_t *data, size_t len, bool secret,
+	      mpictr_err **err);
+void vpgp_free(struct vkey *k);
 
 /* Verify the OpenPGP clear-signed message msg with k's keys. 1: verified,
  * *plain (caller frees) and *plainlen receive the signed text and

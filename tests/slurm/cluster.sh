@@ -18,7 +18,7 @@
 # runs that plugin as root, so the directory and its files are root's
 # (0755, files 0644) as on a real site: `cluster.sh install-spank DIR`
 # (as root) copies DIR's mpictr-spank.so and the plugins it loads
-# (mpictr-squash.so, mpictr-pmix.so, mpictr-verify.so) there, e.g. the build/plugins of a
+# (mpictr-squash.so, mpictr-pmix.so, mpictr-verify*.so) there, e.g. the build/plugins of a
 # tree the test user built; tests/integration/90-spank.sh checks that the
 # installed plugin is its build's (cmp) and names that command otherwise.
 #
@@ -234,15 +234,15 @@ install_spank() {
 	local f n
 	[ -f "$FROM/mpictr-spank.so" ] || die "install-spank: no mpictr-spank.so in '$FROM' (build it: make; needs libslurm-dev)"
 	spank_dir
-	for n in mpictr-spank.so mpictr-squash.so mpictr-pmix.so mpictr-verify.so; do
+	for n in mpictr-spank.so mpictr-squash.so mpictr-pmix.so mpictr-verify.so mpictr-verify-pgp.so; do
 		f=$FROM/$n
-		# the verify plugin (signatures) where the build has one
-		[ "$n" = mpictr-verify.so ] && [ ! -f "$f" ] && continue
+		# the verify plugins (signatures) where the build has them
+		case $n in mpictr-verify*) [ -f "$f" ] || continue ;; esac
 		[ -f "$f" ] || die "install-spank: '$f' missing"
 		install -o root -g root -m 0644 "$f" "$SPANK_DIR/.new.$n"
 		mv -f "$SPANK_DIR/.new.$n" "$SPANK_DIR/$n"
 	done
-	say "installed $FROM/{mpictr-spank,mpictr-squash,mpictr-pmix,mpictr-verify}.so in $SPANK_DIR (root's, 0644)"
+	say "installed $FROM/{mpictr-spank,mpictr-squash,mpictr-pmix,mpictr-verify,mpictr-verify-pgp}.so in $SPANK_DIR (root's, 0644)"
 }
 
 # ---- waiting -------------------------------------------------------------------------

@@ -37,8 +37,10 @@ spank_installed() {
 	for n in mpictr-spank.so mpictr-squash.so mpictr-pmix.so; do
 		cmp -s "$1/$n" "$SPANK_DIR/$n" || return 1
 	done
-	# the verify plugin, where the build has one (signed images)
-	[ ! -f "$1/mpictr-verify.so" ] || cmp -s "$1/mpictr-verify.so" "$SPANK_DIR/mpictr-verify.so"
+	# the verify plugins, where the build has them (signed images)
+	for n in mpictr-verify.so mpictr-verify-pgp.so; do
+		[ ! -f "$1/$n" ] || cmp -s "$1/$n" "$SPANK_DIR/$n" || return 1
+	done
 }
 spank_install_cmd() {
 	echo "sudo $(cd "${BASH_SOURCE[0]%/*}" && pwd)/cluster.sh install-spank $(cd "$1" && pwd)"
