@@ -1,6 +1,6 @@
 /* run.c - the public entry points that run or plan a job: refuse setuid,
  * decide the mode once (mode.c), hand it to launch mode, node daemon mode
- * (launch.c with daemon.c) or join mode (join.c).
+ * (launch.c with node_daemon.c) or join mode (join.c).
  */
 #include <errno.h>
 #include <string.h>
@@ -62,13 +62,13 @@ MPICTR_PUBLIC int mpictr_run_flags(mpictr_config *cfg, unsigned flags,
 	log_info("%s", line);
 	switch (d.mode) {
 	case RUN_JOIN:
-		rc = join_run(cfg, &d, inst, flags & MPICTR_RUN_EXEC_IN_PLACE,
-			      status, err);
+		rc = join_run(cfg, &d, inst ? &inst->src : NULL,
+			      flags & MPICTR_RUN_EXEC_IN_PLACE, status, err);
 		break;
 	case RUN_SINGLE:
 	case RUN_LAUNCH:
 	case RUN_NODE_DAEMON:
-		rc = launch_run(cfg, &d, inst, status, err);
+		rc = launch_run(cfg, &d, inst ? &inst->src : NULL, status, err);
 		break;
 	default:
 		rc = err_set(err, EINVAL, "mpictr_run: unknown mode %d",
@@ -111,7 +111,8 @@ MPICTR_PUBLIC int mpictr_join_task(mpictr_config *cfg, char ***env,
 			"(%s)",
 			line);
 	} else {
-		rc = join_enter(cfg, &d, inst, env, program, err);
+		rc = join_enter(cfg, &d, inst ? &inst->src : NULL, env, program,
+				err);
 	}
 	run_decision_free(&d);
 	if (inst)
