@@ -78,6 +78,18 @@ ok "... it carries no signature" says "the site runs only signed SIF images"
 ok_status "exec: a directory image is refused" 255 $T "$MPICTR" "$IMG/tiny" echo RAN
 ok "nothing left running or mounted after the refusals" nothing_left
 
+# ---- what is loaded ------------------------------------------------------------------
+if command -v strace >/dev/null; then
+	opened() { # SITECONF: the files a run of the signed image opens
+		MPICTR_TEST_SITE_CONF=$1 $T strace -f -qq -e trace=openat -o "$W/strace" "$MPICTR" "$W/signed.sif" true && cat "$W/strace"
+	}
+	printf '# no policy\n' >"$W/empty.conf"
+	ok "without the policy no verify plugin, no libcrypto is loaded" bash -c "$(declare -f opened); T='$T' MPICTR='$MPICTR' W='$W' opened '$W/empty.conf' >'$W/o1' && ! grep -q -e mpictr-verify -e libcrypto -e librnp '$W/o1'"
+	ok "with it and a PEM key: mpictr-verify.so (OpenSSL), not RNP" bash -c "$(declare -f opened); T='$T' MPICTR='$MPICTR' W='$W' opened '$W/site.conf' >'$W/o2' && grep -q 'mpictr-verify.so\"' '$W/o2' && ! grep -q -e librnp -e mpictr-verify-pgp '$W/o2'"
+else
+	need "what a run loads" "strace is not installed"
+fi
+
 # ---- users cannot lift it -----------------------------------------------------------
 printf 'require_signature = no\n' >"$W/user.conf"
 ok_status "a user file (--config) cannot set require_signature" 255 $T "$MPICTR" --config "$W/user.conf" "$W/unsigned.sif" echo RAN
