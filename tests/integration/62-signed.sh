@@ -155,15 +155,7 @@ keep
 ok "... every task says why, none ran" bash -c "[ \$(grep -c \"image '$W/tampered.sif' refused\" '$W/last') -ge 1 ] && ! grep -q '^RAN' '$W/last'"
 ok_fail "srun -n 2 mpictr: the unsigned image is refused" $S "$MPICTR" "$W/unsigned.sif" echo RAN
 CLUSTER_DIRS=$(sed -nE "s|^[a-z]+ +$SPANK_DIR/mpictr-spank.so .*image_dirs=([^ ]+).*|\1|p" "${SLURM_CONF%/*}/plugstack.conf" 2>/dev/null)
-in_dirs() {
-	local real d
-	real=$(realpath "$1") || return 1
-	for d in ${CLUSTER_DIRS//:/ }; do
-		d=$(realpath -q "$d") || continue
-		[ "$d" = / ] || [ "$real" = "$d" ] || [ "${real#"$d"/}" != "$real" ] && return 0
-	done
-	return 1
-}
+in_dirs() { spank_in_dirs "$CLUSTER_DIRS" "$1"; }
 if ! spank_ready || ! spank_installed "$ROOT/build/plugins" || ! in_dirs "$W/signed.sif"; then
 	need "srun --container-image" "the SPANK plugin of this build installed ($(spank_install_cmd "$ROOT/build/plugins")) with $W in its image_dirs"
 elif ! cmp -s "$ROOT/build/plugins/mpictr-verify.so" "$SPANK_DIR/mpictr-verify.so"; then
