@@ -908,6 +908,13 @@ char *plan_to_json(const struct plan *p)
 			  m->warn_only ? "warn" : "enforce");
 	}
 	sb_puts(&sb, p->nmpi ? "\n  ]" : "]");
+	/* the site's signature policy (the holder applies it: docs/signing.md) */
+	sb_printf(&sb,
+		  ",\n  \"signature_policy\": {\"require_signature\": %s, "
+		  "\"trusted_keys\": ",
+		  p->trust.require ? "true" : "false");
+	json_strv(&sb, p->trust.keys);
+	sb_putc(&sb, '}');
 	json_checks(&sb, p);
 	sb_puts(&sb, "\n}");
 	return sb_steal(&sb);

@@ -77,6 +77,7 @@ keep
 ok "... it carries no signature" says "the site runs only signed SIF images"
 ok_status "exec: a directory image is refused" 255 $T "$MPICTR" "$IMG/tiny" echo RAN
 ok "nothing left running or mounted after the refusals" nothing_left
+ok "--dry-run shows the policy (signature_policy)" bash -c "'$MPICTR' --dry-run '$W/signed.sif' true | python3 -c 'import json,sys; p=json.load(sys.stdin)[\"signature_policy\"]; assert p[\"require_signature\"] is True and p[\"trusted_keys\"]==[sys.argv[1]]' '$W/site.pub'"
 
 # ---- what is loaded ------------------------------------------------------------------
 if command -v strace >/dev/null; then
