@@ -67,7 +67,7 @@ LDFLAGS_ALL := -Wl,-z,relro,-z,now $(SAN_LDFLAGS) $(LDFLAGS)
 # logging routed to the host (error.c built with MPICTR_PLUGIN_BUILD).
 PLUGIN_NAMES := pmix squash verify verify-pgp
 PLUGIN_SRCS_pmix := pmi/pmix_server.c pmi/pmix_dyn.c pmi/pmix_gate.c pmi/upstream.c \
-	pmi/pmix_plugin.c
+	pmi/pmix_plugin.c pmi/pmix_register.c
 PLUGIN_SRCS_squash := sif/squash.c sif/squash_plugin.c
 # Signatures (docs/signing.md): OpenSSL 3 for DSSE's PEM keys and the
 # digests; mpictr-verify-pgp.so adds RNP for OpenPGP keys. Loaded only to
@@ -78,6 +78,7 @@ PLUGIN_SRCS_verify-pgp := sif/vkeys_pgp.c
 PLUGIN_ONLY_SRCS := $(foreach p,$(PLUGIN_NAMES),$(PLUGIN_SRCS_$(p)))
 PLUGIN_BASE_OBJS := $(B)/obj-plugin/runtime/common/error.o $(B)/obj/runtime/common/util.o
 PLUGIN_EXTRA_pmix := $(B)/obj/pmi/job.o $(B)/obj/pmi/pubstore.o $(B)/obj/pmi/spawnreq.o \
+	$(B)/obj/pmi/pmix_peer.o \
 	$(B)/obj/runtime/common/proc.o $(B)/obj/runtime/common/syscalls.o
 # The superblock check and compressor names (image.c, which reads SIF
 # partitions through sif.c): the ones the library uses; the process layer
@@ -163,14 +164,26 @@ $(STATIC_LIB): $(LIB_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-$(SHARED_LIB): $(LIB_OBJS) runtime/libmpictr.map
+# pmi/pmix_guard.c's accept() carries libc's version of it, since that
+# is the version libpmix asks for (a definition of another version would
+# not be bound to).
+LIBC_ACCEPT_VERSION := $(shell objdump -T $$($(CC) -print-file-name=libc.so.6) 2>/dev/null | \
+	awk '$$NF == "accept" { print $$(NF-1); exit }')
+$(B)/guard.map: Makefile
+	@mkdir -p $(B)
+	echo '$(or $(LIBC_ACCEPT_VERSION),GLIBC_2.2.5) { global: accept; };' >$@
+$(SHARED_LIB): $(LIB_OBJS) runtime/libmpictr.map $(B)/guard.map
 	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=runtime/libmpictr.map \
+		-Wl,--version-script=$(B)/guard.map \
 		-Wl,-z,defs $(LDFLAGS_ALL) -o $@ $(LIB_OBJS) $(DEP_LIBS)
 	ln -sf libmpictr.so.$(VERSION) $(B)/$(SONAME)
 	ln -sf $(SONAME) $(B)/libmpictr.so
 
+# A program that links libmpictr.a and serves PMIx exports the accept() of
+# pmi/pmix_guard.c, so that libpmix (dlopen'ed later) binds to it.
+GUARD_LDFLAGS := -Wl,--export-dynamic-symbol=accept
 $(CLI): $(B)/obj/runtime/main.o $(STATIC_LIB)
-	$(CC) -pie $(LDFLAGS_ALL) -o $@ $< $(STATIC_LIB) $(DEP_LIBS)
+	$(CC) -pie $(LDFLAGS_ALL) $(GUARD_LDFLAGS) -o $@ $< $(STATIC_LIB) $(DEP_LIBS)
 
 # Short-lived helper programs (e.g. the UCX query): never linked into the
 # library, so libucs' signal handlers and printing stay out of embedders.
@@ -187,7 +200,7 @@ define write_pc
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
 		'Name: mpictr' 'Description: rootless container engine for MPI jobs' \
 		'Version: $(VERSION)' 'Libs: -L$${libdir} -lmpictr' \
-		'Requires.private: $(DEPS_BASE)' 'Libs.private: -lpthread' \
+		'Requires.private: $(DEPS_BASE)' 'Libs.private: -lpthread $(GUARD_LDFLAGS)' \
 		'Cflags: -I$${includedir}' > $(1)
 endef
 $(B)/mpictr.pc: Makefile
@@ -211,12 +224,12 @@ $(B)/tests/check_unit: tests/unit/main.c $(UNIT_SRCS) $(B)/tests/suites.h $(STAT
 		$(UNIT_PLUGIN_OBJS)
 	$(CC) $(CPPFLAGS_ALL) -I$(B)/tests -Itests/unit $(CFLAGS_ALL) $(CHECK_CFLAGS) \
 		$(FUSE_CFLAGS_TESTS) -o $@ tests/unit/main.c $(UNIT_SRCS) $(UNIT_PLUGIN_OBJS) \
-		$(LDFLAGS_ALL) $(STATIC_LIB) $(DEP_LIBS) $(CHECK_LIBS)
+		$(LDFLAGS_ALL) $(GUARD_LDFLAGS) $(STATIC_LIB) $(DEP_LIBS) $(CHECK_LIBS)
 
 $(B)/tests/%: tests/helpers/%.c $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(HELPER_CFLAGS_$*) -o $@ $< \
-		$(LDFLAGS_ALL) $(STATIC_LIB) $(DEP_LIBS) $(HELPER_LIBS_$*)
+		$(LDFLAGS_ALL) $(GUARD_LDFLAGS) $(STATIC_LIB) $(DEP_LIBS) $(HELPER_LIBS_$*)
 
 # The isolation probe runs inside the (busybox-only) test image: static,
 # and no libmpictr.
@@ -227,11 +240,22 @@ $(B)/tests/escape-probe: tests/probes/escape.c
 unit: $(B)/tests/check_unit
 	MPICTR_TEST_ROOT=$(CURDIR) $(B)/tests/check_unit
 
+# TESTS="tests/integration/00-cli.sh ...": only those (default: all).
 integration: all $(TEST_HELPERS)
-	MPICTR_TEST_ROOT=$(CURDIR) tests/run-integration.sh
+	MPICTR_TEST_ROOT=$(CURDIR) tests/run-integration.sh $(TESTS)
 
-export LSAN_OPTIONS = suppressions=$(CURDIR)/tests/lsan.supp
-check: all $(B)/tests/check_unit $(TEST_HELPERS)
+# The layers: includes point down only (tests/tools/layers.sh, grep), and
+# no circles between the files of runtime/, sif/, pmi/ (circles.py, ctags).
+.PHONY: check-layers check-docmap fuzz-run
+check-layers:
+	tests/tools/layers.sh
+	python3 tests/tools/circles.py
+# Every source file is named in docs/architecture.md's module map.
+check-docmap:
+	tests/tools/docmap.sh
+
+export LSAN_OPTIONS = suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
+check: check-layers check-docmap all $(B)/tests/check_unit $(TEST_HELPERS)
 	MPICTR_TEST_ROOT=$(CURDIR) $(B)/tests/check_unit
 	MPICTR_TEST_ROOT=$(CURDIR) tests/run-integration.sh
 
@@ -277,9 +301,24 @@ FUZZ_SRCS_fuzz_squash := sif/squash.c sif/image.c sif/sif.c runtime/common/error
 	runtime/common/util.c runtime/common/proc.c runtime/common/syscalls.c
 FUZZ_CFLAGS_fuzz_squash := $(FUSE_CFLAGS)
 FUZZ_LIBS_fuzz_squash := $(FUSE_LIBS)
+FUZZ_SRCS_fuzz_pmixhello := pmi/pmix_peer.c runtime/common/error.c runtime/common/util.c
 FUZZ_SRCS_fuzz_imgread := runtime/host/imgread.c sif/squash_stub.c runtime/common/plugin.c \
 	runtime/common/error.c runtime/common/util.c runtime/common/syscalls.c runtime/common/proc.c
 fuzz: $(FUZZERS)
+# Every fuzz target for FUZZ_SECONDS (default 20) on a copy of its seed
+# corpus (CI: .ci/run); a crash or leak fails it and leaves crash-* files.
+FUZZ_SECONDS ?= 20
+fuzz-run: $(FUZZERS)
+	@set -e; for f in $(FUZZERS); do \
+		t=$${f##*/fuzz_}; c=$$(mktemp -d); \
+		cp -r tests/fuzz/corpus/$$t/. $$c/ 2>/dev/null || true; \
+		echo "== $$f ($(FUZZ_SECONDS) s, $$(ls $$c | wc -l) seeds)"; \
+		rc=0; $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-artifact_prefix=$(B)/fuzz/crash-$$t- $$c >$$c.log 2>&1 || rc=$$?; \
+		grep -E '^(stat::number_of_executed_units|==[0-9]+==ERROR|SUMMARY)' $$c.log || true; \
+		[ "$$rc" = 0 ] || tail -40 $$c.log; \
+		rm -rf $$c $$c.log; [ "$$rc" = 0 ]; \
+	done
 $(B)/fuzz/fuzz_squash: $(FUZZ_SRCS_fuzz_squash)
 $(B)/fuzz/fuzz_imgread: $(FUZZ_SRCS_fuzz_imgread)
 $(B)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_check.h $(FUZZ_LIB_SRCS)

@@ -3,7 +3,7 @@
  * mpictr-verify-pgp.so instead (sif/verify_stub.c), so these are reached
  * only when no OpenPGP key was given: a signature they cannot check is
  * reported as made by a key not given. */
-#include "sif/vkeys.h"
+#include "sif/vpgp.h"
 
 int vpgp_load(struct vkey *k, const uint8_t *data, size_t len, bool secret,
 	      mpictr_err **err)

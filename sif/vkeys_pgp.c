@@ -17,7 +17,7 @@
 
 #include "common/util.h"
 #include "sif/sigobj.h"
-#include "sif/vkeys.h"
+#include "sif/vpgp.h"
 
 /* ---- OpenPGP keys ------------------------------------------------------ */
 
