@@ -91,18 +91,32 @@ def med(n):
         return None
     k = (len(t) - 1) / 2
     return (t[int(k)] + t[min(int(k) + 1, len(t) - 1)]) / 2
+def paired(base, n):
+    # the median of the per-round ratios: the two runs of a round are
+    # seconds apart, so they share the machine's load (it drifts by
+    # several x over minutes); only when neither variant failed a run
+    a, b = V[base]["times"], V[n]["times"]
+    if V[base]["fail"] or V[n]["fail"] or len(a) != len(b) or not a:
+        return None
+    r = sorted(y / x for x, y in zip(a, b))
+    return (r[(len(r) - 1) // 2] + r[len(r) // 2]) / 2
 def row(label, base, n):
     b, m = med(base), med(n)
     if b is None or m is None:
-        return "| %s | %s | %s | - |" % (label, "-" if b is None else "%.1f" % (b * 1e3),
-                                         "failed" if m is None else "%.1f" % (m * 1e3))
-    return "| %s | %.1f | %.1f | %.2f |" % (label, b * 1e3, m * 1e3, m / b)
+        return "| %s | %s | %s | - | - |" % (label, "-" if b is None else "%.1f" % (b * 1e3),
+                                             "failed" if m is None else "%.1f" % (m * 1e3))
+    p = paired(base, n)
+    return "| %s | %.1f | %.1f | %.2f | %s |" % (label, b * 1e3, m * 1e3, m / b,
+                                                 "-" if p is None else "%.2f" % p)
 L = ["Median wall time (ms) of a whole start, %d interleaved rounds after 2 warm-up rounds, as `%s`,"
      % (res["rounds"], user),
      "%d CPUs, load %s -> %s; image %.0f MiB (Ed25519 DSSE signature)." % (os.cpu_count(), l0, l1, int(size) / 2**20),
      "",
-     "| start | without require_signature | with require_signature | ratio |",
-     "|---|---:|---:|---:|"]
+     "Ratio: of the medians; paired: the median of the per-round ratios (the two runs of a",
+     "round share the machine's load, which drifts over minutes).",
+     "",
+     "| start | without require_signature | with require_signature | ratio | paired |",
+     "|---|---:|---:|---:|---:|"]
 L.append(row("`mpictr -n 8 big.sif /bin/true` (cache)", "n8-plain", "n8-signed"))
 L.append(row("`mpictr -n 8 big.sif /bin/true`, MPICTR_VERIFY_CACHE=off (first start)", "n8-plain", "n8-nocache"))
 if "srun-plain" in V:
