@@ -284,8 +284,11 @@ int vkey_load(const char *path, bool secret, struct vkey *k, mpictr_err **err)
 	memset(k, 0, sizeof(*k));
 	k->path = xstrdup(path);
 	text = read_file(path, KEY_FILE_MAX, &len);
-	if (!text)
-		return err_set(err, errno, "key '%s'", path);
+	if (!text) {
+		err_set(err, errno, "key '%s'", path);
+		vkey_free(k);
+		return -1;
+	}
 	if (sigobj_key_is_pgp((const uint8_t *)text, len))
 		rc = vpgp_load(k, (const uint8_t *)text, len, secret, err);
 	else
