@@ -13,6 +13,7 @@
 #include "modes/launch.h"
 #include "plan/mode.h"
 #include "plan/plan.h"
+#include "pull/pull.h"
 
 static int refuse_privileged(mpictr_err **err)
 {
@@ -24,11 +25,14 @@ static int refuse_privileged(mpictr_err **err)
 }
 
 /* instance://NAME: attach to it (*ia), and point *cfg at the config with
- * its options; *inst is ia then, else NULL. */
+ * its options; *inst is ia then, else NULL. A registry image (docker://...)
+ * becomes its SIF in the cache first (pulled if needed). */
 static int attach_instance(mpictr_config **cfg, struct instance_attach *ia,
 			   struct instance_attach **inst, mpictr_err **err)
 {
 	*inst = NULL;
+	if (pull_resolve_image(*cfg, err) < 0)
+		return -1;
 	if (!instance_is_ref((*cfg)->image))
 		return 0;
 	if (instance_attach(*cfg, ia, err) < 0) {

@@ -53,6 +53,7 @@ void siteconf_free(struct siteconf *sc)
 	item_free(&sc->shm_size);
 	item_free(&sc->require_signature);
 	items_free(&sc->trusted_keys);
+	item_free(&sc->cache_dir);
 	for (size_t i = 0; i < sc->nprofiles; i++)
 		profile_free(&sc->profiles[i]);
 	free(sc->profiles);
@@ -240,9 +241,9 @@ static int global_key(struct parser *ps, const char *key, const char *v,
 {
 	struct siteconf *a = &ps->add;
 	static const char *const site_only[] = {
-	    "lock_devices",	 "lock_transport_env", "user_binds",
-	    "allow_bind",	 "deny_bind",	       "shm_size",
-	    "require_signature", "trusted_keys"};
+	    "lock_devices", "lock_transport_env", "user_binds",
+	    "allow_bind",   "deny_bind",	  "shm_size",
+	    "cache_dir",    "require_signature",  "trusted_keys"};
 	bool b;
 
 	for (size_t i = 0; i < ARRAY_SIZE(site_only); i++)
@@ -315,6 +316,11 @@ static int global_key(struct parser *ps, const char *key, const char *v,
 				    "100%% of the memory the job may use)",
 				    v);
 		item_set(&a->shm_size, v, ps->origin, true);
+	} else if (strcmp(key, "cache_dir") == 0) {
+		/* a shared image cache for `mpictr pull` (pull/cache.h) */
+		if (check_abs(ps, key, v, err) < 0)
+			return -1;
+		item_set(&a->cache_dir, v, ps->origin, true);
 	} else if (strcmp(key, "require_signature") == 0 ||
 		   strcmp(key, "trusted_keys") == 0) {
 		return signature_key(ps, key, v, err);
@@ -470,6 +476,7 @@ static void merge(struct siteconf *sc, struct siteconf *a)
 	item_move(&sc->shm_size, &a->shm_size);
 	item_move(&sc->require_signature, &a->require_signature);
 	items_move(&sc->trusted_keys, &a->trusted_keys);
+	item_move(&sc->cache_dir, &a->cache_dir);
 	if (a->nprofiles) {
 		sc->profiles =
 		    xrealloc(sc->profiles, (sc->nprofiles + a->nprofiles) *

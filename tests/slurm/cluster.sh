@@ -298,15 +298,21 @@ install_spank() {
 	local f n
 	[ -f "$FROM/mpictr-spank.so" ] || die "install-spank: no mpictr-spank.so in '$FROM' (build it: make; needs libslurm-dev)"
 	spank_dir
-	for n in mpictr-spank.so mpictr-squash.so mpictr-pmix.so mpictr-verify.so mpictr-verify-pgp.so; do
+	for n in mpictr-spank.so mpictr-squash.so mpictr-pmix.so; do
 		f=$FROM/$n
-		# the verify plugins (signatures) where the build has them
-		case $n in mpictr-verify*) [ -f "$f" ] || continue ;; esac
 		[ -f "$f" ] || die "install-spank: '$f' missing"
 		install -o root -g root -m 0644 "$f" "$SPANK_DIR/.new.$n"
 		mv -f "$SPANK_DIR/.new.$n" "$SPANK_DIR/$n"
 	done
-	say "installed $FROM/{mpictr-spank,mpictr-squash,mpictr-pmix,mpictr-verify,mpictr-verify-pgp}.so in $SPANK_DIR (root's, 0644)"
+	# optional: the pull plugin (--container-image=docker://...), the
+	# verify plugins (signed images, require_signature)
+	for n in mpictr-pull.so mpictr-verify.so mpictr-verify-pgp.so; do
+		f=$FROM/$n
+		[ -f "$f" ] || continue
+		install -o root -g root -m 0644 "$f" "$SPANK_DIR/.new.$n"
+		mv -f "$SPANK_DIR/.new.$n" "$SPANK_DIR/$n"
+	done
+	say "installed $FROM/{mpictr-spank,mpictr-squash,mpictr-pmix}.so and the optional plugins it has in $SPANK_DIR (root's, 0644)"
 }
 
 # ---- waiting -------------------------------------------------------------------------
