@@ -122,6 +122,26 @@ MPICTR_PUBLIC int mpictr_sif_create(const char *out, const char *source,
 				    const mpictr_sif_create_opts *opts,
 				    mpictr_err **err);
 
+/* mpictr_verify flags */
+#define MPICTR_VERIFY_JSON 1u	/* *out is JSON, not text */
+#define MPICTR_VERIFY_LEGACY 2u /* check legacy (SIFHASH) signatures too */
+/* `mpictr verify [--key FILE]... IMAGE`: check every signature of the SIF
+ * at path with the key files (NULL-terminated; PEM public keys, OpenPGP
+ * public keys) as Apptainer's verify does (docs/signing.md). *out (caller
+ * frees) receives the report; *verified is 1 when every object group is
+ * signed and every signature over it verifies with one of the keys.
+ * Returns 0 when the image could be examined (whatever the verdict), -1
+ * with *err when not. Loads the "verify" plugin. */
+MPICTR_PUBLIC int mpictr_verify(const char *path, const char *const *keys,
+				unsigned flags, char **out, int *verified,
+				mpictr_err **err);
+/* `mpictr sif sign --key FILE IMAGE`: add one signature object per object
+ * group, DSSE with a PEM private key (Ed25519, ECDSA, RSA) or OpenPGP
+ * clear-signed with a secret key. *summary (caller frees) says what was
+ * added. */
+MPICTR_PUBLIC int mpictr_sif_sign(const char *path, const char *keyfile,
+				  char **summary, mpictr_err **err);
+
 /* ---- pulling images (docs/pull.md) --------------------------------- */
 
 typedef struct mpictr_pull_opts mpictr_pull_opts;

@@ -1,5 +1,6 @@
 /* sif_api.c - the public mpictr_sif_* entry points: thin wrappers that load
  * an image with the strict reader and format it, and the create options. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "sif/image.h"
 #include "sif/sif.h"
 #include "sif/sif_write.h"
+#include "sif/verify.h"
 #include "common/util.h"
 
 MPICTR_PUBLIC int mpictr_sif_list(const char *path, char **out,
@@ -240,4 +242,40 @@ out:
 	if (scratch)
 		unlink(scratch);
 	return rc;
+}
+
+/* ---- signatures ---- */
+
+MPICTR_PUBLIC int mpictr_verify(const char *path, const char *const *keys,
+				unsigned flags, char **out, int *verified,
+				mpictr_err **err)
+{
+	cleanup_close int fd = -1;
+	struct verify_report *r = NULL;
+
+	if (!path || !out || !verified)
+		return err_set(err, EINVAL, "mpictr_verify: missing argument");
+	*out = NULL;
+	*verified = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(err, errno, "verify: open '%s'", path);
+	if (verify_image_fd(fd, path, (char *const *)keys,
+			    flags & MPICTR_VERIFY_LEGACY ? VERIFY_LEGACY : 0,
+			    NULL, &r, err) < 0)
+		return -1;
+	*out = flags & MPICTR_VERIFY_JSON ? verify_report_json(r)
+					  : verify_report_text(r);
+	*verified = verify_report_strict(r);
+	verify_report_free(r);
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_sif_sign(const char *path, const char *keyfile,
+				  char **summary, mpictr_err **err)
+{
+	if (!path || !keyfile || !summary)
+		return err_set(err, EINVAL,
+			       "mpictr_sif_sign: missing argument");
+	return sign_image(path, keyfile, summary, err);
 }

@@ -99,4 +99,20 @@ config_container_given(const struct mpictr_config *cfg);
  * container), names and values. */
 uint64_t config_container_digest(const struct mpictr_config *cfg);
 
+/* The site's signature policy (docs/signing.md). */
+struct site_trust {
+	bool require; /* require_signature = yes */
+	char *origin; /* FILE:LINE of that setting */
+	char **keys;  /* trusted_keys, in order */
+};
+
+/* The signature policy of the site: from cfg's site configuration when it
+ * was loaded, else read from the site file itself (so that an embedder
+ * that never loads it still gets it; users cannot lift it either way).
+ * Returns 0, or -1 with *err when the site file cannot be read. */
+int config_site_trust(const struct mpictr_config *cfg, struct site_trust *t,
+		      mpictr_err **err);
+void site_trust_copy(struct site_trust *dst, const struct site_trust *src);
+void site_trust_free(struct site_trust *t);
+
 #endif

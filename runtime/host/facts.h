@@ -81,6 +81,12 @@ struct host_facts {
 	struct verbs_tree host_verbs; /* with exposed HCAs: the host's
 					 providers (under the sysroot) */
 
+	/* The site's signature policy (config_site_trust) and where this
+	 * user's verified images are remembered (NULL: nowhere). */
+	struct site_trust trust;
+	mpictr_err *trust_err;
+	char *trust_cache;
+
 	struct path_fact *paths;
 	size_t npaths;
 	struct mpi_fact *mpis;

@@ -746,6 +746,10 @@ static int plan_options(const struct mpictr_config *cfg,
 
 	if (f->image_err)
 		return replay_err(err, f->image_err);
+	if (f->trust_err)
+		return replay_err(err, f->trust_err);
+	site_trust_copy(&p->trust, &f->trust);
+	p->trust_cache = f->trust_cache ? xstrdup(f->trust_cache) : NULL;
 	p->image = f->image;
 	p->image.path = xstrdup(cfg->image_read ? cfg->image : f->image.path);
 	p->image.arch = f->image.arch ? xstrdup(f->image.arch) : NULL;
@@ -851,6 +855,8 @@ int plan_build(const struct mpictr_config *cfg, const struct run_decision *d,
 
 void plan_free(struct plan *p)
 {
+	site_trust_free(&p->trust);
+	free(p->trust_cache);
 	free(p->launch);
 	image_info_free(&p->image);
 	for (size_t i = 0; i < p->nops; i++) {
@@ -1115,6 +1121,14 @@ char *plan_to_json(const struct plan *p)
 	}
 	sb_puts(&sb, p->nmpi ? "\n  ]" : "]");
 	sb_printf(&sb, ",\n  \"fuse_workers\": %d", p->fuse_workers);
+	/* the site's signature policy (the holder applies it: docs/signing.md)
+	 */
+	sb_printf(&sb,
+		  ",\n  \"signature_policy\": {\"require_signature\": %s, "
+		  "\"trusted_keys\": ",
+		  p->trust.require ? "true" : "false");
+	json_strv(&sb, p->trust.keys);
+	sb_putc(&sb, '}');
 	json_checks(&sb, p);
 	sb_puts(&sb, "\n}");
 	return sb_steal(&sb);

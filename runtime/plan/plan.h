@@ -121,6 +121,10 @@ struct plan {
 	char *overlay_dir;
 	bool shell;	  /* `mpictr shell`: argv chosen at exec */
 	char *shell_path; /* its shell, or NULL: the image's */
+	/* The site's signature policy: the holder verifies the image before
+	 * it mounts anything (container/imgtrust.h). */
+	struct site_trust trust;
+	char *trust_cache;
 	/* While plan_build runs: the facts it reads (NULL afterwards). */
 	const struct host_facts *facts;
 };

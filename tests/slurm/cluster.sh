@@ -33,7 +33,7 @@
 # runs that plugin as root, so the directory and its files are root's
 # (0755, files 0644) as on a real site: `cluster.sh install-spank DIR`
 # (as root) copies DIR's mpictr-spank.so and the plugins it loads
-# (mpictr-squash.so, mpictr-pmix.so) there, e.g. the build/plugins of a
+# (mpictr-squash.so, mpictr-pmix.so, mpictr-verify*.so) there, e.g. the build/plugins of a
 # tree the test user built; tests/integration/90-spank.sh checks that the
 # installed plugin is its build's (cmp) and names that command otherwise.
 #
@@ -357,14 +357,15 @@ install_spank() {
 		install -o root -g root -m 0644 "$f" "$SPANK_DIR/.new.$n"
 		mv -f "$SPANK_DIR/.new.$n" "$SPANK_DIR/$n"
 	done
-	# the pull plugin, for --container-image=docker://... (optional)
-	for n in mpictr-pull.so; do
+	# optional: the pull plugin (--container-image=docker://...), the
+	# verify plugins (signed images, require_signature)
+	for n in mpictr-pull.so mpictr-verify.so mpictr-verify-pgp.so; do
 		f=$FROM/$n
 		[ -f "$f" ] || continue
 		install -o root -g root -m 0644 "$f" "$SPANK_DIR/.new.$n"
 		mv -f "$SPANK_DIR/.new.$n" "$SPANK_DIR/$n"
 	done
-	say "installed $FROM/{mpictr-spank,mpictr-squash,mpictr-pmix}.so in $SPANK_DIR (root's, 0644)"
+	say "installed $FROM/{mpictr-spank,mpictr-squash,mpictr-pmix}.so and the optional plugins it has in $SPANK_DIR (root's, 0644)"
 }
 
 # ---- waiting -------------------------------------------------------------------------

@@ -42,6 +42,21 @@ spank_installed() {
 	for n in mpictr-spank.so mpictr-squash.so mpictr-pmix.so; do
 		cmp -s "$1/$n" "$SPANK_DIR/$n" || return 1
 	done
+	# the verify plugins, where the build has them (signed images)
+	for n in mpictr-verify.so mpictr-verify-pgp.so; do
+		[ ! -f "$1/$n" ] || cmp -s "$1/$n" "$SPANK_DIR/$n" || return 1
+	done
+}
+# spank_in_dirs DIRS PATH: is PATH's real path below one of the
+# colon-separated DIRS (the plugin's image_dirs)?
+spank_in_dirs() {
+	local real d
+	real=$(realpath "$2") || return 1
+	for d in ${1//:/ }; do
+		d=$(realpath -q "$d") || continue
+		[ "$d" = / ] || [ "$real" = "$d" ] || [ "${real#"$d"/}" != "$real" ] && return 0
+	done
+	return 1
 }
 spank_install_cmd() {
 	echo "sudo $(cd "${BASH_SOURCE[0]%/*}" && pwd)/cluster.sh install-spank $(cd "$1" && pwd)"
