@@ -19,6 +19,8 @@
 #include "container/exec.h"
 #include "container/ns.h"
 #include "common/proc.h"
+#include "host/mpiinject.h"
+#include "plan/mpicheck.h"
 
 /* Find cmd on PATH (from env) as execvp would, for 126/127. */
 int exec_resolve_command(const char *cmd, char *const *env, char **out,
@@ -140,6 +142,36 @@ static char **wrap_with_env_scripts(char ***env, char *const *user_env,
 	return out;
 }
 
+/* The check of mpicheck.h on the command argv0 (on env's PATH): does its
+ * MPI find the PMI it speaks? A command that is not found is left to the
+ * exec (or the env-script wrapper) to report. */
+static int check_mpi(const struct plan *p, char *const *env,
+		     const char *argv0, mpictr_err **err)
+{
+	cleanup_free char *exe = NULL;
+	mpictr_err *e = NULL;
+	struct mpi_lib m;
+	int r;
+
+	if (!p->mpicheck.on)
+		return 0;
+	if (exec_resolve_command(argv0, env, &exe, &e) < 0) {
+		mpictr_err_free(e);
+		return 0;
+	}
+	if (!mpiabi_program_mpi(exe, env, &m))
+		return 0;
+	r = mpicheck_verdict(&p->mpicheck, env, m.family, m.soname, err);
+	if (r == MPICHECK_SINGLETON)
+		r = err_set_exit(err, MPICHECK_EXIT_SINGLETON, 0,
+				 "'%s' links %s (%s) and no launcher started "
+				 "it: running it as a one-rank job (as -n 1)",
+				 argv0, mpiabi_family_name(m.family),
+				 m.soname);
+	mpi_lib_free(&m);
+	return r;
+}
+
 /* Join the namespaces and enter the start directory. */
 static int container_enter(const struct plan *p, int userns_fd, int mntns_fd,
 			   mpictr_err **err)
@@ -198,7 +230,8 @@ int container_enter_task(const struct plan *p, char ***env, int userns_fd,
 	cleanup_free char *exe = NULL;
 
 	*program = NULL;
-	if (container_enter(p, userns_fd, mntns_fd, err) < 0)
+	if (container_enter(p, userns_fd, mntns_fd, err) < 0 ||
+	    check_mpi(p, *env, p->argv[0], err) < 0)
 		return -1;
 	if (need_env_scripts()) {
 		if (wrapper_script(env, p, program, err) < 0)
@@ -220,7 +253,8 @@ int container_exec(const struct plan *p, char **env, int userns_fd,
 	cleanup_free char *exe = NULL;
 	char **argv = p->argv, **wrapped;
 
-	if (container_enter(p, userns_fd, mntns_fd, err) < 0)
+	if (container_enter(p, userns_fd, mntns_fd, err) < 0 ||
+	    check_mpi(p, env, argv[0], err) < 0)
 		return -1;
 	wrapped = wrap_with_env_scripts(&env, p->user_env, argv);
 	if (wrapped) {

@@ -610,6 +610,13 @@ static int plan_options(const struct mpictr_config *cfg,
 	p->shared_ns = d->shared_ns;
 	p->env_scripts = strv_dup(f->env_scripts);
 	p->env_scripts_known = f->env_scripts_known;
+	p->mpicheck = (struct mpicheck_launcher){
+	    .on = (d->mode == RUN_JOIN || d->mode == RUN_SINGLE) &&
+		  !mpicheck_disabled(cfg->host_env),
+	    .rule = d->peers.rule,
+	    .name = d->peers.name ? d->peers.name : "no launcher",
+	    .size = d->peers.size,
+	};
 	return 0;
 }
 

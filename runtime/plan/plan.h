@@ -18,6 +18,7 @@
 #include "sif/image.h"
 #include "plan/mode.h"
 #include "host/mpiinject.h"
+#include "plan/mpicheck.h"
 #include "common/util.h"
 
 enum mop_kind {
@@ -98,6 +99,9 @@ struct plan {
 	mpictr_err *mpi_refusal;
 	struct verbs_tree host_verbs;
 	char **verbs_warnings;
+	/* The launcher, for the check of the command's MPI before the exec
+	 * (mpicheck.h): on in join and single mode. */
+	struct mpicheck_launcher mpicheck;
 	/* While plan_build runs: the facts it reads (NULL afterwards). */
 	const struct host_facts *facts;
 };
