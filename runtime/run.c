@@ -43,9 +43,8 @@ static int attach_instance(mpictr_config **cfg, struct instance_attach *ia,
 /* Single mode found (in the rank, before the exec) that the command links
  * an MPI library and no launcher started it: run it again as a one-rank
  * job under our own PMI servers, as -n 1 does (an MPI singleton). */
-static int run_singleton(mpictr_config *cfg,
-			 const struct instance_attach *inst, int *status,
-			 mpictr_err **err)
+static int run_singleton(mpictr_config *cfg, const struct instance_attach *inst,
+			 int *status, mpictr_err **err)
 {
 	struct run_decision d;
 	int rc;

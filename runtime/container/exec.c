@@ -145,8 +145,8 @@ static char **wrap_with_env_scripts(char ***env, char *const *user_env,
 /* The check of mpicheck.h on the command argv0 (on env's PATH): does its
  * MPI find the PMI it speaks? A command that is not found is left to the
  * exec (or the env-script wrapper) to report. */
-static int check_mpi(const struct plan *p, char *const *env,
-		     const char *argv0, mpictr_err **err)
+static int check_mpi(const struct plan *p, char *const *env, const char *argv0,
+		     mpictr_err **err)
 {
 	cleanup_free char *exe = NULL;
 	mpictr_err *e = NULL;
@@ -166,8 +166,7 @@ static int check_mpi(const struct plan *p, char *const *env,
 		r = err_set_exit(err, MPICHECK_EXIT_SINGLETON, 0,
 				 "'%s' links %s (%s) and no launcher started "
 				 "it: running it as a one-rank job (as -n 1)",
-				 argv0, mpiabi_family_name(m.family),
-				 m.soname);
+				 argv0, mpiabi_family_name(m.family), m.soname);
 	mpi_lib_free(&m);
 	return r;
 }

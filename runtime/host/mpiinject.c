@@ -629,8 +629,9 @@ int mpiinject_check(const struct mpi_inject *inj, size_t n,
 static bool dep_is_libc(const char *n)
 {
 	static const char *const skip[] = {
-	    "libc.so.6",       "libm.so.6",	  "libpthread.so.0",
-	    "libdl.so.2",      "librt.so.1",	  "libgcc_s.so.1",
+	    "libc.so.6",       "libm.so.6",
+	    "libpthread.so.0", "libdl.so.2",
+	    "librt.so.1",      "libgcc_s.so.1",
 	    "libstdc++.so.6",  "ld-linux-x86-64.so.2",
 	    "libutil.so.1",    "libz.so.1",
 	};
@@ -734,8 +735,7 @@ static void dep_read(const char *path, struct elf_dynamic *dyn)
 
 /* Look at one object of the walk: its MPI dependency (1, *out filled),
  * or its other dependencies queued (0). */
-static int dep_visit(struct deps_walk *w, const char *path,
-		     struct mpi_lib *out)
+static int dep_visit(struct deps_walk *w, const char *path, struct mpi_lib *out)
 {
 	struct elf_dynamic dyn;
 	cleanup_free char *origin = xstrdup(path);

@@ -379,7 +379,8 @@ static void reap(struct job *j, struct watch *w)
 				pmi_server_rank_exited(j->pmi, j->rank_base +
 								   (uint32_t)r);
 			if (exit_code_of(st) != 0 && w->fail_code < 0) {
-				bool more = w->live > 0 || spawner_live(j->spawn);
+				bool more =
+				    w->live > 0 || spawner_live(j->spawn);
 
 				w->fail_code = exit_code_of(st);
 				if (!w->ending)

@@ -75,8 +75,7 @@ static const char *remedy(enum launcher_rule rule, enum mpi_family fam)
 }
 
 int mpicheck_verdict(const struct mpicheck_launcher *l, char *const *env,
-		     enum mpi_family fam, const char *soname,
-		     mpictr_err **err)
+		     enum mpi_family fam, const char *soname, mpictr_err **err)
 {
 	bool ok;
 
@@ -98,7 +97,8 @@ int mpicheck_verdict(const struct mpicheck_launcher *l, char *const *env,
 		mpiabi_family_name(fam), soname,
 		fam == MPI_FAMILY_OPENMPI ? "PMIx" : "PMI-1 (PMI_FD)", l->name,
 		offer_words(l->rule, env));
-	return err_hint(err, "start it with %s; MPICTR_MPI_CHECK=0 skips "
-			     "this check",
+	return err_hint(err,
+			"start it with %s; MPICTR_MPI_CHECK=0 skips "
+			"this check",
 			remedy(l->rule, fam));
 }

@@ -17,10 +17,10 @@
 
 /* What the plan records of the launcher for the check. */
 struct mpicheck_launcher {
-	bool on;		/* join or single mode, MPICTR_MPI_CHECK not 0 */
+	bool on; /* join or single mode, MPICTR_MPI_CHECK not 0 */
 	enum launcher_rule rule;
-	const char *name;	/* static: launch_peers.name */
-	uint32_t size;		/* global size, LAUNCHER_UNKNOWN */
+	const char *name; /* static: launch_peers.name */
+	uint32_t size;	  /* global size, LAUNCHER_UNKNOWN */
 };
 
 /* mpicheck_verdict: run as a one-rank job under our PMI servers. */
@@ -37,8 +37,7 @@ struct mpicheck_launcher {
  * *err (exit 255) naming the launcher, the MPI and the option that
  * works. Pure. */
 int mpicheck_verdict(const struct mpicheck_launcher *l, char *const *env,
-		     enum mpi_family fam, const char *soname,
-		     mpictr_err **err);
+		     enum mpi_family fam, const char *soname, mpictr_err **err);
 /* Is the check turned off in env (MPICTR_MPI_CHECK=0)? */
 bool mpicheck_disabled(char *const *env);
 
