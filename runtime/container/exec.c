@@ -136,30 +136,22 @@ static char **wrap_with_env_scripts(char ***env, char *const *user_env,
 	strv_push(&out, "/bin/sh");
 	strv_push(&out, "-c");
 	strv_push_own(&out, env_script_text(env, user_env, "\"$1\"", "\"$@\""));
-	strv_push(&out, "mpictr-env");
+	/* $0 of the shell: what its own messages start with. */
+	strv_push(&out, "mpictr");
 	for (size_t i = 0; argv[i]; i++)
 		strv_push(&out, argv[i]);
 	return out;
 }
 
-/* The check of mpicheck.h on the command argv0 (on env's PATH): does its
- * MPI find the PMI it speaks? A command that is not found is left to the
- * exec (or the env-script wrapper) to report. */
+/* The check of mpicheck.h on the command exe (argv0 found on PATH): does
+ * its MPI find the PMI it speaks? */
 static int check_mpi(const struct plan *p, char *const *env, const char *argv0,
-		     mpictr_err **err)
+		     const char *exe, mpictr_err **err)
 {
-	cleanup_free char *exe = NULL;
-	mpictr_err *e = NULL;
 	struct mpi_lib m;
 	int r;
 
-	if (!p->mpicheck.on)
-		return 0;
-	if (exec_resolve_command(argv0, env, &exe, &e) < 0) {
-		mpictr_err_free(e);
-		return 0;
-	}
-	if (!mpiabi_program_mpi(exe, env, &m))
+	if (!p->mpicheck.on || !mpiabi_program_mpi(exe, env, &m))
 		return 0;
 	r = mpicheck_verdict(&p->mpicheck, env, m.family, m.soname, err);
 	if (r == MPICHECK_SINGLETON)
@@ -169,6 +161,74 @@ static int check_mpi(const struct plan *p, char *const *env, const char *argv0,
 				 argv0, mpiabi_family_name(m.family), m.soname);
 	mpi_lib_free(&m);
 	return r;
+}
+
+/* A script that exists and may be executed can still fail to start: its
+ * #! interpreter is missing, or the line ends in a carriage return (a
+ * file with DOS line endings, whose interpreter is then "/bin/sh\r").
+ * Said here, with exit code 126, rather than as execve's "No such file
+ * or directory", which reads as if the command itself were missing. */
+static int check_script(const char *cmd, const char *exe, mpictr_err **err)
+{
+	cleanup_close int fd = open(exe, O_RDONLY | O_CLOEXEC);
+	char line[256], *interp, *end;
+	ssize_t n;
+
+	if (fd < 0 || (n = read(fd, line, sizeof(line) - 1)) < 2 ||
+	    line[0] != '#' || line[1] != '!')
+		return 0;
+	line[n] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	if (strchr(line, '\r'))
+		return err_set_exit(err, MPICTR_EXIT_CANNOT_EXEC, 0,
+				    "command '%s' in the container: its #! "
+				    "line ends in a carriage return (\\r): "
+				    "the script has DOS line endings (hint: "
+				    "convert it with dos2unix or "
+				    "sed -i 's/\\r$//')",
+				    cmd);
+	interp = line + 2 + strspn(line + 2, " \t");
+	end = interp + strcspn(interp, " \t");
+	*end = '\0';
+	if (!*interp || access(interp, X_OK) == 0)
+		return 0;
+	return err_set_exit(err, MPICTR_EXIT_CANNOT_EXEC, errno,
+			    "command '%s' in the container: its #! "
+			    "interpreter '%s'",
+			    cmd, interp);
+}
+
+/* Find the command and check it before the exec: not found (127), not
+ * executable (126), a script that cannot start (126), an MPI that finds
+ * no PMI (255). With env scripts a bare name not found on today's PATH is
+ * left to the wrapper (the scripts may change PATH). *exe: the path
+ * found, or NULL. */
+static int check_command(const struct plan *p, char *const *env, bool wrapped,
+			 char **exe, mpictr_err **err)
+{
+	const char *cmd = p->argv[0];
+	mpictr_err *e = NULL;
+
+	*exe = NULL;
+	if (exec_resolve_command(cmd, env, exe, &e) < 0) {
+		if (wrapped && !strchr(cmd, '/') &&
+		    mpictr_err_exit_code(e) == MPICTR_EXIT_NOT_FOUND) {
+			mpictr_err_free(e);
+			return 0;
+		}
+		if (err)
+			*err = e;
+		else
+			mpictr_err_free(e);
+		return -1;
+	}
+	if (check_script(cmd, *exe, err) < 0 ||
+	    check_mpi(p, env, cmd, *exe, err) < 0) {
+		free(*exe);
+		*exe = NULL;
+		return -1;
+	}
+	return 0;
 }
 
 /* Join the namespaces and enter the start directory. */
@@ -227,17 +287,16 @@ int container_enter_task(const struct plan *p, char ***env, int userns_fd,
 			 int mntns_fd, char **program, mpictr_err **err)
 {
 	cleanup_free char *exe = NULL;
+	bool wrapped;
 
 	*program = NULL;
-	if (container_enter(p, userns_fd, mntns_fd, err) < 0 ||
-	    check_mpi(p, *env, p->argv[0], err) < 0)
+	if (container_enter(p, userns_fd, mntns_fd, err) < 0)
 		return -1;
-	if (need_env_scripts()) {
-		if (wrapper_script(env, p, program, err) < 0)
-			return -1;
-	} else if (exec_resolve_command(p->argv[0], *env, &exe, err) < 0) {
+	wrapped = need_env_scripts();
+	if (check_command(p, *env, wrapped, &exe, err) < 0)
 		return -1;
-	}
+	if (wrapped && wrapper_script(env, p, program, err) < 0)
+		return -1;
 	if (caps_drop_all(err) < 0) {
 		free(*program);
 		*program = NULL;
@@ -253,14 +312,13 @@ int container_exec(const struct plan *p, char **env, int userns_fd,
 	char **argv = p->argv, **wrapped;
 
 	if (container_enter(p, userns_fd, mntns_fd, err) < 0 ||
-	    check_mpi(p, env, argv[0], err) < 0)
+	    check_command(p, env, need_env_scripts(), &exe, err) < 0)
 		return -1;
 	wrapped = wrap_with_env_scripts(&env, p->user_env, argv);
 	if (wrapped) {
 		argv = wrapped;
+		free(exe);
 		exe = xstrdup("/bin/sh");
-	} else if (exec_resolve_command(argv[0], env, &exe, err) < 0) {
-		return -1;
 	}
 	mark_cloexec_except(keep_fd);
 	if (keep_fd >= 0 && fcntl(keep_fd, F_SETFD, 0) < 0)

@@ -27,6 +27,7 @@ static void rec(struct host_facts *f, const char *path, int err, bool dir)
 	pf->real = err ? NULL : xstrdup(path);
 	pf->err = err;
 	pf->is_dir = dir;
+	pf->is_dev = false;
 }
 
 /* Host facts of a node with one active mlx5 HCA whose provider the host
