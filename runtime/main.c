@@ -68,7 +68,7 @@ static void print_help(void)
 	       "       %s sif list FILE\n"
 	       "       %s sif info FILE ID\n"
 	       "       %s sif header FILE\n"
-	       "       %s sif create -o OUT.sif SOURCE [--deffile F] "
+	       "       %s sif create [--force] -o OUT.sif SOURCE [--deffile F] "
 	       "[--env-script F] [--labels F]\n"
 	       "       %s check\n"
 	       "       %s instance start [OPTIONS] [--linger SECONDS] IMAGE "
@@ -570,6 +570,15 @@ static int print_and_free(int rc, char *text, mpictr_err *err)
 	return 0;
 }
 
+/* sif create on a terminal: what it is doing, and mksquashfs's bar. */
+static void show_progress(const char *text, size_t len, void *data)
+{
+	(void)data;
+	if (write(STDERR_FILENO, text, len) < 0) {
+		/* nowhere to show it */
+	}
+}
+
 static int cmd_sif(int argc, char **argv)
 {
 	mpictr_err *err = NULL;
@@ -613,6 +622,7 @@ static int cmd_sif(int argc, char **argv)
 		    {"deffile", required_argument, NULL, 'd'},
 		    {"env-script", required_argument, NULL, 'E'},
 		    {"labels", required_argument, NULL, 'l'},
+		    {"force", no_argument, NULL, 'f'},
 		    {NULL, 0, NULL, 0},
 		};
 		mpictr_sif_create_opts *o = mpictr_sif_create_opts_new();
@@ -623,11 +633,17 @@ static int cmd_sif(int argc, char **argv)
 
 		optind = 1;
 		opterr = 0;
-		while ((c = getopt_long(argc - 1, argv + 1, "o:", opts,
+		if (isatty(STDERR_FILENO))
+			mpictr_sif_create_opts_set_progress(o, show_progress,
+							    NULL);
+		while ((c = getopt_long(argc - 1, argv + 1, "o:f", opts,
 					NULL)) != -1) {
 			switch (c) {
 			case 'o':
 				out = optarg;
+				break;
+			case 'f':
+				mpictr_sif_create_opts_set_force(o, 1);
 				break;
 			case 'd':
 				rc = mpictr_sif_create_opts_set_deffile(
@@ -646,7 +662,8 @@ static int cmd_sif(int argc, char **argv)
 				return usage_error(
 				    "%s", "usage: sif create -o OUT.sif "
 					  "SOURCE [--deffile F] "
-					  "[--env-script F] [--labels F]");
+					  "[--env-script F] [--labels F] "
+					  "[--force]");
 			}
 			if (rc < 0) {
 				mpictr_sif_create_opts_free(o);
