@@ -86,6 +86,8 @@ static void print_help(void)
 	       "namespace set\n"
 	       "      --universe-size N   MPI_UNIVERSE_SIZE: ranks plus "
 	       "spawned processes\n"
+	       "      --no-oversubscribe  MPI_Comm_spawn may not go past "
+	       "the universe size\n"
 	       "  -B, --bind SRC[:DST[:ro|rw]]  bind a host path "
 	       "(repeatable, comma lists)\n"
 	       "  -e, --env NAME=VALUE    set a variable in the container\n"
@@ -133,6 +135,7 @@ enum {
 	OPT_PWD = 1000,
 	OPT_FAKEROOT,
 	OPT_NO_SHARE,
+	OPT_NO_OVERSUBSCRIBE,
 	OPT_TAG_OUTPUT,
 	OPT_TRANSPORT_ENV,
 	OPT_DEVICES,
@@ -156,6 +159,7 @@ static const struct option run_options[] = {
     {"contain", no_argument, NULL, 'c'},
     {"fakeroot", no_argument, NULL, OPT_FAKEROOT},
     {"no-share", no_argument, NULL, OPT_NO_SHARE},
+    {"no-oversubscribe", no_argument, NULL, OPT_NO_OVERSUBSCRIBE},
     {"tag-output", no_argument, NULL, OPT_TAG_OUTPUT},
     {"transport-env", required_argument, NULL, OPT_TRANSPORT_ENV},
     {"devices", required_argument, NULL, OPT_DEVICES},
@@ -185,6 +189,7 @@ static const struct {
     {'c', MPICTR_FLAG_CONTAIN},
     {OPT_FAKEROOT, MPICTR_FLAG_FAKEROOT},
     {OPT_NO_SHARE, MPICTR_FLAG_NO_SHARE},
+    {OPT_NO_OVERSUBSCRIBE, MPICTR_FLAG_NO_OVERSUBSCRIBE},
     {OPT_TAG_OUTPUT, MPICTR_FLAG_TAG_OUTPUT},
     {OPT_GPU, MPICTR_FLAG_GPU},
     {OPT_INJECT_VERBS, MPICTR_FLAG_INJECT_VERBS},

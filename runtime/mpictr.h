@@ -180,6 +180,9 @@ enum mpictr_flag {
 	    5,			      /* set transport variables (default on) */
 	MPICTR_FLAG_GPU = 6,	      /* expose GPUs and driver libraries */
 	MPICTR_FLAG_INJECT_VERBS = 7, /* bind host verbs providers in */
+	/* MPI_Comm_spawn may not go past --universe-size (default: the
+	 * universe is advice, as under mpirun --oversubscribe) */
+	MPICTR_FLAG_NO_OVERSUBSCRIBE = 8,
 };
 MPICTR_PUBLIC int mpictr_config_set_flag(mpictr_config *cfg,
 					 enum mpictr_flag flag, int on,

@@ -177,6 +177,9 @@ MPICTR_PUBLIC int mpictr_config_set_flag(mpictr_config *cfg,
 	case MPICTR_FLAG_GPU:
 		cfg->gpu = v;
 		break;
+	case MPICTR_FLAG_NO_OVERSUBSCRIBE:
+		cfg->no_oversubscribe = v;
+		break;
 	case MPICTR_FLAG_INJECT_VERBS:
 		cfg->inject_verbs = v;
 		break;
