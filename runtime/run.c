@@ -1,6 +1,6 @@
 /* run.c - the public entry points that run or plan a job: refuse setuid,
  * decide the mode once (mode.c), hand it to launch mode, node daemon mode
- * (launch.c with daemon.c) or join mode (join.c).
+ * (launch.c with node_daemon.c) or join mode (join.c).
  */
 #include <errno.h>
 #include <string.h>
@@ -43,7 +43,7 @@ static int attach_instance(mpictr_config **cfg, struct instance_attach *ia,
 /* Single mode found (in the rank, before the exec) that the command links
  * an MPI library and no launcher started it: run it again as a one-rank
  * job under our own PMI servers, as -n 1 does (an MPI singleton). */
-static int run_singleton(mpictr_config *cfg, const struct instance_attach *inst,
+static int run_singleton(mpictr_config *cfg, const struct ns_source *inst,
 			 int *status, mpictr_err **err)
 {
 	struct run_decision d;
@@ -84,16 +84,17 @@ MPICTR_PUBLIC int mpictr_run_flags(mpictr_config *cfg, unsigned flags,
 	log_info("%s", line);
 	switch (d.mode) {
 	case RUN_JOIN:
-		rc = join_run(cfg, &d, inst, flags & MPICTR_RUN_EXEC_IN_PLACE,
-			      status, err);
+		rc = join_run(cfg, &d, inst ? &inst->src : NULL,
+			      flags & MPICTR_RUN_EXEC_IN_PLACE, status, err);
 		break;
 	case RUN_SINGLE:
 	case RUN_LAUNCH:
 	case RUN_NODE_DAEMON:
-		rc = launch_run(cfg, &d, inst, status, &le);
+		rc = launch_run(cfg, &d, inst ? &inst->src : NULL, status, &le);
 		if (rc < 0 && d.mode == RUN_SINGLE &&
 		    mpictr_err_exit_code(le) == MPICHECK_EXIT_SINGLETON)
-			rc = run_singleton(cfg, inst, status, &le);
+			rc = run_singleton(cfg, inst ? &inst->src : NULL,
+					   status, &le);
 		if (err)
 			*err = le;
 		else
@@ -140,7 +141,8 @@ MPICTR_PUBLIC int mpictr_join_task(mpictr_config *cfg, char ***env,
 			"(%s)",
 			line);
 	} else {
-		rc = join_enter(cfg, &d, inst, env, program, err);
+		rc = join_enter(cfg, &d, inst ? &inst->src : NULL, env, program,
+				err);
 	}
 	run_decision_free(&d);
 	if (inst)

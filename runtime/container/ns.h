@@ -2,9 +2,26 @@
 #ifndef MPICTR_NS_H
 #define MPICTR_NS_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "mpictr.h"
+
+/* Namespaces that another process holds (an instance's holder), which a
+ * job enters instead of starting a holder of its own. The strings belong to
+ * whoever filled it. */
+struct ns_source {
+	const char *name; /* for messages: "instance 'NAME'" */
+	int userns, mntns;
+	pid_t holder; /* the holder (its root: /proc/PID/root), or 0 */
+	/* Where a launch-mode job puts its job directory: a directory
+	 * bound at the same path inside. */
+	const char *run_base;
+	/* Its UCX answer (facts.h host_given), so that its joiners run no
+	 * UCX query helper of their own. */
+	bool ucx_known;
+	const char *ucx;
+};
 
 /* unshare(CLONE_NEWUSER | CLONE_NEWNS) in the calling (single-threaded)
  * process and map the caller's uid/gid to uid_in/gid_in (a single-id map;

@@ -3,11 +3,11 @@
  * `mpictr -n N instance://NAME CMD` and `srun|mpirun ... mpictr
  * instance://NAME CMD` join it; `mpictr instance list|stop`.
  *
- * An instance is join mode's keeper (join.c) with a name and another
+ * An instance is join mode's keeper (keeper.c) with a name and another
  * lifetime (keeper_life): a detached process that owns the namespace
  * holder (holder.c: namespaces, image mount, FUSE workers) and serves on
  * DIR/inst-NAME.sock, DIR being the user's private rendezvous directory
- * (keeper_dir: 0700, owner checked, a private fallback when squatted), so
+ * (rendezvous_dir: 0700, owner checked, a private fallback when squatted), so
  * two users may use the same name and nobody else can list or enter an
  * instance. Both ends check the peer's uid (SO_PEERCRED). The keeper holds
  * DIR/inst-NAME.lock (flock) for its whole life: the name is taken while
@@ -57,7 +57,8 @@
 #include "container/holder.h"
 #include "modes/instance.h"
 #include "sched/jobwatch.h"
-#include "modes/join.h"
+#include "modes/keeper.h"
+#include "modes/rendezvous.h"
 #include "plan/mode.h"
 #include "plan/plan.h"
 #include "common/proc.h"
@@ -123,7 +124,7 @@ static int paths_of(char *const *env, const char *name, bool notice,
 {
 	memset(p, 0, sizeof(*p));
 	if (instance_name_check(name, err) < 0 ||
-	    keeper_dir(env, &p->dir, notice, err) < 0)
+	    rendezvous_dir(env, &p->dir, notice, err) < 0)
 		return -1;
 	p->sock = xasprintf("%s/inst-%s.sock", p->dir, name);
 	p->lock = xasprintf("%s/inst-%s.lock", p->dir, name);
@@ -786,7 +787,7 @@ int instance_stop(char *const *env, const char *name, mpictr_err **err)
 
 	if (name)
 		return stop_one(env, name, err);
-	if (keeper_dir(env, &dir, false, err) < 0)
+	if (rendezvous_dir(env, &dir, false, err) < 0)
 		return -1;
 	names = inst_names(dir);
 	for (size_t i = 0; names && names[i]; i++) {
@@ -827,7 +828,7 @@ int instance_list(char *const *env, struct instance_info **out, size_t *n,
 
 	*out = NULL;
 	*n = 0;
-	if (keeper_dir(env, &dir, false, err) < 0)
+	if (rendezvous_dir(env, &dir, false, err) < 0)
 		return -1;
 	names = inst_names(dir);
 	cap = strv_len(names);
@@ -948,25 +949,14 @@ int instance_attach(const struct mpictr_config *cfg, struct instance_attach *a,
 	 * by now (deleted, replaced). */
 	a->image_read = xasprintf("/proc/self/fd/%d", a->image_fd);
 	a->cfg.image_read = a->image_read;
+	a->src = (struct ns_source){.name = a->name,
+				    .userns = a->userns,
+				    .mntns = a->mntns,
+				    .holder = a->holder,
+				    .run_base = a->run_base,
+				    .ucx_known = a->ucx_known,
+				    .ucx = a->ucx};
 	return 0;
-}
-
-void instance_rank_env(const struct instance_attach *a, char ***env)
-{
-	const char *d = env_get(*env, "PMIX_SERVER_TMPDIR");
-	cleanup_free char *path = NULL;
-
-	if (!d || d[0] != '/' || env_get(*env, "PMIX_MCA_gds") ||
-	    a->holder <= 0)
-		return;
-	path = xasprintf("/proc/%d/root%s", (int)a->holder, d);
-	if (access(path, F_OK) == 0)
-		return;
-	log_info("the launcher's PMIx server directory '%s' "
-		 "(PMIX_SERVER_TMPDIR) is not in instance '%s': "
-		 "PMIX_MCA_gds=hash",
-		 d, a->name);
-	env_set(env, "PMIX_MCA_gds", "hash");
 }
 
 void instance_attach_free(struct instance_attach *a)

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "config/config.h"
+#include "container/ns.h"
 
 /* An IMAGE of this form names a running instance. */
 #define INSTANCE_PREFIX "instance://"
@@ -93,6 +94,8 @@ struct instance_attach {
 	 * joiners run no UCX query helper of their own. */
 	bool ucx_known;
 	char *ucx;
+	/* The above for the modes (join_run, launch_run). */
+	struct ns_source src;
 };
 
 /* Connect to the instance named by cfg->image, check the caller's options
@@ -102,11 +105,5 @@ struct instance_attach {
 int instance_attach(const struct mpictr_config *cfg, struct instance_attach *a,
 		    mpictr_err **err);
 void instance_attach_free(struct instance_attach *a);
-/* Adjust a joining rank's environment to the instance: a launcher's PMIx
- * server directory (PMIX_SERVER_TMPDIR, made by srun or mpirun after the
- * instance started) that is not visible inside it makes the PMIx client
- * use its hash store (PMIX_MCA_gds=hash, unless set) instead of failing
- * to attach to the shared-memory one with an error per rank. */
-void instance_rank_env(const struct instance_attach *a, char ***env);
 
 #endif

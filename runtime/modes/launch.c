@@ -46,7 +46,7 @@
 
 struct job {
 	const mpictr_config *cfg;
-	const struct instance_attach *inst; /* joined instance, or NULL */
+	const struct ns_source *inst; /* joined instance, or NULL */
 	struct plan plan;
 	char *run_dir;
 	int nranks; /* processes to start (1 without -n) */
@@ -642,8 +642,7 @@ static int job_namespaces(struct job *j, mpictr_err **err)
 }
 
 int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
-	       const struct instance_attach *inst, int *status,
-	       mpictr_err **err)
+	       const struct ns_source *inst, int *status, mpictr_err **err)
 {
 	struct job j;
 	sigset_t mask;

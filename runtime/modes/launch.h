@@ -4,7 +4,7 @@
 #define MPICTR_LAUNCH_H
 
 #include "config/config.h"
-#include "modes/instance.h"
+#include "container/ns.h"
 #include "plan/mode.h"
 
 /* Run cfg in d->mode (RUN_SINGLE, RUN_LAUNCH or RUN_NODE_DAEMON) to
@@ -12,7 +12,6 @@
  * rank's), -1 with *err. inst: the instance the ranks join instead of a
  * holder of their own (its directory holds the job directory), or NULL. */
 int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
-	       const struct instance_attach *inst, int *status,
-	       mpictr_err **err);
+	       const struct ns_source *inst, int *status, mpictr_err **err);
 
 #endif

@@ -1,5 +1,6 @@
 /* env.c - a rank's environment, in the order env.h documents. */
 #include <string.h>
+#include <unistd.h>
 
 #include "plan/env.h"
 #include "common/error.h"
@@ -145,4 +146,21 @@ void env_binding(char ***env, const char *bind_to)
 		env_set(env, "OMPI_MCA_hwloc_base_binding_policy", "none");
 	if (!env_get(*env, "OMPI_MCA_orte_externally_bound"))
 		env_set(env, "OMPI_MCA_orte_externally_bound", "1");
+}
+
+void env_instance_pmix(char ***env, pid_t holder, const char *name)
+{
+	const char *d = env_get(*env, "PMIX_SERVER_TMPDIR");
+	cleanup_free char *path = NULL;
+
+	if (!d || d[0] != '/' || env_get(*env, "PMIX_MCA_gds") || holder <= 0)
+		return;
+	path = xasprintf("/proc/%d/root%s", (int)holder, d);
+	if (access(path, F_OK) == 0)
+		return;
+	log_info("the launcher's PMIx server directory '%s' "
+		 "(PMIX_SERVER_TMPDIR) is not in instance '%s': "
+		 "PMIX_MCA_gds=hash",
+		 d, name);
+	env_set(env, "PMIX_MCA_gds", "hash");
 }

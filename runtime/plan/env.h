@@ -24,6 +24,7 @@
 #define MPICTR_ENV_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "config/config.h"
 #include "plan/mode.h"
@@ -47,5 +48,12 @@ char **plan_rank_env(const struct plan *p, int local_rank);
  * schizo component tells Open MPI, unless already set: do not bind again
  * (reference pmix-server.md §10). */
 void env_binding(char ***env, const char *bind_to);
+
+/* A rank joining an instance (its holder's pid, its name): a launcher's
+ * PMIx server directory (PMIX_SERVER_TMPDIR, made by srun or mpirun after
+ * the instance started) that is not visible inside it makes the PMIx
+ * client use its hash store (PMIX_MCA_gds=hash, unless set) instead of
+ * failing to attach to the shared-memory one with an error per rank. */
+void env_instance_pmix(char ***env, pid_t holder, const char *name);
 
 #endif

@@ -5,7 +5,8 @@
 #include <string.h>
 #include <sys/mount.h>
 
-#include "modes/join.h"
+#include "modes/keeper.h"
+#include "modes/rendezvous.h"
 #include "host/launcher.h"
 #include "plan/plan.h"
 #include "common/util.h"
@@ -17,11 +18,11 @@ START_TEST(test_siphash_vectors)
 
 	for (int i = 0; i < 16; i++)
 		key[i] = msg[i] = (uint8_t)i;
-	ck_assert_uint_eq(join_siphash(key, msg, 0), 0x726fdb47dd0e0e31ULL);
-	ck_assert_uint_eq(join_siphash(key, msg, 8), 0x93f5f5799a932462ULL);
-	ck_assert_uint_eq(join_siphash(key, msg, 15), 0xa129ca6149be45e5ULL);
+	ck_assert_uint_eq(rendezvous_siphash(key, msg, 0), 0x726fdb47dd0e0e31ULL);
+	ck_assert_uint_eq(rendezvous_siphash(key, msg, 8), 0x93f5f5799a932462ULL);
+	ck_assert_uint_eq(rendezvous_siphash(key, msg, 15), 0xa129ca6149be45e5ULL);
 	key[0] ^= 1;
-	ck_assert_uint_ne(join_siphash(key, msg, 15), 0xa129ca6149be45e5ULL);
+	ck_assert_uint_ne(rendezvous_siphash(key, msg, 15), 0xa129ca6149be45e5ULL);
 }
 END_TEST
 
@@ -48,24 +49,24 @@ START_TEST(test_plan_digest)
 
 	plan_two_binds(&a, 0, false);
 	plan_two_binds(&b, 0, false);
-	ck_assert_uint_eq(join_plan_digest(&a), join_plan_digest(&b));
+	ck_assert_uint_eq(rendezvous_plan_digest(&a), rendezvous_plan_digest(&b));
 	/* the command and the start directory are the task's own */
 	strv_free(b.argv);
 	b.argv = strv_dup((char *[]){"b", "c", NULL});
 	free(b.cwd);
 	b.cwd = xstrdup("/");
-	ck_assert_uint_eq(join_plan_digest(&a), join_plan_digest(&b));
+	ck_assert_uint_eq(rendezvous_plan_digest(&a), rendezvous_plan_digest(&b));
 	plan_free(&b);
 	plan_two_binds(&b, MS_RDONLY, false);
-	ck_assert_uint_ne(join_plan_digest(&a), join_plan_digest(&b));
+	ck_assert_uint_ne(rendezvous_plan_digest(&a), rendezvous_plan_digest(&b));
 	plan_free(&b);
 	plan_two_binds(&b, 0, true);
-	ck_assert_uint_ne(join_plan_digest(&a), join_plan_digest(&b));
+	ck_assert_uint_ne(rendezvous_plan_digest(&a), rendezvous_plan_digest(&b));
 	plan_free(&b);
 	plan_two_binds(&b, 0, false);
 	b.uid_in = 0;
 	a.uid_in = 1000;
-	ck_assert_uint_ne(join_plan_digest(&a), join_plan_digest(&b));
+	ck_assert_uint_ne(rendezvous_plan_digest(&a), rendezvous_plan_digest(&b));
 	plan_free(&a);
 	plan_free(&b);
 }
@@ -77,37 +78,37 @@ START_TEST(test_claims)
 	uint32_t a, b;
 
 	/* exact mode, size 4, ranks 0 and 2 in */
-	ck_assert_int_eq(join_check_claim(4, ranks, 2, 2, 1, 4, &a, &b),
-			 JOIN_OK);
-	ck_assert_int_eq(join_check_claim(4, ranks, 2, 2, 2, 4, &a, &b),
-			 JOIN_DUP_RANK);
+	ck_assert_int_eq(keeper_check_claim(4, ranks, 2, 2, 1, 4, &a, &b),
+			 KEEPER_OK);
+	ck_assert_int_eq(keeper_check_claim(4, ranks, 2, 2, 2, 4, &a, &b),
+			 KEEPER_DUP_RANK);
 	ck_assert_uint_eq(a, 2);
-	ck_assert_int_eq(join_check_claim(4, ranks, 2, 2, 1, 3, &a, &b),
-			 JOIN_SIZE_DIFF);
+	ck_assert_int_eq(keeper_check_claim(4, ranks, 2, 2, 1, 3, &a, &b),
+			 KEEPER_SIZE_DIFF);
 	ck_assert(a == 4 && b == 3);
-	ck_assert_int_eq(join_check_claim(4, ranks, 2, 2, 1, U, &a, &b),
-			 JOIN_SIZE_DIFF);
-	ck_assert_int_eq(join_check_claim(4, ranks, 2, 2, 4, 4, &a, &b),
-			 JOIN_RANK_RANGE);
+	ck_assert_int_eq(keeper_check_claim(4, ranks, 2, 2, 1, U, &a, &b),
+			 KEEPER_SIZE_DIFF);
+	ck_assert_int_eq(keeper_check_claim(4, ranks, 2, 2, 4, 4, &a, &b),
+			 KEEPER_RANK_RANGE);
 	ck_assert(a == 4 && b == 4);
 	/* a size known but no rank (MPICTR_LOCAL_SIZE only): counted */
-	ck_assert_int_eq(join_check_claim(2, NULL, 0, 1, U, 2, &a, &b),
-			 JOIN_OK);
-	ck_assert_int_eq(join_check_claim(2, NULL, 0, 2, U, 2, &a, &b),
-			 JOIN_TOO_MANY);
+	ck_assert_int_eq(keeper_check_claim(2, NULL, 0, 1, U, 2, &a, &b),
+			 KEEPER_OK);
+	ck_assert_int_eq(keeper_check_claim(2, NULL, 0, 2, U, 2, &a, &b),
+			 KEEPER_TOO_MANY);
 	ck_assert_uint_eq(a, 2);
 	/* counting mode: duplicates only, and the cap */
-	ck_assert_int_eq(join_check_claim(U, ranks, 2, 2, 5, U, &a, &b),
-			 JOIN_OK);
-	ck_assert_int_eq(join_check_claim(U, ranks, 2, 2, 0, U, &a, &b),
-			 JOIN_DUP_RANK);
-	ck_assert_int_eq(join_check_claim(U, ranks, 2, 2, 0, 2, &a, &b),
-			 JOIN_SIZE_DIFF);
-	ck_assert_int_eq(join_check_claim(U, NULL, 0, 3, U, U, &a, &b),
-			 JOIN_OK);
+	ck_assert_int_eq(keeper_check_claim(U, ranks, 2, 2, 5, U, &a, &b),
+			 KEEPER_OK);
+	ck_assert_int_eq(keeper_check_claim(U, ranks, 2, 2, 0, U, &a, &b),
+			 KEEPER_DUP_RANK);
+	ck_assert_int_eq(keeper_check_claim(U, ranks, 2, 2, 0, 2, &a, &b),
+			 KEEPER_SIZE_DIFF);
+	ck_assert_int_eq(keeper_check_claim(U, NULL, 0, 3, U, U, &a, &b),
+			 KEEPER_OK);
 	ck_assert_int_eq(
-	    join_check_claim(U, NULL, 0, JOIN_MAX_TASKS, U, U, &a, &b),
-	    JOIN_TOO_MANY);
+	    keeper_check_claim(U, NULL, 0, KEEPER_MAX_TASKS, U, U, &a, &b),
+	    KEEPER_TOO_MANY);
 }
 END_TEST
 
