@@ -52,6 +52,19 @@ check "... names rank 2, its pid and status 5" \
 	grep -qE "^mpictr: error: rank 2 \(pid $(pid_of exit 2)\) on node $(hostname) exited with status 5; ending the other ranks\$" "$T_TMP/exit.err"
 check "... every rank's 300 tagged lines are complete" complete exit
 
+# Node daemon mode (one srun task per node running mpictr -n N): the same
+# report, with the global rank.
+. "$ROOT/tests/slurm/env.sh"
+if slurm_up; then
+	ok "node daemon mode (srun --mpi=pmix -n 1 mpictr -n 2): a rank killed by SIGKILL" \
+		bash -c "$T srun -O -n 1 --mpi=pmix '$MPICTR' --tag-output -n 2 '$I' sh -c '
+			echo \"pid \$PMIX_RANK \$\$\"; [ \"\$PMIX_RANK\" = 1 ] && { sleep 0.5; kill -KILL \$\$; }; exec sleep 30' >'$T_TMP/nd.out' 2>'$T_TMP/nd.err'; [ \$? != 0 ]"
+	check "... names rank 1 and its pid on stderr" \
+		grep -qE "^mpictr: error: rank 1 \(pid $(sed -n 's/^\[1\] pid 1 //p' "$T_TMP/nd.out")\) on node [^ ]+ was killed by signal 9 \(SIGKILL\)" "$T_TMP/nd.err"
+else
+	need "single-node Slurm answers sinfo" "the Slurm cluster (sudo tests/slurm/cluster.sh start)"
+fi
+
 ok "a job whose ranks all succeed names none" bash -c "$T '$MPICTR' -n 2 '$I' true 2>&1 | grep -c 'error: rank' | grep -qx 0"
 ok "a single process (no -n) that fails is not reported as a rank" bash -c "$T '$MPICTR' '$I' sh -c 'exit 3' 2>&1 | grep -c 'rank' | grep -qx 0"
 
