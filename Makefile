@@ -72,6 +72,7 @@ PLUGIN_SRCS_squash := sif/squash.c sif/squash_plugin.c
 PLUGIN_ONLY_SRCS := $(foreach p,$(PLUGIN_NAMES),$(PLUGIN_SRCS_$(p)))
 PLUGIN_BASE_OBJS := $(B)/obj-plugin/runtime/common/error.o $(B)/obj/runtime/common/util.o
 PLUGIN_EXTRA_pmix := $(B)/obj/pmi/job.o $(B)/obj/pmi/pubstore.o $(B)/obj/pmi/spawnreq.o \
+	$(B)/obj/pmi/pmix_peer.o \
 	$(B)/obj/runtime/common/proc.o $(B)/obj/runtime/common/syscalls.o
 # The superblock check and compressor names (image.c, which reads SIF
 # partitions through sif.c): the ones the library uses; the process layer
@@ -146,14 +147,26 @@ $(STATIC_LIB): $(LIB_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-$(SHARED_LIB): $(LIB_OBJS) runtime/libmpictr.map
+# pmi/pmix_guard.c's accept() carries libc's version of it, since that
+# is the version libpmix asks for (a definition of another version would
+# not be bound to).
+LIBC_ACCEPT_VERSION := $(shell objdump -T $$($(CC) -print-file-name=libc.so.6) 2>/dev/null | \
+	awk '$$NF == "accept" { print $$(NF-1); exit }')
+$(B)/guard.map: Makefile
+	@mkdir -p $(B)
+	echo '$(or $(LIBC_ACCEPT_VERSION),GLIBC_2.2.5) { global: accept; };' >$@
+$(SHARED_LIB): $(LIB_OBJS) runtime/libmpictr.map $(B)/guard.map
 	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=runtime/libmpictr.map \
+		-Wl,--version-script=$(B)/guard.map \
 		-Wl,-z,defs $(LDFLAGS_ALL) -o $@ $(LIB_OBJS) $(DEP_LIBS)
 	ln -sf libmpictr.so.$(VERSION) $(B)/$(SONAME)
 	ln -sf $(SONAME) $(B)/libmpictr.so
 
+# A program that links libmpictr.a and serves PMIx exports the accept() of
+# pmi/pmix_guard.c, so that libpmix (dlopen'ed later) binds to it.
+GUARD_LDFLAGS := -Wl,--export-dynamic-symbol=accept
 $(CLI): $(B)/obj/runtime/main.o $(STATIC_LIB)
-	$(CC) -pie $(LDFLAGS_ALL) -o $@ $< $(STATIC_LIB) $(DEP_LIBS)
+	$(CC) -pie $(LDFLAGS_ALL) $(GUARD_LDFLAGS) -o $@ $< $(STATIC_LIB) $(DEP_LIBS)
 
 # Short-lived helper programs (e.g. the UCX query): never linked into the
 # library, so libucs' signal handlers and printing stay out of embedders.
@@ -170,7 +183,7 @@ define write_pc
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
 		'Name: mpictr' 'Description: rootless container engine for MPI jobs' \
 		'Version: $(VERSION)' 'Libs: -L$${libdir} -lmpictr' \
-		'Requires.private: $(DEPS_BASE)' 'Libs.private: -lpthread' \
+		'Requires.private: $(DEPS_BASE)' 'Libs.private: -lpthread $(GUARD_LDFLAGS)' \
 		'Cflags: -I$${includedir}' > $(1)
 endef
 $(B)/mpictr.pc: Makefile
@@ -194,12 +207,12 @@ $(B)/tests/check_unit: tests/unit/main.c $(UNIT_SRCS) $(B)/tests/suites.h $(STAT
 		$(UNIT_PLUGIN_OBJS)
 	$(CC) $(CPPFLAGS_ALL) -I$(B)/tests -Itests/unit $(CFLAGS_ALL) $(CHECK_CFLAGS) \
 		$(FUSE_CFLAGS_TESTS) -o $@ tests/unit/main.c $(UNIT_SRCS) $(UNIT_PLUGIN_OBJS) \
-		$(LDFLAGS_ALL) $(STATIC_LIB) $(DEP_LIBS) $(CHECK_LIBS)
+		$(LDFLAGS_ALL) $(GUARD_LDFLAGS) $(STATIC_LIB) $(DEP_LIBS) $(CHECK_LIBS)
 
 $(B)/tests/%: tests/helpers/%.c $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(HELPER_CFLAGS_$*) -o $@ $< \
-		$(LDFLAGS_ALL) $(STATIC_LIB) $(DEP_LIBS) $(HELPER_LIBS_$*)
+		$(LDFLAGS_ALL) $(GUARD_LDFLAGS) $(STATIC_LIB) $(DEP_LIBS) $(HELPER_LIBS_$*)
 
 # The isolation probe runs inside the (busybox-only) test image: static,
 # and no libmpictr.
@@ -264,6 +277,7 @@ FUZZ_SRCS_fuzz_squash := sif/squash.c sif/image.c sif/sif.c runtime/common/error
 	runtime/common/util.c runtime/common/proc.c runtime/common/syscalls.c
 FUZZ_CFLAGS_fuzz_squash := $(FUSE_CFLAGS)
 FUZZ_LIBS_fuzz_squash := $(FUSE_LIBS)
+FUZZ_SRCS_fuzz_pmixhello := pmi/pmix_peer.c runtime/common/error.c runtime/common/util.c
 FUZZ_SRCS_fuzz_imgread := runtime/host/imgread.c sif/squash_stub.c runtime/common/plugin.c \
 	runtime/common/error.c runtime/common/util.c runtime/common/syscalls.c runtime/common/proc.c
 fuzz: $(FUZZERS)

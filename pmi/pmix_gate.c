@@ -29,9 +29,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <dirent.h>
-#include <linux/inet_diag.h>
-#include <linux/netlink.h>
-#include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -47,6 +44,7 @@
 #include <unistd.h>
 
 #include "pmi/pmix_gate.h"
+#include "pmi/pmix_peer.h"
 #include "common/util.h"
 
 #define GATE_BUF 65536
@@ -184,138 +182,6 @@ void pmix_gate_snapshot(struct pmix_gate_snapshot *snap)
 
 /* ---- whose is the client's socket ---- */
 
-static int sockaddr_port(const struct sockaddr_storage *a)
-{
-	if (a->ss_family == AF_INET)
-		return ntohs(((const struct sockaddr_in *)a)->sin_port);
-	return ntohs(((const struct sockaddr_in6 *)a)->sin6_port);
-}
-
-/* The kernel's record of who owns the socket at the far end of `fd`,
- * through NETLINK_SOCK_DIAG. Sets errno on error. */
-static int peer_uid_diag(const struct sockaddr_storage *local,
-			 const struct sockaddr_storage *peer, uid_t *uid)
-{
-	struct {
-		struct nlmsghdr nlh;
-		struct inet_diag_req_v2 r;
-	} req;
-	union {
-		struct nlmsghdr h;
-		char b[8192];
-	} resp;
-	struct sockaddr_nl nl = {.nl_family = AF_NETLINK};
-	cleanup_close int s = -1;
-	ssize_t n;
-
-	memset(&req, 0, sizeof(req));
-	req.nlh.nlmsg_len = sizeof(req);
-	req.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-	req.nlh.nlmsg_flags = NLM_F_REQUEST;
-	req.r.sdiag_family = (__u8)local->ss_family;
-	req.r.sdiag_protocol = IPPROTO_TCP;
-	req.r.idiag_states = ~0U;
-	/* The client's socket: its source is the peer's address. */
-	req.r.id.idiag_sport = htons((uint16_t)sockaddr_port(peer));
-	req.r.id.idiag_dport = htons((uint16_t)sockaddr_port(local));
-	req.r.id.idiag_cookie[0] = req.r.id.idiag_cookie[1] =
-	    INET_DIAG_NOCOOKIE;
-	if (local->ss_family == AF_INET) {
-		memcpy(req.r.id.idiag_src,
-		       &((const struct sockaddr_in *)peer)->sin_addr, 4);
-		memcpy(req.r.id.idiag_dst,
-		       &((const struct sockaddr_in *)local)->sin_addr, 4);
-	} else {
-		memcpy(req.r.id.idiag_src,
-		       &((const struct sockaddr_in6 *)peer)->sin6_addr, 16);
-		memcpy(req.r.id.idiag_dst,
-		       &((const struct sockaddr_in6 *)local)->sin6_addr, 16);
-	}
-	s = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-	if (s < 0)
-		return -1;
-	if (sendto(s, &req, sizeof(req), 0, (struct sockaddr *)&nl,
-		   sizeof(nl)) < 0)
-		return -1;
-	n = TEMP_FAILURE_RETRY(recv(s, &resp, sizeof(resp), 0));
-	if (n < 0)
-		return -1;
-	for (struct nlmsghdr *h = &resp.h; NLMSG_OK(h, (size_t)n);
-	     h = NLMSG_NEXT(h, n)) {
-		if (h->nlmsg_type == NLMSG_ERROR) {
-			const struct nlmsgerr *e = NLMSG_DATA(h);
-			errno = e->error ? -e->error : ENOENT;
-			return -1;
-		}
-		if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY) {
-			const struct inet_diag_msg *m = NLMSG_DATA(h);
-			*uid = m->idiag_uid;
-			return 0;
-		}
-	}
-	errno = ENOENT;
-	return -1;
-}
-
-/* The same from /proc/net/tcp (kernels without inet_diag): the line
- * whose local address is the peer's and remote address is ours. IPv4
- * only; sets errno on error. */
-static int peer_uid_proc(const struct sockaddr_storage *local,
-			 const struct sockaddr_storage *peer, uid_t *uid)
-{
-	FILE *f;
-	char line[512], want_l[32], want_r[32];
-	const struct sockaddr_in *l4 = (const struct sockaddr_in *)local;
-	const struct sockaddr_in *p4 = (const struct sockaddr_in *)peer;
-	int rc = -1;
-
-	if (local->ss_family != AF_INET) {
-		errno = EAFNOSUPPORT;
-		return -1;
-	}
-	/* /proc/net/tcp prints the address as the host-order value of the
-	 * network-order word. */
-	snprintf(want_l, sizeof(want_l), "%08X:%04X",
-		 (unsigned)p4->sin_addr.s_addr, (unsigned)ntohs(p4->sin_port));
-	snprintf(want_r, sizeof(want_r), "%08X:%04X",
-		 (unsigned)l4->sin_addr.s_addr, (unsigned)ntohs(l4->sin_port));
-	f = fopen("/proc/net/tcp", "re");
-	if (!f)
-		return -1;
-	errno = ENOENT;
-	while (fgets(line, sizeof(line), f)) {
-		char la[32], ra[32];
-		unsigned st, u;
-
-		if (sscanf(line, " %*u: %31s %31s %x %*s %*s %*s %u", la, ra,
-			   &st, &u) == 4 &&
-		    strcmp(la, want_l) == 0 && strcmp(ra, want_r) == 0) {
-			*uid = (uid_t)u;
-			rc = 0;
-			break;
-		}
-	}
-	fclose(f);
-	return rc;
-}
-
-int pmix_gate_peer_uid(int fd, uid_t *uid)
-{
-	struct sockaddr_storage local, peer;
-	socklen_t ll = sizeof(local), pl = sizeof(peer);
-
-	if (getsockname(fd, (struct sockaddr *)&local, &ll) < 0 ||
-	    getpeername(fd, (struct sockaddr *)&peer, &pl) < 0)
-		return -1;
-	if (local.ss_family != AF_INET && local.ss_family != AF_INET6) {
-		errno = EAFNOSUPPORT;
-		return -1;
-	}
-	if (peer_uid_diag(&local, &peer, uid) == 0)
-		return 0;
-	return peer_uid_proc(&local, &peer, uid);
-}
-
 /* ---- the relay ---- */
 
 /* Closes the pair; its memory stays until pairs_reap(), since later
@@ -444,7 +310,7 @@ static void refuse(struct pmix_gate *g, int c, bool known, uid_t uid)
 	int port = 0, e = errno;
 
 	if (getpeername(c, (struct sockaddr *)&peer, &pl) == 0)
-		port = sockaddr_port(&peer);
+		port = pmix_sockaddr_port(&peer);
 	close(c);
 	if (++g->refused > GATE_LOGGED_REFUSALS)
 		return;
@@ -468,7 +334,7 @@ static bool is_wake(const struct pmix_gate *g, int c)
 	socklen_t pl = sizeof(peer);
 
 	return getpeername(c, (struct sockaddr *)&peer, &pl) == 0 &&
-	       sockaddr_port(&peer) == g->wake_port;
+	       pmix_sockaddr_port(&peer) == g->wake_port;
 }
 
 static void admit(struct pmix_gate *g, size_t li)
@@ -491,7 +357,7 @@ static void admit(struct pmix_gate *g, size_t li)
 			g->wake_fd = -1;
 			continue;
 		}
-		if (pmix_gate_peer_uid(c, &uid) < 0) {
+		if (pmix_peer_uid(c, &uid) < 0) {
 			refuse(g, c, false, 0);
 			continue;
 		}
@@ -588,12 +454,12 @@ static void shut_accepted(int fd, void *arg)
 		socklen_t al = sizeof(pa);
 
 		if (getsockname(g->pub[i], (struct sockaddr *)&pa, &al) == 0 &&
-		    sockaddr_port(&pa) == sockaddr_port(&local) &&
+		    pmix_sockaddr_port(&pa) == pmix_sockaddr_port(&local) &&
 		    pa.ss_family == local.ss_family) {
 			log_warn("pmix: a connection reached the PMIx server "
 				 "before its gate was up (from port %d): "
 				 "closed",
-				 sockaddr_port(&peer));
+				 pmix_sockaddr_port(&peer));
 			shutdown(fd, SHUT_RDWR);
 		}
 	}
@@ -631,7 +497,7 @@ static int prove_the_way(struct pmix_gate *g, mpictr_err **err)
 	    connect(g->wake_fd, (struct sockaddr *)&a, al) < 0 ||
 	    getsockname(g->wake_fd, (struct sockaddr *)&me, &ml) < 0)
 		return err_set(err, errno, "pmix: gate: wake the server");
-	g->wake_port = sockaddr_port(&me);
+	g->wake_port = pmix_sockaddr_port(&me);
 	pfd = (struct pollfd){.fd = probe, .events = POLLIN};
 	rc = TEMP_FAILURE_RETRY(poll(&pfd, 1, 5000));
 	if (rc < 0)

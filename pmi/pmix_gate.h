@@ -25,8 +25,4 @@ int pmix_gate_start(const struct pmix_gate_snapshot *before, const char *dir,
 /* Stops the relay and closes every connection; NULL is fine. */
 void pmix_gate_stop(struct pmix_gate *g);
 
-/* The uid that owns the far end of the connected TCP socket `fd`
- * (loopback peers), from the kernel. Sets errno on error. */
-int pmix_gate_peer_uid(int fd, uid_t *uid);
-
 #endif

@@ -9,6 +9,7 @@
  * a mutex+condvar (struct waiter), never by spinning. Registration uses the
  * blocking forms (NULL cbfunc), which 4.2 documents. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,12 +22,19 @@
 #include "pmi/pmi_internal.h"
 #include "pmi/pmix_dyn.h"
 #include "pmi/pmix_gate.h"
+#include "common/proc.h"
 #include "common/util.h"
 
 extern char **environ;
 
+/* How long PMIx_server_init and the teardown may take (they take well
+ * under a second): a libpmix that is stuck never holds the job. */
+#define PMIX_INIT_MS 15000
+#define PMIX_TEARDOWN_MS 5000
+
 static struct {
 	bool initialized;
+	bool wedged; /* a call into libpmix was abandoned: no more calls */
 	bool registered;
 	pmix_nspace_t nspace;
 	struct pmi_hooks hooks;
@@ -77,6 +85,105 @@ static int pmix_fail(mpictr_err **err, pmix_status_t rc, const char *what)
 static bool pmix_ok(pmix_status_t rc)
 {
 	return rc == PMIX_SUCCESS || rc == PMIX_OPERATION_SUCCEEDED;
+}
+
+/* ---- calls into libpmix that may not return ---- */
+
+/* One call on a thread of its own, which the caller waits for at most a
+ * given time, and no longer once SIGTERM, SIGINT or SIGHUP is pending (the
+ * launcher blocks them and reads them from a signalfd after we return).
+ * A call that does not finish in time is abandoned: its thread runs on and
+ * frees the record, and libpmix is not called again (g.wedged). */
+struct bounded {
+	void (*fn)(struct bounded *b);
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done, abandoned;
+	pmix_info_t info[3]; /* PMIx_server_init's */
+	pmix_status_t rc;
+};
+
+static void bounded_free(struct bounded *b)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(b->info); i++)
+		PMIX_INFO_DESTRUCT(&b->info[i]);
+	free(b);
+}
+
+static void *bounded_main(void *arg)
+{
+	struct bounded *b = arg;
+	bool orphan;
+
+	b->fn(b);
+	pthread_mutex_lock(&b->lock);
+	b->done = true;
+	orphan = b->abandoned;
+	pthread_cond_signal(&b->cond);
+	pthread_mutex_unlock(&b->lock);
+	if (orphan)
+		bounded_free(b);
+	return NULL;
+}
+
+static bool end_requested(void)
+{
+	sigset_t p;
+
+	return sigpending(&p) == 0 &&
+	       (sigismember(&p, SIGTERM) == 1 || sigismember(&p, SIGINT) == 1 ||
+		sigismember(&p, SIGHUP) == 1);
+}
+
+/* 0: b->fn returned (b is still the caller's); -1 with *err: abandoned
+ * (b is the thread's now). */
+static int run_bounded(struct bounded *b, long ms, const char *what,
+		       mpictr_err **err)
+{
+	long deadline = mono_ms() + ms;
+	pthread_attr_t a;
+	pthread_t t;
+	bool signalled = false;
+	int rc;
+
+	pthread_mutex_init(&b->lock, NULL);
+	pthread_cond_init(&b->cond, NULL);
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&t, &a, bounded_main, b);
+	pthread_attr_destroy(&a);
+	if (rc != 0) {
+		b->fn(b); /* no thread to spare: unbounded, as before */
+		return 0;
+	}
+	pthread_mutex_lock(&b->lock);
+	while (!b->done) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&b->cond, &b->lock, &ts);
+		if (b->done)
+			break;
+		signalled = end_requested();
+		if (signalled || mono_ms() >= deadline) {
+			b->abandoned = true;
+			pthread_mutex_unlock(&b->lock);
+			g.wedged = true;
+			return err_set(err, signalled ? EINTR : ETIMEDOUT,
+				       "pmix: %s %s (libpmix %s): abandoned",
+				       what,
+				       signalled ? "interrupted by a signal"
+						 : "did not finish in time",
+				       PMIx_Get_version());
+		}
+	}
+	pthread_mutex_unlock(&b->lock);
+	return 0;
 }
 
 /* ---- host module ---- */
@@ -457,16 +564,21 @@ out:
 	return ret;
 }
 
+static void server_init(struct bounded *b)
+{
+	b->rc = PMIx_server_init(&module, b->info, ARRAY_SIZE(b->info));
+}
+
 int pmi_pmix_start(const struct pmi_job *job, const char *tmpdir,
 		   const struct pmi_hooks *hooks, mpictr_err **err)
 {
-	pmix_info_t info[3];
+	struct bounded *b;
 	uint32_t uid = geteuid();
 	struct pmix_gate_snapshot before;
 	char **saved_env;
 	pmix_status_t rc;
 
-	if (g.initialized)
+	if (g.initialized || g.wedged)
 		return err_set(err, EBUSY,
 			       "pmix: a server already runs in "
 			       "this process");
@@ -479,14 +591,20 @@ int pmi_pmix_start(const struct pmi_job *job, const char *tmpdir,
 	free(g.tmpdir);
 	g.tmpdir = xstrdup(tmpdir);
 
-	PMIX_INFO_LOAD(&info[0], PMIX_SERVER_TMPDIR, tmpdir, PMIX_STRING);
-	PMIX_INFO_LOAD(&info[1], PMIX_SYSTEM_TMPDIR, tmpdir, PMIX_STRING);
-	PMIX_INFO_LOAD(&info[2], PMIX_USERID, &uid, PMIX_UINT32);
+	b = xcalloc(1, sizeof(*b));
+	b->fn = server_init;
+	PMIX_INFO_LOAD(&b->info[0], PMIX_SERVER_TMPDIR, tmpdir, PMIX_STRING);
+	PMIX_INFO_LOAD(&b->info[1], PMIX_SYSTEM_TMPDIR, tmpdir, PMIX_STRING);
+	PMIX_INFO_LOAD(&b->info[2], PMIX_USERID, &uid, PMIX_UINT32);
 	pmix_gate_snapshot(&before);
-	rc = PMIx_server_init(&module, info, ARRAY_SIZE(info));
+	if (run_bounded(b, PMIX_INIT_MS, "server init", err) < 0) {
+		/* libpmix may still read the environment: left scrubbed. */
+		strv_free(saved_env);
+		return -1;
+	}
 	restore_environment(saved_env);
-	for (size_t i = 0; i < ARRAY_SIZE(info); i++)
-		PMIX_INFO_DESTRUCT(&info[i]);
+	rc = b->rc;
+	bounded_free(b);
 	if (rc != PMIX_SUCCESS)
 		return pmix_fail(err, rc, "server init");
 	g.initialized = true;
@@ -548,28 +666,38 @@ void pmix_deregister_nspace(const char *nspace)
 	waiter_wait(&w);
 }
 
+/* Pending lookups answered, spawned namespaces deregistered, then ours,
+ * then finalize. */
+static void server_teardown(struct bounded *b)
+{
+	pmix_dyn_stop();
+	if (g.registered)
+		pmix_deregister_nspace(g.nspace);
+	b->rc = PMIx_server_finalize();
+	if (b->rc != PMIX_SUCCESS)
+		log_warn("pmix: server finalize: %s", PMIx_Error_string(b->rc));
+}
+
 void pmi_pmix_stop(void)
 {
-	pmix_status_t rc;
-
 	/* No new connection, and the relayed ones closed, before libpmix
 	 * tears down. */
 	pmix_gate_stop(g.gate);
 	g.gate = NULL;
-	/* Pending lookups answered, spawned namespaces deregistered. */
-	if (g.initialized)
-		pmix_dyn_stop();
-	if (g.registered) {
-		pmix_deregister_nspace(g.nspace);
-		g.registered = false;
+	if (g.initialized && !g.wedged) {
+		struct bounded *b = xcalloc(1, sizeof(*b));
+		mpictr_err *e = NULL;
+
+		b->fn = server_teardown;
+		if (run_bounded(b, PMIX_TEARDOWN_MS, "teardown", &e) < 0) {
+			log_warn("%s: the job goes on ending without it",
+				 e->msg);
+			mpictr_err_free(e);
+		} else {
+			bounded_free(b);
+		}
 	}
-	if (g.initialized) {
-		rc = PMIx_server_finalize();
-		if (rc != PMIX_SUCCESS)
-			log_warn("pmix: server finalize: %s",
-				 PMIx_Error_string(rc));
-		g.initialized = false;
-	}
+	g.initialized = g.registered = false;
 	memset(&g.hooks, 0, sizeof(g.hooks));
 	free(g.tmpdir);
 	g.tmpdir = NULL;

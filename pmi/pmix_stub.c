@@ -6,6 +6,7 @@
 #include "common/error.h"
 #include "common/plugin.h"
 #include "pmi/pmi_internal.h"
+#include "pmi/pmix_guard.h"
 
 static const struct pmix_plugin *pmix_table(mpictr_err **err)
 {
@@ -19,7 +20,31 @@ int pmi_pmix_start(const struct pmi_job *job, const char *tmpdir,
 
 	if (!t)
 		return err_wrap(err, "start the PMIx server");
-	return t->pmix_start(job, tmpdir, hooks, err);
+	/* libpmix listens and accepts inside its init: the guard must be in
+	 * front of it already (pmix_guard.c), or no server at all. */
+	if (!pmix_guard_in_effect())
+		return err_set(err, 0,
+			       "pmix: libpmix's accept() does not reach "
+			       "mpictr's guard (libmpictr loaded with dlopen, "
+			       "or another accept() in front of it, e.g. "
+			       "through LD_PRELOAD): not serving PMIx "
+			       "unguarded (docs/pmi.md, \"Who may connect\")");
+	pmix_guard_arm(job->uid, job->gid);
+	if (t->pmix_start(job, tmpdir, hooks, err) < 0) {
+		pmix_guard_disarm();
+		return -1;
+	}
+	/* The server has taken the gate's test connection (pmix_gate.c):
+	 * through the guard, or libpmix binds to another accept(). */
+	if (pmix_guard_seen() == 0) {
+		t->pmix_stop();
+		pmix_guard_disarm();
+		return err_set(err, 0,
+			       "pmix: libpmix accepted a connection without "
+			       "mpictr's guard (another accept() is in front "
+			       "of it): not serving PMIx unguarded");
+	}
+	return 0;
 }
 
 int pmi_pmix_rank_env(uint32_t rank, char ***env, mpictr_err **err)
@@ -35,6 +60,7 @@ void pmi_pmix_stop(void)
 
 	if (t)
 		t->pmix_stop();
+	pmix_guard_disarm();
 }
 
 int pmi_pmix_spawn_register(const struct pmi_job *job, struct pmi_spawn *sp,

@@ -66,7 +66,9 @@ struct job {
 	struct spawner *spawn;	       /* MPI_Comm_spawn (launch mode) */
 	uint32_t rank_base;	       /* global rank of local rank 0 */
 	int abort_pipe[2];
-	int sfd; /* signalfd */
+	int sfd;		   /* signalfd */
+	struct sigaction old_pipe; /* SIGPIPE's, while the PMI servers run */
+	bool pipe_ignored;
 };
 
 /* dir: the mkdtemp template (the child's copy, made in place). A watcher
@@ -553,6 +555,8 @@ static void teardown(struct job *j)
 			close(j->out_fd[r]);
 	if (j->sfd >= 0)
 		close(j->sfd);
+	if (j->pipe_ignored)
+		sigaction(SIGPIPE, &j->old_pipe, NULL);
 	if (j->abort_pipe[0] >= 0) {
 		close(j->abort_pipe[0]);
 		close(j->abort_pipe[1]);
@@ -703,6 +707,14 @@ int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
 	/* Holders before the PMI server: fork while single-threaded. */
 	if (job_namespaces(&j, err) < 0)
 		goto out;
+	/* libpmix writes to its clients without MSG_NOSIGNAL: a client that
+	 * went away (or that the guard or the gate shut out) must be an
+	 * EPIPE there, never the end of the launcher. Every child resets it
+	 * (proc_child_setup). */
+	if (j.with_pmi &&
+	    sigaction(SIGPIPE, &(struct sigaction){.sa_handler = SIG_IGN},
+		      &j.old_pipe) == 0)
+		j.pipe_ignored = true;
 	if (j.with_pmi && start_pmi(&j, err) < 0)
 		goto out;
 	for (int r = 0; r < j.nranks; r++)

@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "pmi/pmix_gate.h"
+#include "pmi/pmix_guard.h"
+#include "pmi/pmix_peer.h"
 
 static int tcp_listener(uint16_t *port)
 {
@@ -54,7 +56,7 @@ START_TEST(test_peer_uid_is_the_clients_owner)
 	uid_t uid = (uid_t)-1;
 
 	ck_assert_int_ge(a, 0);
-	ck_assert_int_eq(pmix_gate_peer_uid(a, &uid), 0);
+	ck_assert_int_eq(pmix_peer_uid(a, &uid), 0);
 	ck_assert_uint_eq(uid, geteuid());
 	close(a);
 	close(c);
@@ -68,7 +70,7 @@ START_TEST(test_peer_uid_of_a_non_tcp_socket_fails)
 	uid_t uid;
 
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	ck_assert_int_eq(pmix_gate_peer_uid(sv[0], &uid), -1);
+	ck_assert_int_eq(pmix_peer_uid(sv[0], &uid), -1);
 	close(sv[0]);
 	close(sv[1]);
 }
@@ -182,6 +184,96 @@ START_TEST(test_gate_needs_a_new_listener)
 }
 END_TEST
 
+/* A real connect message of libpmix 4.2.2's client (captured): rank 1 of
+ * mpictr.123.0, native credential uid 0 gid 0. */
+static const unsigned char hello[] =
+    "\xff\xff\xff\xff\xff\xff\xff\xff\x39\0\0\0\0\0\0\0"
+    "native\0\0\0\0\x08\0\0\0\0\0\0\0\0\0mpictr.123.0\0\0\0\0\x01"
+    "4.2.2rc2\0v41\0\x01hash\0";
+#define HELLO_LEN (sizeof(hello) - 1 + 1) /* and the trailing NUL */
+
+static enum pmix_hello_rc check(const unsigned char *b, size_t n, uid_t u,
+				size_t *need)
+{
+	const char *why;
+
+	return pmix_hello_check(b, n, u, 0, need, &why);
+}
+
+START_TEST(test_hello_accepts_a_real_client)
+{
+	size_t need;
+
+	ck_assert_uint_eq(HELLO_LEN, 16 + 0x39);
+	ck_assert_int_eq(check(hello, HELLO_LEN, 0, &need), PMIX_HELLO_OK);
+}
+END_TEST
+
+START_TEST(test_hello_waits_for_the_whole_message)
+{
+	size_t need;
+
+	ck_assert_int_eq(check(hello, 10, 0, &need), PMIX_HELLO_SHORT);
+	ck_assert_uint_eq(need, 16);
+	ck_assert_int_eq(check(hello, 40, 0, &need), PMIX_HELLO_SHORT);
+	ck_assert_uint_eq(need, HELLO_LEN);
+}
+END_TEST
+
+/* Each a copy of hello with one field broken: libpmix 4.2 would read past
+ * the message, or reject it (and then wait forever at teardown). */
+START_TEST(test_hello_refuses_what_libpmix_mishandles)
+{
+	unsigned char m[sizeof(hello)];
+	size_t need;
+
+	memcpy(m, hello, sizeof(m));
+	m[26] = 0x7f; /* credential length 0x7f000008: past the end */
+	ck_assert_int_eq(check(m, HELLO_LEN, 0, &need), PMIX_HELLO_BAD);
+	memcpy(m, hello, sizeof(m));
+	ck_assert_int_eq(check(m, HELLO_LEN, 1000, &need), PMIX_HELLO_BAD);
+	memcpy(m, hello, sizeof(m));
+	m[35] = 3; /* a tool, not a client */
+	ck_assert_int_eq(check(m, HELLO_LEN, 0, &need), PMIX_HELLO_BAD);
+	memcpy(m, hello, sizeof(m));
+	memcpy(m + 53, "4\0", 2); /* version "4": libpmix skips past it */
+	ck_assert_int_eq(check(m, HELLO_LEN, 0, &need), PMIX_HELLO_BAD);
+	memcpy(m, hello, sizeof(m));
+	memset(m + 16, 'x', HELLO_LEN - 16); /* no terminated string */
+	ck_assert_int_eq(check(m, HELLO_LEN, 0, &need), PMIX_HELLO_BAD);
+	memcpy(m, hello, sizeof(m));
+	m[9] = 0x10; /* 4 KiB + 57 of fields */
+	ck_assert_int_eq(check(m, HELLO_LEN, 0, &need), PMIX_HELLO_BAD);
+}
+END_TEST
+
+/* The guard is what this program's libc users bind to (linked with
+ * -Wl,--export-dynamic-symbol=accept), and armed it hands over only a
+ * complete, sane connect message of this uid. */
+START_TEST(test_guard_is_in_effect_and_filters)
+{
+	uint16_t port;
+	int l = tcp_listener(&port), c, a;
+
+	ck_assert(pmix_guard_in_effect());
+	pmix_guard_arm(0, 0);
+	c = tcp_connect(port);
+	ck_assert_int_eq(send(c, hello, HELLO_LEN, 0), (ssize_t)HELLO_LEN);
+	a = accept(l, NULL, NULL);
+	ck_assert_int_ge(a, 0);
+	close(a);
+	close(c);
+	c = tcp_connect(port); /* idle: refused after PMIX_GUARD_HELLO_MS */
+	errno = 0;
+	ck_assert_int_eq(accept(l, NULL, NULL), -1);
+	ck_assert_int_eq(errno, ECONNABORTED);
+	close(c);
+	ck_assert_uint_eq(pmix_guard_seen(), 2);
+	pmix_guard_disarm();
+	close(l);
+}
+END_TEST
+
 Suite *suite_pmixgate(void);
 Suite *suite_pmixgate(void)
 {
@@ -192,6 +284,10 @@ Suite *suite_pmixgate(void)
 	tcase_add_test(tc, test_peer_uid_of_a_non_tcp_socket_fails);
 	tcase_add_test(tc, test_gate_relays_the_users_client);
 	tcase_add_test(tc, test_gate_needs_a_new_listener);
+	tcase_add_test(tc, test_hello_accepts_a_real_client);
+	tcase_add_test(tc, test_hello_waits_for_the_whole_message);
+	tcase_add_test(tc, test_hello_refuses_what_libpmix_mishandles);
+	tcase_add_test(tc, test_guard_is_in_effect_and_filters);
 	suite_add_tcase(s, tc);
 	return s;
 }
