@@ -124,7 +124,7 @@ static bool need_env_scripts(void)
 	return exec_image_has_env_scripts() && access("/bin/sh", X_OK) == 0;
 }
 
-/* The command wrapped by the image's own /bin/sh: sh -c TEXT mpictr-env
+/* The command wrapped by the image's own /bin/sh: sh -c TEXT mpictr
  * ARGV..., or NULL when the image has no env scripts (or no shell). */
 static char **wrap_with_env_scripts(char ***env, char *const *user_env,
 				    char *const *argv)
