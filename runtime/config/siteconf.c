@@ -51,6 +51,7 @@ void siteconf_free(struct siteconf *sc)
 	items_free(&sc->allow_binds);
 	items_free(&sc->deny_binds);
 	item_free(&sc->shm_size);
+	item_free(&sc->oversubscribe);
 	for (size_t i = 0; i < sc->nprofiles; i++)
 		profile_free(&sc->profiles[i]);
 	free(sc->profiles);
@@ -257,10 +258,13 @@ static int global_key(struct parser *ps, const char *key, const char *v,
 			item_set(it, "yes", ps->origin, true);
 		else
 			item_free(it);
-	} else if (strcmp(key, "user_binds") == 0) {
+	} else if (strcmp(key, "user_binds") == 0 ||
+		   strcmp(key, "oversubscribe") == 0) {
 		if (parse_bool(ps, key, v, &b, err) < 0)
 			return -1;
-		item_set(&a->user_binds, b ? "yes" : "no", ps->origin, true);
+		item_set(key[0] == 'u' ? &a->user_binds : &a->oversubscribe,
+			 b ? "yes" : "no", ps->origin,
+			 key[0] == 'u' || ps->site);
 	} else if (strcmp(key, "allow_bind") == 0 ||
 		   strcmp(key, "deny_bind") == 0) {
 		cleanup_free char *clean = NULL;
@@ -435,6 +439,7 @@ static void merge(struct siteconf *sc, struct siteconf *a)
 	items_move(&sc->allow_binds, &a->allow_binds);
 	items_move(&sc->deny_binds, &a->deny_binds);
 	item_move(&sc->shm_size, &a->shm_size);
+	item_move(&sc->oversubscribe, &a->oversubscribe);
 	if (a->nprofiles) {
 		sc->profiles =
 		    xrealloc(sc->profiles, (sc->nprofiles + a->nprofiles) *

@@ -60,6 +60,9 @@ struct siteconf {
 	struct site_items
 	    deny_binds; /* sources below or containing one are refused */
 	struct site_item shm_size; /* size of a job's /dev/shm, or NULL */
+	/* "no": MPI_Comm_spawn may not pass the universe size (as
+	 * --no-oversubscribe); "yes" or NULL: the universe is advice */
+	struct site_item oversubscribe;
 	struct site_profile *profiles;
 	size_t nprofiles;
 	bool site_loaded; /* a site file was parsed (or found absent) */

@@ -601,7 +601,8 @@ static int start_pmi(struct job *j, mpictr_err **err)
 	    .first_local = j->nranks,
 	    .pmi = j->pmi,
 	    .universe = pj.universe,
-	    .universe_hard = cfg->no_oversubscribe,
+	    .universe_hard = cfg->no_oversubscribe ||
+			     streq0(cfg->site.oversubscribe.value, "no"),
 	};
 	pmi_job_free(&pj);
 	if (prc < 0 || j->upstream)

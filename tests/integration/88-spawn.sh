@@ -96,6 +96,10 @@ check "... 3 children, 4 in the merged communicator" \
 run hard $T "$MPICTR" --no-oversubscribe --universe-size 2 -n 1 "$I" $S universe 2
 check "--no-oversubscribe: past --universe-size a clean MPI_ERR_SPAWN, mpictr says why, the job goes on" \
 	bash -c "grep -q '^universe spawn of 2 failed: MPI_ERR_SPAWN' '$T_TMP/hard.out' && grep -q \"slots are in use (hint: raise it with --universe-size, or drop --no-oversubscribe)\" '$T_TMP/hard.out' || { cat '$T_TMP/hard.out'; exit 1; }"
+printf 'oversubscribe = no\n' >"$T_TMP/noover.conf"
+run hardk env MPICTR_CONF="$T_TMP/noover.conf" $T "$MPICTR" --universe-size 2 -n 1 "$I" $S universe 2
+check "the configuration key oversubscribe = no does the same" \
+	bash -c "grep -q '^universe spawn of 2 failed: MPI_ERR_SPAWN' '$T_TMP/hardk.out' || { cat '$T_TMP/hardk.out'; exit 1; }"
 run hardc $T "$MPICTR" --no-oversubscribe -n 1 "$I" $S universe "$cores"
 check "--no-oversubscribe alone: the default universe ($cores) is the limit" \
 	bash -c "grep -q '^universe spawn of $cores failed: MPI_ERR_SPAWN' '$T_TMP/hardc.out' || { cat '$T_TMP/hardc.out'; exit 1; }"
