@@ -67,7 +67,7 @@ LDFLAGS_ALL := -Wl,-z,relro,-z,now $(SAN_LDFLAGS) $(LDFLAGS)
 # logging routed to the host (error.c built with MPICTR_PLUGIN_BUILD).
 PLUGIN_NAMES := pmix squash
 PLUGIN_SRCS_pmix := pmi/pmix_server.c pmi/pmix_dyn.c pmi/pmix_gate.c pmi/upstream.c \
-	pmi/pmix_plugin.c
+	pmi/pmix_plugin.c pmi/pmix_register.c
 PLUGIN_SRCS_squash := sif/squash.c sif/squash_plugin.c
 PLUGIN_ONLY_SRCS := $(foreach p,$(PLUGIN_NAMES),$(PLUGIN_SRCS_$(p)))
 PLUGIN_BASE_OBJS := $(B)/obj-plugin/runtime/common/error.o $(B)/obj/runtime/common/util.o
@@ -223,11 +223,22 @@ $(B)/tests/escape-probe: tests/probes/escape.c
 unit: $(B)/tests/check_unit
 	MPICTR_TEST_ROOT=$(CURDIR) $(B)/tests/check_unit
 
+# TESTS="tests/integration/00-cli.sh ...": only those (default: all).
 integration: all $(TEST_HELPERS)
-	MPICTR_TEST_ROOT=$(CURDIR) tests/run-integration.sh
+	MPICTR_TEST_ROOT=$(CURDIR) tests/run-integration.sh $(TESTS)
 
-export LSAN_OPTIONS = suppressions=$(CURDIR)/tests/lsan.supp
-check: all $(B)/tests/check_unit $(TEST_HELPERS)
+# The layers: includes point down only (tests/tools/layers.sh, grep), and
+# no circles between the files of runtime/, sif/, pmi/ (circles.py, ctags).
+.PHONY: check-layers check-docmap fuzz-run
+check-layers:
+	tests/tools/layers.sh
+	python3 tests/tools/circles.py
+# Every source file is named in docs/architecture.md's module map.
+check-docmap:
+	tests/tools/docmap.sh
+
+export LSAN_OPTIONS = suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
+check: check-layers check-docmap all $(B)/tests/check_unit $(TEST_HELPERS)
 	MPICTR_TEST_ROOT=$(CURDIR) $(B)/tests/check_unit
 	MPICTR_TEST_ROOT=$(CURDIR) tests/run-integration.sh
 
@@ -281,6 +292,20 @@ FUZZ_SRCS_fuzz_pmixhello := pmi/pmix_peer.c runtime/common/error.c runtime/commo
 FUZZ_SRCS_fuzz_imgread := runtime/host/imgread.c sif/squash_stub.c runtime/common/plugin.c \
 	runtime/common/error.c runtime/common/util.c runtime/common/syscalls.c runtime/common/proc.c
 fuzz: $(FUZZERS)
+# Every fuzz target for FUZZ_SECONDS (default 20) on a copy of its seed
+# corpus (CI: .ci/run); a crash or leak fails it and leaves crash-* files.
+FUZZ_SECONDS ?= 20
+fuzz-run: $(FUZZERS)
+	@set -e; for f in $(FUZZERS); do \
+		t=$${f##*/fuzz_}; c=$$(mktemp -d); \
+		cp -r tests/fuzz/corpus/$$t/. $$c/ 2>/dev/null || true; \
+		echo "== $$f ($(FUZZ_SECONDS) s, $$(ls $$c | wc -l) seeds)"; \
+		rc=0; $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-artifact_prefix=$(B)/fuzz/crash-$$t- $$c >$$c.log 2>&1 || rc=$$?; \
+		grep -E '^(stat::number_of_executed_units|==[0-9]+==ERROR|SUMMARY)' $$c.log || true; \
+		[ "$$rc" = 0 ] || tail -40 $$c.log; \
+		rm -rf $$c $$c.log; [ "$$rc" = 0 ]; \
+	done
 $(B)/fuzz/fuzz_squash: $(FUZZ_SRCS_fuzz_squash)
 $(B)/fuzz/fuzz_imgread: $(FUZZ_SRCS_fuzz_imgread)
 $(B)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_check.h $(FUZZ_LIB_SRCS)

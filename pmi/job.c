@@ -21,7 +21,7 @@ int pmi_job_single_node(uint32_t n, uid_t uid, gid_t gid, struct pmi_job *job,
 		return err_set(err, 0, "rank count %u out of range 1..%u", n,
 			       PMI_JOB_MAX_RANKS);
 	if (gethostname(host, sizeof(host)) < 0)
-		return err_set(err, errno, "gethostname");
+		return err_set(err, errno, "job map: gethostname");
 	host[sizeof(host) - 1] = '\0';
 
 	job->nspace = xasprintf("mpictr.%ld.%u", (long)getpid(),

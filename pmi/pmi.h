@@ -2,7 +2,8 @@
  * (plain data, pure) and one server object that runs both a PMIx server
  * (Open MPI, PMIx applications) and a PMI-1 "simple" wire server (MPICH).
  *
- * Only pmi/pmix_server.c includes the PMIx headers; nothing here depends on
+ * Only the pmix plugin's files (pmi/pmix_server.c, pmix_register.c,
+ * pmix_dyn.c, upstream.c) include the PMIx headers; nothing here depends on
  * them. See docs/pmi.md for the keys and the environment each rank gets.
  */
 #ifndef MPICTR_PMI_H

@@ -1,5 +1,6 @@
 /* pmi_internal.h - what pmi/server.c (the glue) needs from the PMIx adapter
- * (pmi/pmix_server.c, the only PMIx user) and the PMI-1 service
+ * (pmi/pmix_server.c with pmix_register.c and pmix_dyn.c, in the pmix
+ * plugin) and the PMI-1 service
  * (pmi/pmi1_server.c). Both report rank events to the glue, which applies
  * the "no rank waits forever" policy. */
 #ifndef MPICTR_PMI_INTERNAL_H

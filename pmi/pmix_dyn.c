@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "pmi/pmix_dyn.h"
+#include "pmi/pmix_register.h"
 #include "common/proc.h"
 #include "pmi/pubstore.h"
 #include "common/util.h"
@@ -40,6 +41,7 @@ static struct {
 	struct pubstore *store;
 	char **spawned; /* registered namespaces of spawns */
 	struct pmi_hooks hooks;
+	char *tmpdir; /* the server's: spawned jobs are registered below it */
 	bool multi_node;
 	/* the timer thread: started by the first lookup with a timeout */
 	pthread_t timer;
@@ -54,10 +56,13 @@ static void value_free(void *v)
 	PMIX_VALUE_RELEASE(pv);
 }
 
-void pmix_dyn_start(const struct pmi_hooks *hooks, const struct pmi_job *job)
+void pmix_dyn_start(const struct pmi_hooks *hooks, const struct pmi_job *job,
+		    const char *tmpdir)
 {
 	pthread_mutex_lock(&d.lock);
 	d.hooks = *hooks;
+	free(d.tmpdir);
+	d.tmpdir = xstrdup(tmpdir);
 	d.multi_node = job->nnodes > 1;
 	if (!d.store)
 		d.store = pubstore_new(value_free);
@@ -441,7 +446,7 @@ pmix_status_t pmix_dyn_spawn(const pmix_proc_t *proc,
 int pmi_pmix_spawn_register(const struct pmi_job *job, struct pmi_spawn *sp,
 			    mpictr_err **err)
 {
-	if (pmix_register_job(job, sp, err) < 0)
+	if (pmix_register_job(job, sp, d.tmpdir, err) < 0)
 		return -1;
 	free(sp->nspace);
 	sp->nspace = xstrdup(job->nspace);
@@ -508,6 +513,8 @@ void pmix_dyn_stop(void)
 	pubstore_free(d.store);
 	d.store = NULL;
 	memset(&d.hooks, 0, sizeof(d.hooks));
+	free(d.tmpdir);
+	d.tmpdir = NULL;
 	pthread_mutex_unlock(&d.lock);
 	if (timer) {
 		pthread_join(d.timer, NULL);

@@ -1,6 +1,5 @@
 /* pmix_dyn.h - the PMIx host upcalls for dynamic processes and the name
- * service (pmix_dyn.c), and what they use of pmix_server.c. Included only
- * by the two PMIx-using files. */
+ * service (pmix_dyn.c), which the server (pmix_server.c) installs. */
 #ifndef MPICTR_PMIX_DYN_H
 #define MPICTR_PMIX_DYN_H
 
@@ -10,8 +9,10 @@
 #include "pmi/pmi_internal.h"
 
 /* ---- pmix_dyn.c ---- */
-/* Before the first client: remember the hooks and the first job. */
-void pmix_dyn_start(const struct pmi_hooks *hooks, const struct pmi_job *job);
+/* Before the first client: remember the hooks, the first job and the
+ * server's tmpdir (spawned jobs are registered below it). */
+void pmix_dyn_start(const struct pmi_hooks *hooks, const struct pmi_job *job,
+		    const char *tmpdir);
 /* Answer pending lookups, deregister spawned namespaces, drop the store. */
 void pmix_dyn_stop(void);
 pmix_status_t pmix_dyn_publish(const pmix_proc_t *proc,
@@ -33,16 +34,5 @@ pmix_status_t pmix_dyn_connect(const pmix_proc_t procs[], size_t nprocs,
 pmix_status_t pmix_dyn_disconnect(const pmix_proc_t procs[], size_t nprocs,
 				  const pmix_info_t info[], size_t ninfo,
 				  pmix_op_cbfunc_t cbfunc, void *cbdata);
-
-/* ---- pmix_server.c ---- */
-/* Register job (blocking) and its local processes; sp: a spawned job
- * (its parent, PMIX_SPAWNED, app numbers), NULL for the first. */
-int pmix_register_job(const struct pmi_job *job, const struct pmi_spawn *sp,
-		      mpictr_err **err);
-/* PMIx_server_setup_fork of (nspace, rank), merged into *env. */
-int pmix_setup_fork(const char *nspace, uint32_t rank, char ***env,
-		    mpictr_err **err);
-/* Deregister a namespace (waits for libpmix). */
-void pmix_deregister_nspace(const char *nspace);
 
 #endif

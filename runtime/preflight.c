@@ -11,6 +11,7 @@
 #include "preflight.h"
 #include "host/devices.h"
 #include "common/error.h"
+#include "common/proc.h"
 #include "container/ns.h"
 #include "common/plugin.h"
 #include "pmi/pmi.h"
@@ -95,7 +96,7 @@ static bool check_plugin(struct strbuf *sb, const char *name, const char *what)
 
 static void check_setuid(struct strbuf *sb, int *blocking)
 {
-	if (getuid() != geteuid() || getgid() != getegid()) {
+	if (proc_privileged()) {
 		line(
 		    sb, false, "mpictr runs setuid or setgid",
 		    "remove the setuid/setgid bit: mpictr needs no privileges");

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/error.h"
+#include "common/proc.h"
 #include "modes/instance.h"
 #include "modes/join.h"
 #include "modes/launch.h"
@@ -16,10 +17,10 @@
 
 static int refuse_privileged(mpictr_err **err)
 {
-	if (getuid() != geteuid() || getgid() != getegid())
+	if (proc_privileged())
 		return err_set(err, EPERM,
-			       "refusing to run setuid or setgid: mpictr needs "
-			       "no privileges");
+			       "refusing to run setuid or setgid (or with file "
+			       "capabilities): mpictr needs no privileges");
 	return 0;
 }
 
@@ -168,7 +169,7 @@ MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
 		return -1;
 	run_decide(cfg, &d);
 	memset(&p, 0, sizeof(p));
-	if (host_facts_gather(cfg, &d, HOST_FACTS_IMAGE, NULL, &f, err) == 0 &&
+	if (host_facts_gather(cfg, HOST_FACTS_IMAGE, NULL, &f, err) == 0 &&
 	    plan_build(cfg, &d, &f, NULL, &p, err) == 0) {
 		*json = plan_to_json(&p);
 		rc = 0;

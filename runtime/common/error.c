@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "common/plugin.h"
+#include "common/plugin_host.h"
 #include "common/util.h"
 
 static mpictr_log_fn log_sink;

@@ -21,18 +21,10 @@
 #ifndef MPICTR_PLUGIN_H
 #define MPICTR_PLUGIN_H
 
+#include "common/plugin_host.h"
 #include "mpictr.h"
 
-/* Bumped whenever a table or struct plugin_host changes. */
-#define MPICTR_PLUGIN_ABI 2
 #define MPICTR_PLUGIN_INIT "mpictr_plugin_init"
-
-struct plugin_host {
-	unsigned abi;
-	const char *version; /* MPICTR_VERSION_STRING of the host */
-	int (*log_enabled)(enum mpictr_log_level level);
-	void (*log_line)(enum mpictr_log_level level, const char *line);
-};
 
 /* The one symbol a plugin exports: the plugin's table of functions, or
  * NULL when host->abi or host->version is not the plugin's own. */
@@ -59,9 +51,5 @@ typedef const void *(*mpictr_plugin_init_fn)(const struct plugin_host *host);
  * the mpictr executable or of libmpictr.so: the build tree), then in
  * MPICTR_PLUGINDIR. NULL with *err set when it cannot be loaded. */
 const void *plugin_load(const char *name, mpictr_err **err);
-
-/* Plugin side (error.c built with MPICTR_PLUGIN_BUILD): route log messages
- * to the host. */
-void plugin_attach_host(const struct plugin_host *host);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -82,7 +83,8 @@ pid_t proc_fork_relay(int *rfd, int *wfd, const char *what, mpictr_err **err)
 
 	*rfd = *wfd = -1;
 	if (pipe2(p, O_CLOEXEC) < 0)
-		return err_set(err, errno, "pipe");
+		return err_set(err, errno, "create the error relay of %s",
+			       what);
 	pid = fork();
 	if (pid < 0) {
 		int e = errno;
@@ -150,7 +152,7 @@ pid_t proc_fork_watcher(bool own_session, int *life_fd, int *rfd, int *wfd,
 
 	*life_fd = -1;
 	if (pipe2(life, O_CLOEXEC) < 0)
-		return err_set(err, errno, "pipe");
+		return err_set(err, errno, "create the lifeline of %s", what);
 	pid = proc_fork_relay(&r, &w, what, err);
 	if (pid < 0) {
 		close(life[0]);
@@ -459,4 +461,53 @@ int proc_ns_signal(dev_t dev, ino_t ino, pid_t skip, int sig)
 	}
 	closedir(d);
 	return n;
+}
+
+/* Find cmd on PATH (from env) as execvp would, for 126/127. */
+int proc_resolve_command(const char *cmd, char *const *env, char **out,
+			 mpictr_err **err)
+{
+	const char *path = env_get(env, "PATH");
+	int saw_eacces = 0;
+	cleanup_free char *copy = NULL;
+	char *save = NULL;
+
+	if (strchr(cmd, '/')) {
+		if (access(cmd, X_OK) == 0) {
+			*out = xstrdup(cmd);
+			return 0;
+		}
+		if (errno == ENOENT || errno == ENOTDIR)
+			return err_set_exit(err, MPICTR_EXIT_NOT_FOUND, errno,
+					    "command '%s' in the container",
+					    cmd);
+		return err_set_exit(err, MPICTR_EXIT_CANNOT_EXEC, errno,
+				    "command '%s' in the container", cmd);
+	}
+	copy = xstrdup(path ? path : PROC_DEFAULT_PATH);
+	for (char *d = strtok_r(copy, ":", &save); d;
+	     d = strtok_r(NULL, ":", &save)) {
+		cleanup_free char *cand = xasprintf("%s/%s", *d ? d : ".", cmd);
+		struct stat st;
+
+		if (stat(cand, &st) < 0 || S_ISDIR(st.st_mode))
+			continue;
+		if (access(cand, X_OK) == 0) {
+			*out = steal_ptr(&cand);
+			return 0;
+		}
+		saw_eacces = 1;
+	}
+	if (saw_eacces)
+		return err_set_exit(err, MPICTR_EXIT_CANNOT_EXEC, EACCES,
+				    "command '%s' in the container", cmd);
+	return err_set_exit(err, MPICTR_EXIT_NOT_FOUND, 0,
+			    "command '%s' not found in the container (PATH=%s)",
+			    cmd, path ? path : PROC_DEFAULT_PATH);
+}
+
+bool proc_privileged(void)
+{
+	return getauxval(AT_SECURE) || getuid() != geteuid() ||
+	       getgid() != getegid();
 }

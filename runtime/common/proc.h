@@ -113,4 +113,19 @@ pid_t proc_ppid(pid_t pid);
  * one found is sent sig, through a pidfd opened before its namespace is
  * checked again (never a recycled pid). */
 int proc_ns_signal(dev_t dev, ino_t ino, pid_t skip, int sig);
+/* The PATH of a process whose environment sets none (the container's
+ * default too). */
+#define PROC_DEFAULT_PATH                                                      \
+	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+/* Find cmd on PATH (from env; PROC_DEFAULT_PATH when unset) as execvp
+ * would: *out is the path to exec. -1 with *err naming the command "in the
+ * container", exit code 127 (not found) or 126 (not executable). */
+int proc_resolve_command(const char *cmd, char *const *env, char **out,
+			 mpictr_err **err);
+
+/* Does this process run with privileges it was not started with (setuid
+ * or setgid, or file capabilities: AT_SECURE)? mpictr needs none and
+ * refuses to run so (run.c, preflight.c; main.c says so first). */
+bool proc_privileged(void);
+
 #endif

@@ -405,6 +405,29 @@ int parse_long(const char *s, long min, long max, long *out)
 	return 0;
 }
 
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	return h * 0x100000001b3ULL;
+}
+
+uint64_t fnv1a_str(uint64_t h, const char *s)
+{
+	return s ? fnv1a(h ^ 1, s) : fnv1a(h ^ 2, "");
+}
+
+uint64_t fnv1a_u64(uint64_t h, uint64_t v)
+{
+	for (int i = 0; i < 8; i++) {
+		h ^= (v >> (8 * i)) & 0xff;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
 bool streq0(const char *a, const char *b)
 {
 	if (!a || !b)

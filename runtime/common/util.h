@@ -134,6 +134,14 @@ int parse_long(const char *s, long min, long max, long *out);
  * not starting with a digit)? */
 bool env_name_valid(const char *s, size_t n);
 
+/* FNV-1a, 64 bits: start from FNV1A_INIT. fnv1a_str tells NULL apart
+ * from ""; fnv1a_u64 hashes the 8 bytes of v (little end first). Not
+ * keyed: for digests of what is ours, never for names others must not
+ * predict (rendezvous.h has SipHash for those). */
+#define FNV1A_INIT 0xcbf29ce484222325ULL
+uint64_t fnv1a_str(uint64_t h, const char *s);
+uint64_t fnv1a_u64(uint64_t h, uint64_t v);
+
 /* True when a and b are equal C strings (both may be NULL). */
 bool streq0(const char *a, const char *b);
 bool str_has_prefix(const char *s, const char *prefix);

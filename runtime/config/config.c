@@ -1,6 +1,9 @@
-/* config.c - mpictr_config setters. Pure: nothing here touches the file
- * system; validation against the host happens when the plan is built.
+/* config.c - mpictr_config setters and the option table (config.h). Only
+ * mpictr_site_config_path and mpictr_config_load_site touch the file
+ * system (they read the site file); validation against the host happens
+ * when the plan is built.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -149,44 +152,182 @@ MPICTR_PUBLIC int mpictr_config_set_host_env(mpictr_config *cfg,
 	return 0;
 }
 
+#define OPT_AT(field) offsetof(struct mpictr_config, field)
+
+/* In the order an instance names a refused option (the first given). */
+const struct config_opt config_opts[] = {
+    {"-B/--bind", CONFIG_BINDS, OPT_AT(binds), 0, true, NULL},
+    {"--contain", CONFIG_BOOL, OPT_AT(contain), MPICTR_FLAG_CONTAIN, true,
+     "contain"},
+    {"--fakeroot", CONFIG_BOOL, OPT_AT(fakeroot), MPICTR_FLAG_FAKEROOT, true,
+     "fakeroot"},
+    {"--gpu", CONFIG_BOOL, OPT_AT(gpu), MPICTR_FLAG_GPU, true, "gpu"},
+    {"--inject-verbs", CONFIG_BOOL, OPT_AT(inject_verbs),
+     MPICTR_FLAG_INJECT_VERBS, true, "verbs"},
+    {"--devices", CONFIG_STR, OPT_AT(devices), 0, true, "devices"},
+    {"--no-share", CONFIG_BOOL, OPT_AT(no_share), MPICTR_FLAG_NO_SHARE, true,
+     NULL},
+    {"--profile", CONFIG_STRV, OPT_AT(profiles), 0, true, "profile"},
+    {"--tag-output", CONFIG_BOOL, OPT_AT(tag_output), MPICTR_FLAG_TAG_OUTPUT,
+     false, NULL},
+    {"--no-oversubscribe", CONFIG_BOOL, OPT_AT(no_oversubscribe),
+     MPICTR_FLAG_NO_OVERSUBSCRIBE, false, NULL},
+    {"--transport-env", CONFIG_BOOL, OPT_AT(transport_env),
+     MPICTR_FLAG_TRANSPORT_ENV, false, NULL},
+    {"--bind-to", CONFIG_STR, OPT_AT(bind_to), 0, false, NULL},
+    {"--pwd", CONFIG_STR, OPT_AT(pwd), 0, false, NULL},
+};
+const size_t config_nopts = sizeof(config_opts) / sizeof(config_opts[0]);
+
+static void *opt_field(const struct mpictr_config *cfg,
+		       const struct config_opt *o)
+{
+	return (char *)cfg + o->offset;
+}
+
+bool config_opt_given(const struct mpictr_config *cfg,
+		      const struct config_opt *o)
+{
+	void *f = opt_field(cfg, o);
+
+	switch (o->kind) {
+	case CONFIG_BOOL:
+		return *(bool *)f;
+	case CONFIG_STR:
+		return *(char **)f != NULL;
+	case CONFIG_STRV:
+		return strv_len(*(char ***)f) > 0;
+	case CONFIG_BINDS:
+	default:
+		return cfg->nbinds > 0;
+	}
+}
+
+void config_opt_values(const struct mpictr_config *cfg,
+		       const struct config_opt *o,
+		       void (*fn)(void *data, const char *value), void *data)
+{
+	void *f = opt_field(cfg, o);
+	char **v;
+
+	switch (o->kind) {
+	case CONFIG_BOOL:
+		fn(data, *(bool *)f ? "1" : "0");
+		break;
+	case CONFIG_STR:
+		if (*(char **)f)
+			fn(data, *(char **)f);
+		break;
+	case CONFIG_STRV:
+		for (v = *(char ***)f; v && *v; v++)
+			fn(data, *v);
+		break;
+	case CONFIG_BINDS:
+	default:
+		for (size_t i = 0; i < cfg->nbinds; i++) {
+			fn(data, cfg->binds[i].src);
+			fn(data, cfg->binds[i].dst);
+			fn(data, cfg->binds[i].ro ? "ro" : "rw");
+		}
+		break;
+	}
+}
+
+void config_opt_put(struct mpictr_config *cfg, const struct config_opt *o,
+		    const char *value)
+{
+	void *f = opt_field(cfg, o);
+
+	switch (o->kind) {
+	case CONFIG_BOOL:
+		*(bool *)f = strcmp(value, "0") != 0;
+		break;
+	case CONFIG_STR:
+		free(*(char **)f);
+		*(char **)f = xstrdup(value);
+		break;
+	case CONFIG_STRV:
+		strv_push((char ***)f, value);
+		break;
+	case CONFIG_BINDS:
+	default:
+		break;
+	}
+}
+
+void config_opt_clear(struct mpictr_config *cfg, const struct config_opt *o)
+{
+	void *f = opt_field(cfg, o);
+
+	switch (o->kind) {
+	case CONFIG_BOOL:
+		*(bool *)f = false;
+		break;
+	case CONFIG_STR:
+		free(*(char **)f);
+		*(char **)f = NULL;
+		break;
+	case CONFIG_STRV:
+		strv_free(*(char ***)f);
+		*(char ***)f = NULL;
+		break;
+	case CONFIG_BINDS:
+	default:
+		bind_specs_free(cfg->binds, cfg->nbinds);
+		cfg->binds = NULL;
+		cfg->nbinds = 0;
+		break;
+	}
+}
+
+const struct config_opt *config_container_given(const struct mpictr_config *cfg)
+{
+	for (size_t i = 0; i < config_nopts; i++)
+		if (config_opts[i].container &&
+		    config_opt_given(cfg, &config_opts[i]))
+			return &config_opts[i];
+	return NULL;
+}
+
+static void hash_value(void *data, const char *value)
+{
+	uint64_t *h = data;
+
+	*h = fnv1a_str(*h, value);
+}
+
+uint64_t config_container_digest(const struct mpictr_config *cfg)
+{
+	uint64_t h = FNV1A_INIT;
+
+	for (size_t i = 0; i < config_nopts; i++) {
+		const struct config_opt *o = &config_opts[i];
+
+		if (!o->container)
+			continue;
+		/* The name, then the values: a value never slides into the
+		 * next option's. */
+		h = fnv1a_str(h, o->option);
+		config_opt_values(cfg, o, hash_value, &h);
+	}
+	return h;
+}
+
 MPICTR_PUBLIC int mpictr_config_set_flag(mpictr_config *cfg,
 					 enum mpictr_flag flag, int on,
 					 mpictr_err **err)
 {
-	bool v = on != 0;
-
 	if (check_arg(cfg, "config", err) < 0)
 		return -1;
-	switch (flag) {
-	case MPICTR_FLAG_CONTAIN:
-		cfg->contain = v;
-		break;
-	case MPICTR_FLAG_FAKEROOT:
-		cfg->fakeroot = v;
-		break;
-	case MPICTR_FLAG_NO_SHARE:
-		cfg->no_share = v;
-		break;
-	case MPICTR_FLAG_TAG_OUTPUT:
-		cfg->tag_output = v;
-		break;
-	case MPICTR_FLAG_TRANSPORT_ENV:
-		cfg->transport_env = v;
-		cfg->transport_env_set = true;
-		break;
-	case MPICTR_FLAG_GPU:
-		cfg->gpu = v;
-		break;
-	case MPICTR_FLAG_NO_OVERSUBSCRIBE:
-		cfg->no_oversubscribe = v;
-		break;
-	case MPICTR_FLAG_INJECT_VERBS:
-		cfg->inject_verbs = v;
-		break;
-	default:
-		return err_set(err, EINVAL, "unknown flag %d", (int)flag);
+	for (size_t i = 0; i < config_nopts; i++) {
+		if (config_opts[i].flag != (int)flag || !flag)
+			continue;
+		*(bool *)opt_field(cfg, &config_opts[i]) = on != 0;
+		if (flag == MPICTR_FLAG_TRANSPORT_ENV)
+			cfg->transport_env_set = true;
+		return 0;
 	}
-	return 0;
+	return err_set(err, EINVAL, "unknown flag %d", (int)flag);
 }
 
 MPICTR_PUBLIC int mpictr_config_set_nranks(mpictr_config *cfg, int n,

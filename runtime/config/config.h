@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config/bindspec.h"
 #include "mpictr.h"
@@ -35,5 +36,54 @@ struct mpictr_config {
 	 * owned (mpictr_config_free leaves it). */
 	char *image_read;
 };
+
+/* ---- the option table ----------------------------------------------------
+ *
+ * The options of a config, one row each. Those that decide the container
+ * (its mounts, devices and identity: container) are declared here and
+ * nowhere else: the join key and the plan's digest hash them
+ * (config_container_digest), an instance refuses them from a joiner (naming
+ * the option) and hands those with an inst_key to its joiners. A new option
+ * that decides the container is one new row. */
+enum config_opt_kind {
+	CONFIG_BOOL,  /* bool */
+	CONFIG_STR,   /* char *, or NULL */
+	CONFIG_STRV,  /* char **, NULL-terminated, or NULL */
+	CONFIG_BINDS, /* binds and nbinds */
+};
+
+struct config_opt {
+	const char *option; /* as on the command line, for messages */
+	enum config_opt_kind kind;
+	size_t offset; /* of the field in struct mpictr_config */
+	int flag;      /* its enum mpictr_flag (CONFIG_BOOL), or 0 */
+	bool container;
+	const char *inst_key; /* its name in an instance's spec, or NULL */
+};
+
+extern const struct config_opt config_opts[];
+extern const size_t config_nopts;
+
+/* Is option o given (not its default: true, a string, a non-empty list)? */
+bool config_opt_given(const struct mpictr_config *cfg,
+		      const struct config_opt *o);
+/* Call fn with each value of o in cfg as a string: a bool's "1" or "0", a
+ * string when set, each string of a list, each bind's source, target and
+ * "ro" or "rw". */
+void config_opt_values(const struct mpictr_config *cfg,
+		       const struct config_opt *o,
+		       void (*fn)(void *data, const char *value), void *data);
+/* Set o in cfg from one value as config_opt_values gives it (a bool's
+ * "0" is false; a list's value is appended); not for CONFIG_BINDS. */
+void config_opt_put(struct mpictr_config *cfg, const struct config_opt *o,
+		    const char *value);
+/* Free o's value in cfg and reset it to its default. */
+void config_opt_clear(struct mpictr_config *cfg, const struct config_opt *o);
+/* The first option that decides the container given in cfg, or NULL. */
+const struct config_opt *
+config_container_given(const struct mpictr_config *cfg);
+/* Digest of the options that decide the container (every row with
+ * container), names and values. */
+uint64_t config_container_digest(const struct mpictr_config *cfg);
 
 #endif

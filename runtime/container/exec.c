@@ -22,49 +22,6 @@
 #include "host/mpiinject.h"
 #include "plan/mpicheck.h"
 
-/* Find cmd on PATH (from env) as execvp would, for 126/127. */
-int exec_resolve_command(const char *cmd, char *const *env, char **out,
-			 mpictr_err **err)
-{
-	const char *path = env_get(env, "PATH");
-	int saw_eacces = 0;
-	cleanup_free char *copy = NULL;
-	char *save = NULL;
-
-	if (strchr(cmd, '/')) {
-		if (access(cmd, X_OK) == 0) {
-			*out = xstrdup(cmd);
-			return 0;
-		}
-		if (errno == ENOENT || errno == ENOTDIR)
-			return err_set_exit(err, MPICTR_EXIT_NOT_FOUND, errno,
-					    "command '%s' in the container",
-					    cmd);
-		return err_set_exit(err, MPICTR_EXIT_CANNOT_EXEC, errno,
-				    "command '%s' in the container", cmd);
-	}
-	copy = xstrdup(path ? path : CONTAINER_DEFAULT_PATH);
-	for (char *d = strtok_r(copy, ":", &save); d;
-	     d = strtok_r(NULL, ":", &save)) {
-		cleanup_free char *cand = xasprintf("%s/%s", *d ? d : ".", cmd);
-		struct stat st;
-
-		if (stat(cand, &st) < 0 || S_ISDIR(st.st_mode))
-			continue;
-		if (access(cand, X_OK) == 0) {
-			*out = steal_ptr(&cand);
-			return 0;
-		}
-		saw_eacces = 1;
-	}
-	if (saw_eacces)
-		return err_set_exit(err, MPICTR_EXIT_CANNOT_EXEC, EACCES,
-				    "command '%s' in the container", cmd);
-	return err_set_exit(err, MPICTR_EXIT_NOT_FOUND, 0,
-			    "command '%s' not found in the container (PATH=%s)",
-			    cmd, path ? path : CONTAINER_DEFAULT_PATH);
-}
-
 /* True when the image (the current root) has environment scripts to
  * source before the command (Apptainer's: the files ending in .sh in
  * /.singularity.d/env). */
@@ -210,7 +167,7 @@ static int check_command(const struct plan *p, char *const *env, bool wrapped,
 	mpictr_err *e = NULL;
 
 	*exe = NULL;
-	if (exec_resolve_command(cmd, env, exe, &e) < 0) {
+	if (proc_resolve_command(cmd, env, exe, &e) < 0) {
 		if (wrapped && !strchr(cmd, '/') &&
 		    mpictr_err_exit_code(e) == MPICTR_EXIT_NOT_FOUND) {
 			mpictr_err_free(e);

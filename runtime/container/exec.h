@@ -21,10 +21,6 @@ int container_exec(const struct plan *p, char **env, int userns_fd,
  * (freed by the caller). */
 int container_enter_task(const struct plan *p, char ***env, int userns_fd,
 			 int mntns_fd, char **program, mpictr_err **err);
-/* Find cmd on PATH (from env) as execvp would: *out is the path to exec.
- * -1 with *err, exit code 127 (not found) or 126 (not executable). */
-int exec_resolve_command(const char *cmd, char *const *env, char **out,
-			 mpictr_err **err);
 /* True when the current root has environment scripts to source before
  * the command (the files ending in .sh in /.singularity.d/env). */
 bool exec_image_has_env_scripts(void);

@@ -29,26 +29,6 @@
 /* The largest file the holder prefetches (holder_prefetch). */
 #define PREFETCH_MAX (64L << 20)
 
-/* One worker per rank (two in join mode), at most 8, and at most one fewer
- * than the online CPUs: the workers only decompress while ranks fault
- * their libraries in, and each worker keeps its own block cache, so a
- * block that the kernel's unaligned READs need twice is inflated once per
- * worker. On 2 CPUs (8 Open MPI ranks joining, docs/bench-hybrid.md) two
- * workers inflated 28 MB for 13 MB read, one worker 20 MB, and the job
- * took 20 ms less wall and 40 ms less CPU. */
-int holder_fuse_workers(const struct mpictr_config *cfg)
-{
-	const char *s = env_get(cfg->host_env, "MPICTR_FUSE_WORKERS");
-	long n, ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-
-	if (s && parse_long(s, 1, 64, &n) == 0)
-		return (int)n;
-	n = cfg->nranks > 0 ? cfg->nranks : 2;
-	if (ncpu > 0 && n > ncpu - 1)
-		n = ncpu - 1;
-	return (int)(n < 1 ? 1 : n > 8 ? 8 : n);
-}
-
 /* The prefetch child (holder_prefetch). File-global, yet safe: only the
  * holder (forked, single-threaded) sets and reads it. */
 static pid_t prefetch_pid = -1;
@@ -138,7 +118,7 @@ static void prefetch_files(const struct plan *p)
 				 : exec_image_has_env_scripts())
 		prefetch_file("/bin/sh");
 	if (p->argv && p->argv[0] &&
-	    exec_resolve_command(p->argv[0], p->env, &exe, NULL) == 0)
+	    proc_resolve_command(p->argv[0], p->env, &exe, NULL) == 0)
 		prefetch_file(exe);
 }
 
@@ -226,7 +206,9 @@ int holder_start(const struct plan *p, int nworkers, const sigset_t *mask,
 	h->pid = 0;
 	h->ctl = h->userns = h->mntns = -1;
 	if (pipe2(ctl, O_CLOEXEC) < 0)
-		return err_set(err, errno, "pipe");
+		return err_set(
+		    err, errno,
+		    "create the control pipe of the namespace holder");
 	pid = proc_fork_relay(&rfd, &wfd, "the namespace holder", err);
 	if (pid < 0) {
 		close(ctl[0]);

@@ -22,7 +22,5 @@ int holder_start(const struct plan *p, int nworkers, const sigset_t *mask,
 		 struct holder *h, mpictr_err **err);
 /* Close the control pipe and namespace fds, wait for the holder. */
 void holder_stop(struct holder *h);
-/* FUSE worker processes for a job (MPICTR_FUSE_WORKERS overrides). */
-int holder_fuse_workers(const struct mpictr_config *cfg);
 
 #endif

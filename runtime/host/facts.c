@@ -15,7 +15,6 @@
 #include "common/error.h"
 #include "host/facts.h"
 #include "host/imgread.h"
-#include "plan/plan.h"
 #include "host/ucx.h"
 
 const struct path_fact *host_facts_path(const struct host_facts *f,
@@ -235,6 +234,9 @@ static void gather_identity(const struct mpictr_config *cfg,
 	f->cwd_err = f->cwd ? 0 : errno;
 	f->page_size = psz >= 1024 ? (unsigned long long)psz : 4096;
 	f->job_memory = job_memory();
+	f->ncpu = sysconf(_SC_NPROCESSORS_ONLN) > 0
+		      ? sysconf(_SC_NPROCESSORS_ONLN)
+		      : 0;
 }
 
 /* Devices (sysfs, under MPICTR_SYSROOT when honoured) and, where there is
@@ -345,11 +347,10 @@ static bool wants_mpi(const struct mpictr_config *cfg)
  * image's libraries. A failure is left to the mount (which reports it)
  * and to the holder, but for the image reader's death (imgread.h), which
  * is the image's error. */
-static void gather_image(const struct mpictr_config *cfg,
-			 const struct run_decision *d, unsigned flags,
+static void gather_image(const struct mpictr_config *cfg, unsigned flags,
 			 struct host_facts *f)
 {
-	bool decide = (flags & HOST_FACTS_IMAGE) || d->mode != RUN_JOIN;
+	bool decide = flags & (HOST_FACTS_IMAGE | HOST_FACTS_DECIDE);
 	bool hcas = decide && any_exposed_hca(&f->hostdev);
 	bool mpi = decide && wants_mpi(cfg);
 	struct image_reader *r = NULL;
@@ -432,8 +433,7 @@ static bool dir_is_root(const char *root)
 	return false;
 }
 
-int host_facts_gather(const struct mpictr_config *cfg,
-		      const struct run_decision *d, unsigned flags,
+int host_facts_gather(const struct mpictr_config *cfg, unsigned flags,
 		      const struct host_given *given, struct host_facts *f,
 		      mpictr_err **err)
 {
@@ -449,7 +449,7 @@ int host_facts_gather(const struct mpictr_config *cfg,
 	else if (cfg->image && f->image.kind == IMAGE_DIR)
 		f->image_not_root = !dir_is_root(f->image.path);
 	gather_devices(cfg, given, f);
-	gather_image(cfg, d, flags, f);
+	gather_image(cfg, flags, f);
 	gather_host_verbs(f);
 	gather_paths(cfg, f);
 	return 0;
@@ -482,26 +482,4 @@ void host_facts_free(struct host_facts *f)
 	}
 	free(f->mpis);
 	memset(f, 0, sizeof(*f));
-}
-
-int host_plan_build(const struct mpictr_config *cfg,
-		    const struct run_decision *d, const char *run_dir,
-		    struct plan *p, mpictr_err **err)
-{
-	return host_plan_build_given(cfg, d, run_dir, NULL, p, err);
-}
-
-int host_plan_build_given(const struct mpictr_config *cfg,
-			  const struct run_decision *d, const char *run_dir,
-			  const struct host_given *given, struct plan *p,
-			  mpictr_err **err)
-{
-	struct host_facts f;
-	int rc = -1;
-
-	memset(p, 0, sizeof(*p));
-	if (host_facts_gather(cfg, d, 0, given, &f, err) == 0)
-		rc = plan_build(cfg, d, &f, run_dir, p, err);
-	host_facts_free(&f);
-	return rc;
 }

@@ -15,7 +15,6 @@
 #include "config/config.h"
 #include "host/devices.h"
 #include "sif/image.h"
-#include "plan/mode.h"
 #include "host/mpiinject.h"
 #include "host/verbs.h"
 
@@ -43,6 +42,7 @@ struct host_facts {
 	char *cwd;  /* NULL when getcwd failed (cwd_err) */
 	int cwd_err;
 	unsigned long long page_size;
+	long ncpu;		       /* online CPUs, 0: unknown */
 	unsigned long long job_memory; /* bytes the job may use, 0: unknown */
 
 	struct image_info image; /* image_probe's answer */
@@ -85,8 +85,13 @@ struct host_facts {
 	size_t nmpis;
 };
 
-/* host_facts_gather flags: read a squashfs or SIF image's contents too. */
+/* host_facts_gather flags. IMAGE: read a squashfs or SIF image's contents
+ * too (--dry-run). DECIDE: the plan decides the verbs providers and the
+ * MPI ABI check, so read what they need of the image (every mode but
+ * join, where the holder decides them on the mounted image). IMAGE implies
+ * DECIDE. */
 #define HOST_FACTS_IMAGE 1u
+#define HOST_FACTS_DECIDE 2u
 
 /* Node-wide facts another process of the job already gathered (join
  * mode: the node's keeper, which planned first), used instead of asking
@@ -96,28 +101,16 @@ struct host_given {
 	const char *ucx_net_devices; /* the keeper's answer, or NULL */
 };
 
-/* Gather every fact the plan of cfg (for the mode decided in d) reads,
- * taking the facts in given (NULL: none) as they are.
+/* Gather every fact the plan of cfg reads (flags above), taking the facts
+ * in given (NULL: none) as they are.
  * Failures of single facts are recorded (plan_build reports them, with
- * the context it has); returns 0, or -1 with *err when the facts cannot
- * be gathered at all. Release with host_facts_free() either way. */
-int host_facts_gather(const struct mpictr_config *cfg,
-		      const struct run_decision *d, unsigned flags,
+ * the context it has), so it returns 0; -1 with *err is kept for a
+ * failure of the gathering itself, which none of today's facts has.
+ * Release with host_facts_free() either way. */
+int host_facts_gather(const struct mpictr_config *cfg, unsigned flags,
 		      const struct host_given *given, struct host_facts *f,
 		      mpictr_err **err);
 void host_facts_free(struct host_facts *f);
-
-struct plan;
-/* Gather the facts, build the plan of cfg from them (plan_build) and
- * release them: what the run modes call. */
-int host_plan_build(const struct mpictr_config *cfg,
-		    const struct run_decision *d, const char *run_dir,
-		    struct plan *p, mpictr_err **err);
-/* The same, with facts given (join mode: the keeper's). */
-int host_plan_build_given(const struct mpictr_config *cfg,
-			  const struct run_decision *d, const char *run_dir,
-			  const struct host_given *given, struct plan *p,
-			  mpictr_err **err);
 
 /* Record a path (realpath and stat, both following symlinks); the real
  * path is recorded too. Returns the fact. Exposed for recorded-facts

@@ -61,6 +61,7 @@
 #include "modes/rendezvous.h"
 #include "plan/mode.h"
 #include "plan/plan.h"
+#include "plan/prepare.h"
 #include "common/proc.h"
 #include "common/syscalls.h"
 
@@ -530,8 +531,21 @@ static int inst_query(const struct inst_paths *p, const char *name, uint32_t op,
 
 /* ---- start --------------------------------------------------------------- */
 
+struct spec_put {
+	struct strbuf *sb;
+	const char *key;
+};
+
+static void spec_value(void *data, const char *value)
+{
+	const struct spec_put *sp = data;
+
+	blob_put(sp->sb, sp->key, value);
+}
+
 /* What a joiner needs of the instance's options: the image and what
- * decides its container and environment (see instance_attach). */
+ * decides its container and environment (the option table's rows with an
+ * inst_key; see instance_attach). */
 static char *inst_spec(const struct mpictr_config *cfg, const struct plan *p,
 		       const char *run, size_t *len)
 {
@@ -539,14 +553,13 @@ static char *inst_spec(const struct mpictr_config *cfg, const struct plan *p,
 
 	blob_put(&sb, "image", p->image.path);
 	blob_put(&sb, "run", run);
-	blob_put(&sb, "contain", cfg->contain ? "1" : "0");
-	blob_put(&sb, "fakeroot", cfg->fakeroot ? "1" : "0");
-	blob_put(&sb, "gpu", cfg->gpu ? "1" : "0");
-	blob_put(&sb, "verbs", cfg->inject_verbs ? "1" : "0");
-	if (cfg->devices)
-		blob_put(&sb, "devices", cfg->devices);
-	for (size_t i = 0; cfg->profiles && cfg->profiles[i]; i++)
-		blob_put(&sb, "profile", cfg->profiles[i]);
+	for (size_t i = 0; i < config_nopts; i++) {
+		struct spec_put sp = {&sb, config_opts[i].inst_key};
+
+		if (sp.key)
+			config_opt_values(cfg, &config_opts[i], spec_value,
+					  &sp);
+	}
 	/* The UCX answer (ucx_none: the helper failed): joiners ask none;
 	 * one too long for the blob they ask themselves. */
 	if (p->ucx_asked && !p->ucx_net_devices)
@@ -593,7 +606,7 @@ static int inst_plan(const struct mpictr_config *cfg, const char *run,
 	d.peers.node_id = LAUNCHER_UNKNOWN;
 	c.argv = (char **)placeholder;
 	c.runscript = false;
-	return host_plan_build(&c, &d, run, p, err);
+	return plan_prepare(&c, &d, run, NULL, p, err);
 }
 
 struct inst_start {
@@ -685,7 +698,7 @@ int instance_start(const struct mpictr_config *cfg,
 	for (size_t i = 0; s.plan.notices && s.plan.notices[i]; i++)
 		log_notice("%s", s.plan.notices[i]);
 	ks = (struct keeper_spec){.plan = &s.plan,
-				  .nworkers = holder_fuse_workers(cfg),
+				  .nworkers = s.plan.fuse_workers,
 				  .sock_path = s.p.sock,
 				  .lock_path = s.p.lock,
 				  .dir = s.p.run,
@@ -866,47 +879,39 @@ void instance_list_free(struct instance_info *v, size_t n)
 
 /* ---- attach -------------------------------------------------------------- */
 
-/* Options that would change the container cannot be given to a joiner. */
+/* Options that would change the container (config.h's option table)
+ * cannot be given to a joiner. */
 static int refuse_container_options(const struct mpictr_config *cfg,
 				    const char *name, mpictr_err **err)
 {
-	const char *opt = cfg->nbinds		    ? "-B/--bind"
-			  : cfg->contain	    ? "--contain"
-			  : cfg->fakeroot	    ? "--fakeroot"
-			  : cfg->gpu		    ? "--gpu"
-			  : cfg->inject_verbs	    ? "--inject-verbs"
-			  : cfg->devices	    ? "--devices"
-			  : cfg->no_share	    ? "--no-share"
-			  : strv_len(cfg->profiles) ? "--profile"
-						    : NULL;
+	const struct config_opt *o = config_container_given(cfg);
 
-	if (!opt)
+	if (!o)
 		return 0;
 	err_set(err, 0,
 		"%s cannot be used with instance://%s: it would change the "
 		"container, which the instance set up when it started",
-		opt, name);
+		o->option, name);
 	return err_hint(err, "give it to 'mpictr instance start'; -e/--env and "
 			     "--pwd apply per command");
 }
 
+/* The instance's options (those of the option table that it keeps) into
+ * a->cfg, where the joiner's are unset (refuse_container_options). */
 static void attach_options(struct instance_attach *a, const char *b, size_t len)
 {
 	const char *v;
 
 	a->image = xstrdup(blob_get(b, len, "image", 0) ?: "");
 	a->run_base = xstrdup(blob_get(b, len, "run", 0) ?: "/tmp");
-	v = blob_get(b, len, "devices", 0);
-	a->devices = v ? xstrdup(v) : NULL;
-	for (int i = 0; (v = blob_get(b, len, "profile", i)); i++)
-		strv_push(&a->profiles, v);
 	a->cfg.image = a->image;
-	a->cfg.devices = a->devices;
-	a->cfg.profiles = a->profiles;
-	a->cfg.contain = blob_long(b, len, "contain") != 0;
-	a->cfg.fakeroot = blob_long(b, len, "fakeroot") != 0;
-	a->cfg.gpu = blob_long(b, len, "gpu") != 0;
-	a->cfg.inject_verbs = blob_long(b, len, "verbs") != 0;
+	for (size_t i = 0; i < config_nopts; i++) {
+		const struct config_opt *o = &config_opts[i];
+
+		for (int n = 0;
+		     o->inst_key && (v = blob_get(b, len, o->inst_key, n)); n++)
+			config_opt_put(&a->cfg, o, v);
+	}
 	a->holder = (pid_t)blob_long(b, len, "holder");
 	v = blob_get(b, len, "ucx", 0);
 	a->ucx = v ? xstrdup(v) : NULL;
@@ -972,8 +977,9 @@ void instance_attach_free(struct instance_attach *a)
 	free(a->name);
 	free(a->run_base);
 	free(a->image);
-	free(a->devices);
-	strv_free(a->profiles);
+	for (size_t i = 0; i < config_nopts; i++)
+		if (config_opts[i].inst_key)
+			config_opt_clear(&a->cfg, &config_opts[i]);
 	memset(a, 0, sizeof(*a));
 	a->userns = a->mntns = a->image_fd = -1;
 }

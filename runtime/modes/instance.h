@@ -83,8 +83,9 @@ struct instance_attach {
 	 * profiles): plan the command from it. A shallow copy: valid while
 	 * the caller's cfg is. */
 	struct mpictr_config cfg;
-	char *image, *devices; /* owned copies behind cfg */
-	char **profiles;
+	/* Owned behind cfg: image, and the options of the option table that
+	 * the instance keeps (inst_key: --devices, --profile, ...). */
+	char *image;
 	pid_t holder; /* the instance's holder (its root: /proc/PID/root) */
 	/* The image the instance holds open (cfg.image_read names it): a
 	 * joiner plans from it, not from the image's path. */

@@ -47,6 +47,7 @@
 #include "modes/keeper.h"
 #include "modes/rendezvous.h"
 #include "plan/env.h"
+#include "plan/prepare.h"
 
 #define JOIN_WAIT_S 120 /* a task waits this long for its keeper */
 
@@ -60,7 +61,6 @@ struct join_ctx {
 	const struct mpictr_config *cfg;
 	const struct run_decision *d;
 	struct plan *plan_store;
-	int nworkers;
 	uint32_t expected; /* local size; LAUNCHER_UNKNOWN: counting mode */
 	char *sock_path, *lock_path;
 };
@@ -118,8 +118,7 @@ static int build_plan(struct join_ctx *k, const struct host_given *given,
 {
 	if (k->plan)
 		return 0;
-	if (host_plan_build_given(k->cfg, k->d, NULL, given, k->plan_store,
-				  err) < 0)
+	if (plan_prepare(k->cfg, k->d, NULL, given, k->plan_store, err) < 0)
 		return -1;
 	k->plan = k->plan_store;
 	return 0;
@@ -137,7 +136,7 @@ static int join_start_keeper(struct join_ctx *k, int lock_fd, mpictr_err **err)
 		return -1;
 	}
 	ks = (struct keeper_spec){.plan = k->plan,
-				  .nworkers = k->nworkers,
+				  .nworkers = k->plan->fuse_workers,
 				  .sock_path = k->sock_path,
 				  .lock_path = k->lock_path,
 				  .expected = k->expected,
@@ -332,7 +331,6 @@ static int join_node(struct join_ctx *k, const struct mpictr_config *cfg,
 			   err) < 0)
 		return -1;
 	key = rendezvous_key(pe, image, rendezvous_inputs_digest(cfg));
-	k->nworkers = holder_fuse_workers(cfg);
 	k->expected = pe->local_size;
 	k->sock_path = xasprintf("%s/%s.sock", dir, key);
 	k->lock_path = xasprintf("%s/%s.lock", dir, key);
@@ -426,11 +424,7 @@ static int join_prepare(const struct mpictr_config *cfg,
 	}
 	for (size_t i = 0; t->plan.notices && t->plan.notices[i]; i++)
 		log_notice("%s", t->plan.notices[i]);
-	t->plan.nlocal =
-	    pe->local_size != LAUNCHER_UNKNOWN ? (int)pe->local_size : 1;
-	t->env = plan_rank_env(&t->plan, pe->local_rank != LAUNCHER_UNKNOWN
-					     ? (int)pe->local_rank
-					     : 0);
+	t->env = plan_rank_env(&t->plan, t->plan.local_rank);
 	if (inst)
 		env_instance_pmix(&t->env, inst->holder, inst->name);
 	rc = 0;

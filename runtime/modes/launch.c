@@ -38,6 +38,7 @@
 #include "modes/launch.h"
 #include "common/error.h"
 #include "plan/plan.h"
+#include "plan/prepare.h"
 #include "pmi/pmi.h"
 #include "common/proc.h"
 #include "modes/spawn.h"
@@ -248,7 +249,8 @@ static int start_rank(struct job *j, int rank, mpictr_err **err)
 		return -1;
 	if (j->cfg->tag_output && pipe2(out, O_CLOEXEC) < 0) {
 		strv_free(env);
-		return err_set(err, errno, "pipe");
+		return err_set(err, errno, "create the output pipe of rank %d",
+			       rank);
 	}
 	pid = proc_fork_relay(&rfd, &wfd, "a rank", err);
 	if (pid < 0) {
@@ -640,8 +642,8 @@ static int job_namespaces(struct job *j, mpictr_err **err)
 		return 0;
 	}
 	for (size_t h = 0; h < j->nholders; h++)
-		if (holder_start(&j->plan, holder_fuse_workers(j->cfg),
-				 &j->old_mask, &j->holders[h], err) < 0)
+		if (holder_start(&j->plan, j->plan.fuse_workers, &j->old_mask,
+				 &j->holders[h], err) < 0)
 			return -1;
 	return 0;
 }
@@ -674,12 +676,12 @@ int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
 	sigprocmask(SIG_BLOCK, &mask, &j.old_mask);
 	j.sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (j.sfd < 0) {
-		err_set(err, errno, "signalfd");
+		err_set(err, errno, "create the supervisor's signalfd");
 		sigprocmask(SIG_SETMASK, &j.old_mask, NULL);
 		return -1;
 	}
 	if (pipe2(j.abort_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
-		err_set(err, errno, "pipe");
+		err_set(err, errno, "create the supervisor's abort pipe");
 		goto out;
 	}
 	if (d->mode == RUN_NODE_DAEMON &&
@@ -691,15 +693,13 @@ int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
 	if (j.with_pmi && make_run_dir(&j, err) < 0)
 		goto out;
 	/* An instance's UCX answer: its commands run no helper. */
-	if (host_plan_build_given(
+	if (plan_prepare(
 		cfg, d, j.run_dir,
 		j.inst ? &(struct host_given){.ucx_known = j.inst->ucx_known,
 					      .ucx_net_devices = j.inst->ucx}
 		       : NULL,
 		&j.plan, err) < 0)
 		goto out;
-	/* Launch mode: every rank is ours, unless other nodes run the rest. */
-	j.plan.single_node = !j.upstream;
 	for (size_t i = 0; j.plan.notices && j.plan.notices[i]; i++)
 		log_notice("%s", j.plan.notices[i]);
 

@@ -29,30 +29,6 @@
 
 #define RENDEZVOUS_ALT_DIRS 64 /* private names tried when squatted */
 
-static uint64_t fnv1a(uint64_t h, const char *s)
-{
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return h * 0x100000001b3ULL;
-}
-
-/* FNV-1a of a string or NULL, told apart from "" (the digests below). */
-static uint64_t fnv_str(uint64_t h, const char *s)
-{
-	return s ? fnv1a(h ^ 1, s) : fnv1a(h ^ 2, "");
-}
-
-static uint64_t fnv_u64(uint64_t h, uint64_t v)
-{
-	for (int i = 0; i < 8; i++) {
-		h ^= (v >> (8 * i)) & 0xff;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 static uint64_t le64(const uint8_t *p)
 {
 	uint64_t v = 0;
@@ -344,19 +320,21 @@ int rendezvous_dir(char *const *env, char **out, bool notice, mpictr_err **err)
  * Tasks of one step may pass different options (srun --multi-prog). Those
  * whose containers would differ must not share one: the key covers a
  * digest of the task's inputs to plan_build() that decide the container
- * (options, config files, the working directory, HOME and the other
- * variables planning reads), cheap enough to compute before the keeper
- * answers; and a task checks that its own plan, once built, has the
- * keeper's rendezvous_plan_digest(), or fails with an error (in case something
- * not in the first digest differs). Per task are only the command, the
+ * (the options, as config.h's option table declares them; config files,
+ * the working directory, HOME and the other variables planning reads),
+ * cheap enough to compute before the keeper answers; and a task checks
+ * that its own plan, once built, has the keeper's rendezvous_plan_digest()
+ * (which covers the same options, through plan.options_digest, and what
+ * the plan made of them), or fails with an error (in case something not in
+ * the first digest differs). Per task are only the command, the
  * environment and the start directory inside: container_exec() takes them
  * from the task's own plan. */
 
 static uint64_t fnv_items(uint64_t h, const struct site_items *it)
 {
-	h = fnv_u64(h, it->n);
+	h = fnv1a_u64(h, it->n);
 	for (size_t i = 0; i < it->n; i++)
-		h = fnv_str(h, it->v[i].value);
+		h = fnv1a_str(h, it->v[i].value);
 	return h;
 }
 
@@ -368,83 +346,75 @@ uint64_t rendezvous_inputs_digest(const struct mpictr_config *cfg)
 					  "PMIX_SERVER_URI4"};
 	const struct siteconf *sc = &cfg->site;
 	cleanup_free char *cwd = getcwd(NULL, 0);
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = FNV1A_INIT;
 
-	h = fnv_u64(h, (uint64_t)cfg->contain | (uint64_t)cfg->fakeroot << 1 |
-			   (uint64_t)cfg->gpu << 2 |
-			   (uint64_t)cfg->inject_verbs << 3);
-	h = fnv_str(h, cfg->devices);
-	h = fnv_str(h, cwd);
-	h = fnv_u64(h, cfg->nbinds);
-	for (size_t i = 0; i < cfg->nbinds; i++) {
-		h = fnv_str(h, cfg->binds[i].src);
-		h = fnv_str(h, cfg->binds[i].dst);
-		h = fnv_u64(h, cfg->binds[i].ro);
-	}
-	for (size_t i = 0; cfg->profiles && cfg->profiles[i]; i++)
-		h = fnv_str(h, cfg->profiles[i]);
+	/* The options (the option table's rows that decide the container),
+	 * the working directory, the variables planning reads. */
+	h = fnv1a_u64(h, config_container_digest(cfg));
+	h = fnv1a_str(h, cwd);
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
-		h = fnv_str(h, env_get(cfg->host_env, vars[i]));
+		h = fnv1a_str(h, env_get(cfg->host_env, vars[i]));
 	for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++)
-		h = fnv_u64(h, env_get(cfg->host_env, set[i]) != NULL);
+		h = fnv1a_u64(h, env_get(cfg->host_env, set[i]) != NULL);
 	/* The site file and user config files (--config, MPICTR_CONF). */
 	h = fnv_items(h, &sc->binds);
 	h = fnv_items(h, &sc->env);
 	h = fnv_items(h, &sc->allow_binds);
 	h = fnv_items(h, &sc->deny_binds);
-	h = fnv_str(h, sc->devices.value);
-	h = fnv_str(h, sc->lock_devices.value);
-	h = fnv_str(h, sc->transport_env.value);
-	h = fnv_str(h, sc->lock_transport_env.value);
-	h = fnv_str(h, sc->user_binds.value);
+	h = fnv1a_str(h, sc->devices.value);
+	h = fnv1a_str(h, sc->lock_devices.value);
+	h = fnv1a_str(h, sc->transport_env.value);
+	h = fnv1a_str(h, sc->lock_transport_env.value);
+	h = fnv1a_str(h, sc->user_binds.value);
 	for (size_t i = 0; i < sc->nprofiles; i++) {
 		const struct site_profile *pr = &sc->profiles[i];
 
-		h = fnv_str(h, pr->name);
+		h = fnv1a_str(h, pr->name);
 		h = fnv_items(h, &pr->binds);
 		h = fnv_items(h, &pr->env);
 		h = fnv_items(h, &pr->env_prepend);
-		h = fnv_str(h, pr->mpi.value);
+		h = fnv1a_str(h, pr->mpi.value);
 		h = fnv_items(h, &pr->mpi_deps);
-		h = fnv_u64(h, pr->mpi_warn);
+		h = fnv1a_u64(h, pr->mpi_warn);
 	}
 	return h;
 }
 
 uint64_t rendezvous_plan_digest(const struct plan *p)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = FNV1A_INIT;
 
-	h = fnv_str(h, p->image.path);
-	h = fnv_u64(h, (uint64_t)p->image.kind);
-	h = fnv_u64(h, p->image.offset);
-	h = fnv_u64(h, p->nops);
+	h = fnv1a_str(h, p->image.path);
+	h = fnv1a_u64(h, (uint64_t)p->image.kind);
+	h = fnv1a_u64(h, p->image.offset);
+	h = fnv1a_u64(h, p->nops);
 	for (size_t i = 0; i < p->nops; i++) {
 		const struct mount_op *op = &p->ops[i];
 
-		h = fnv_u64(h, (uint64_t)op->kind |
-				   (uint64_t)op->optional << 8 |
-				   (uint64_t)op->src_is_dir << 9);
-		h = fnv_str(h, op->source);
-		h = fnv_str(h, op->target);
-		h = fnv_u64(h, op->flags);
-		h = fnv_str(h, op->data);
+		h = fnv1a_u64(h, (uint64_t)op->kind |
+				     (uint64_t)op->optional << 8 |
+				     (uint64_t)op->src_is_dir << 9);
+		h = fnv1a_str(h, op->source);
+		h = fnv1a_str(h, op->target);
+		h = fnv1a_u64(h, op->flags);
+		h = fnv1a_str(h, op->data);
 	}
-	h = fnv_u64(h, p->ndevices);
+	h = fnv1a_u64(h, p->ndevices);
 	for (size_t i = 0; i < p->ndevices; i++) {
-		h = fnv_str(h, p->devices[i].path);
-		h = fnv_str(h, p->devices[i].kind);
+		h = fnv1a_str(h, p->devices[i].path);
+		h = fnv1a_str(h, p->devices[i].kind);
 	}
-	h = fnv_u64(h, p->nmpi);
+	h = fnv1a_u64(h, p->nmpi);
 	for (size_t i = 0; i < p->nmpi; i++) {
-		h = fnv_str(h, p->mpi[i].profile);
-		h = fnv_str(h, p->mpi[i].host.path);
-		h = fnv_u64(h, p->mpi[i].warn_only);
+		h = fnv1a_str(h, p->mpi[i].profile);
+		h = fnv1a_str(h, p->mpi[i].host.path);
+		h = fnv1a_u64(h, p->mpi[i].warn_only);
 	}
-	h = fnv_u64(h, (uint64_t)p->uid << 32 | p->gid);
-	h = fnv_u64(h, (uint64_t)p->uid_in << 32 | p->gid_in);
-	h = fnv_str(h, p->sysroot);
-	h = fnv_u64(h, (uint64_t)p->inject_verbs | (uint64_t)p->shared_ns << 1);
+	h = fnv1a_u64(h, (uint64_t)p->uid << 32 | p->gid);
+	h = fnv1a_u64(h, (uint64_t)p->uid_in << 32 | p->gid_in);
+	h = fnv1a_str(h, p->sysroot);
+	h = fnv1a_u64(h, p->options_digest);
+	h = fnv1a_u64(h, (uint64_t)p->shared_ns);
 	return h;
 }
 
@@ -468,21 +438,21 @@ char *rendezvous_key(const struct launch_peers *pe, const char *image,
 {
 	char host[256] = "", boot[64], uid[32], prefix[64];
 	const char *k = pe->key ? pe->key : "", *part = strchr(k, '|');
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = FNV1A_INIT;
 	size_t n = 0;
 
 	gethostname(host, sizeof(host) - 1);
 	read_boot_id(boot, sizeof(boot));
 	snprintf(uid, sizeof(uid), "%u", (unsigned)getuid());
-	h = fnv_str(h, uid);
-	h = fnv_str(h, boot);
-	h = fnv_str(h, host);
-	h = fnv_str(h, launcher_rule_name(pe->rule));
-	h = fnv_str(h, k);
-	h = fnv_u64(h, pe->node_id);
-	h = fnv_str(h, pe->node_name);
-	h = fnv_str(h, image);
-	h = fnv_u64(h, inputs);
+	h = fnv1a_str(h, uid);
+	h = fnv1a_str(h, boot);
+	h = fnv1a_str(h, host);
+	h = fnv1a_str(h, launcher_rule_name(pe->rule));
+	h = fnv1a_str(h, k);
+	h = fnv1a_u64(h, pe->node_id);
+	h = fnv1a_str(h, pe->node_name);
+	h = fnv1a_str(h, image);
+	h = fnv1a_u64(h, inputs);
 	for (int i = 0; part && i < 2; i++) {
 		size_t len = 0;
 

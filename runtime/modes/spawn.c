@@ -137,7 +137,8 @@ int spawner_start(const struct spawn_ctx *ctx, struct spawner **out,
 	s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s->efd < 0) {
 		free(s);
-		return err_set(err, errno, "eventfd");
+		return err_set(err, errno,
+			       "create the eventfd of the spawn queue");
 	}
 	pthread_mutex_init(&s->lock, NULL);
 	pmi_server_set_spawn_handler(ctx->pmi, on_spawn, s);
@@ -178,7 +179,8 @@ static int start_one(struct spawner *s, const struct pmi_spawn *sp,
 	if (a->cwd)
 		p.cwd = a->cwd;
 	if (s->ctx.tag_output && pipe2(out, O_CLOEXEC) < 0)
-		return err_set(err, errno, "pipe");
+		return err_set(err, errno,
+			       "create the output pipe of a spawned process");
 	pid = proc_fork_relay(&rfd, &wfd, "a spawned process", err);
 	if (pid == 0) {
 		if (out[0] >= 0)

@@ -4,7 +4,7 @@
 
 #include "plan/env.h"
 #include "common/error.h"
-#include "plan/plan.h"
+#include "host/mpiinject.h"
 #include "plan/transport.h"
 
 bool plan_env_excluded(const char *name)
@@ -111,29 +111,23 @@ void env_plan(const struct mpictr_config *cfg, enum run_mode mode,
 }
 
 /* Step 5. */
-char **plan_rank_env(const struct plan *p, int local_rank)
+char **env_rank(char *const *base, const struct host_devices *hd,
+		const struct transport_opts *o, bool mpi_injected)
 {
-	char **env = strv_dup(p->env);
+	char **env = strv_dup(base);
 	char **notices = NULL;
-	struct transport_opts o = {
-	    .enabled = p->transport_env,
-	    .shared_ns = p->shared_ns,
-	    .single_node = p->single_node,
-	    .local_rank = local_rank,
-	    .nlocal = p->nlocal,
-	    .ucx_net_devices_from_ucx = p->ucx_net_devices,
-	};
-	transport_env(&p->hostdev, &o, &env, &notices);
+
+	transport_env(hd, o, &env, &notices);
 	/* Notices are the same for every rank: say them once. */
-	for (size_t i = 0; local_rank == 0 && notices && notices[i]; i++)
+	for (size_t i = 0; o->local_rank == 0 && notices && notices[i]; i++)
 		log_notice("%s", notices[i]);
 	strv_free(notices);
-	for (size_t i = 0; p->hostdev.lib_dirs && p->hostdev.lib_dirs[i]; i++) {
+	for (size_t i = 0; hd->lib_dirs && hd->lib_dirs[i]; i++) {
 		cleanup_free char *kv =
-		    xasprintf("LD_LIBRARY_PATH=%s", p->hostdev.lib_dirs[i]);
+		    xasprintf("LD_LIBRARY_PATH=%s", hd->lib_dirs[i]);
 		prepend_kv(&env, kv);
 	}
-	if (p->nmpi)
+	if (mpi_injected)
 		prepend_kv(&env, "LD_LIBRARY_PATH=" MPIINJECT_DIR);
 	return env;
 }

@@ -26,10 +26,12 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "common/proc.h"
 #include "config/config.h"
 #include "plan/mode.h"
+#include "plan/transport.h"
 
-struct plan;
+#define CONTAINER_DEFAULT_PATH PROC_DEFAULT_PATH
 
 /* Is the host variable name left out in step 1 (PMI variables aside)? */
 bool plan_env_excluded(const char *name);
@@ -40,9 +42,13 @@ void env_plan(const struct mpictr_config *cfg, enum run_mode mode,
 	      const struct site_profile *const *profs, const char *image,
 	      const char *pwd, char ***env, char ***user_env);
 
-/* Steps 1 to 5: the environment of local rank local_rank of plan p.
- * Caller frees with strv_free. */
-char **plan_rank_env(const struct plan *p, int local_rank);
+/* Step 5 for one rank: base (steps 1 to 4, copied), the transport
+ * variables of o for the host's devices hd (only where still unset), the
+ * host library directories and, with mpi_injected, the injected MPI's
+ * directory prepended to LD_LIBRARY_PATH. Caller frees with strv_free
+ * (plan.h's plan_rank_env does this for a plan's rank). */
+char **env_rank(char *const *base, const struct host_devices *hd,
+		const struct transport_opts *o, bool mpi_injected);
 
 /* Step 6's binding hints: with --bind-to core (mpictr binds), what Slurm's
  * schizo component tells Open MPI, unless already set: do not bind again

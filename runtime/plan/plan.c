@@ -588,6 +588,51 @@ static void plan_verbs(struct plan *p)
 }
 
 /* The parts of the plan that come from the config and the decision. */
+/* The FUSE workers of the holder: one per rank (two in join mode and
+ * for an instance), at most 8, and at most one fewer than the online CPUs:
+ * the workers only decompress while ranks fault their libraries in, and
+ * each worker keeps its own block cache, so a block that the kernel's
+ * unaligned READs need twice is inflated once per worker. On 2 CPUs (8
+ * Open MPI ranks joining, docs/bench-hybrid.md) two workers inflated 28 MB
+ * for 13 MB read, one worker 20 MB, and the job took 20 ms less wall and
+ * 40 ms less CPU. MPICTR_FUSE_WORKERS (1..64) overrides it. */
+static int fuse_workers(const struct mpictr_config *cfg, long ncpu)
+{
+	const char *s = env_get(cfg->host_env, "MPICTR_FUSE_WORKERS");
+	long n;
+
+	if (s && parse_long(s, 1, 64, &n) == 0)
+		return (int)n;
+	n = cfg->nranks > 0 ? cfg->nranks : 2;
+	if (ncpu > 0 && n > ncpu - 1)
+		n = ncpu - 1;
+	return (int)(n < 1 ? 1 : n > 8 ? 8 : n);
+}
+
+/* Where the ranks are and how many share this node, as the modes run
+ * them: launch mode and the single process have every rank here (node
+ * daemon mode's other nodes run the rest); a join-mode task is local rank
+ * peers.local_rank of peers.local_size (1 and 0 when the launcher does
+ * not say). */
+static void plan_ranks(const struct mpictr_config *cfg,
+		       const struct run_decision *d, struct plan *p)
+{
+	const struct launch_peers *pe = &d->peers;
+
+	p->single_node = d->mode == RUN_SINGLE || d->mode == RUN_LAUNCH;
+	p->nlocal = cfg->nranks > 0 ? cfg->nranks : 1;
+	p->local_rank = 0;
+	if (d->mode == RUN_JOIN) {
+		p->nlocal = pe->local_size != LAUNCHER_UNKNOWN
+				? (int)pe->local_size
+				: 1;
+		p->local_rank = pe->local_rank != LAUNCHER_UNKNOWN
+				    ? (int)pe->local_rank
+				    : 0;
+	}
+	p->fuse_workers = fuse_workers(cfg, p->facts->ncpu);
+}
+
 static int plan_options(const struct mpictr_config *cfg,
 			const struct run_decision *d, const char *run_dir,
 			struct plan *p, mpictr_err **err)
@@ -617,10 +662,10 @@ static int plan_options(const struct mpictr_config *cfg,
 		p->cwd = xstrdup(f->cwd);
 	p->run_dir = run_dir ? xstrdup(run_dir) : NULL;
 	p->inject_verbs = cfg->inject_verbs;
+	p->options_digest = config_container_digest(cfg);
 	p->transport_env = cfg->transport_env;
 	if (!cfg->transport_env_set && cfg->site.transport_env.value)
 		p->transport_env = streq0(cfg->site.transport_env.value, "on");
-	p->nlocal = cfg->nranks > 0 ? cfg->nranks : 1;
 	p->shared_ns = d->shared_ns;
 	p->env_scripts = strv_dup(f->env_scripts);
 	p->env_scripts_known = f->env_scripts_known;
@@ -631,6 +676,7 @@ static int plan_options(const struct mpictr_config *cfg,
 	    .name = d->peers.name ? d->peers.name : "no launcher",
 	    .size = d->peers.size,
 	};
+	plan_ranks(cfg, d, p);
 	return 0;
 }
 
@@ -841,6 +887,20 @@ static void json_checks(struct strbuf *sb, const struct plan *p)
 	sb_puts(sb, n ? "\n  ]" : "]");
 }
 
+char **plan_rank_env(const struct plan *p, int local_rank)
+{
+	struct transport_opts o = {
+	    .enabled = p->transport_env,
+	    .shared_ns = p->shared_ns,
+	    .single_node = p->single_node,
+	    .local_rank = local_rank,
+	    .nlocal = p->nlocal,
+	    .ucx_net_devices_from_ucx = p->ucx_net_devices,
+	};
+
+	return env_rank(p->env, &p->hostdev, &o, p->nmpi > 0);
+}
+
 char *plan_to_json(const struct plan *p)
 {
 	static const char *const kinds[] = {"dir", "squashfs", "sif"};
@@ -883,7 +943,7 @@ char *plan_to_json(const struct plan *p)
 	}
 	sb_puts(&sb, "\n  ],\n  \"env\": ");
 	{
-		char **env = plan_rank_env(p, 0);
+		char **env = plan_rank_env(p, p->local_rank);
 		json_strv(&sb, env);
 		strv_free(env);
 	}
@@ -923,6 +983,7 @@ char *plan_to_json(const struct plan *p)
 			  m->warn_only ? "warn" : "enforce");
 	}
 	sb_puts(&sb, p->nmpi ? "\n  ]" : "]");
+	sb_printf(&sb, ",\n  \"fuse_workers\": %d", p->fuse_workers);
 	json_checks(&sb, p);
 	sb_puts(&sb, "\n}");
 	return sb_steal(&sb);

@@ -73,12 +73,18 @@ struct plan {
 	struct host_devices hostdev; /* discovered devices and HCAs */
 	char *sysroot;		     /* MPICTR_SYSROOT (testing aid), or NULL */
 	bool inject_verbs;
+	/* config_container_digest of the options it was built from (the
+	 * option table's rows that decide the container). */
+	uint64_t options_digest;
 	char *ucx_net_devices; /* from the UCX query helper, or NULL */
 	bool ucx_asked;	       /* the helper was asked (facts.h) */
 	bool shared_ns;	       /* all local ranks share the namespaces */
 	bool single_node;   /* every rank is local (launch mode, no daemon) */
 	bool transport_env; /* --transport-env=on */
-	int nlocal;	    /* local ranks (1 without -n) */
+	int nlocal;	    /* local ranks (1 without -n; join mode: the
+			       launcher's local size) */
+	int local_rank;	    /* join mode: this task's (else 0): --dry-run's */
+	int fuse_workers;   /* the holder's FUSE workers (squashfs, SIF) */
 	char **profiles;    /* selected site profiles, in order */
 	struct mpi_inject
 	    *mpi; /* host MPIs to inject (checked in the holder) */
@@ -116,6 +122,9 @@ int plan_build(const struct mpictr_config *cfg, const struct run_decision *d,
 	       const struct host_facts *facts, const char *run_dir,
 	       struct plan *p, mpictr_err **err);
 void plan_free(struct plan *p);
+/* Steps 1 to 5 (env.h): the environment of local rank local_rank of plan
+ * p (--dry-run shows p->local_rank's). Caller frees with strv_free. */
+char **plan_rank_env(const struct plan *p, int local_rank);
 /* The --dry-run JSON (interface contract keys). */
 char *plan_to_json(const struct plan *p);
 /* "rbind,ro,nosuid,nodev" style options of one op. */
@@ -124,8 +133,5 @@ char *mop_options(const struct mount_op *op);
 /* The size of a job's private /dev/shm unless the site sets shm_size: a
  * percentage of the memory the job may use (docs/admin.md). */
 #define SHM_SIZE_DEFAULT "50%"
-
-#define CONTAINER_DEFAULT_PATH                                                 \
-	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 #endif

@@ -32,7 +32,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "container/exec.h"
 #include "sched/jobwatch.h"
 #include "common/proc.h"
 #include "common/syscalls.h"
@@ -86,7 +85,7 @@ char *job_watch_program(char *const *env)
 {
 	char *path = NULL;
 
-	if (exec_resolve_command("squeue", env, &path, NULL) < 0)
+	if (proc_resolve_command("squeue", env, &path, NULL) < 0)
 		return NULL;
 	return path;
 }

@@ -26,8 +26,12 @@
 # network namespaces) and share one private munged
 # (/run/munge-mpictr/munge.socket.2). Everything has mpictr in its name.
 # start and stop are idempotent; stop ends exactly the daemons start
-# recorded (PID files) and the slurmstepd processes left stuck by jobs that
-# are gone. StateSaveLocation is never wiped: job ids must not restart
+# recorded (PID files, each checked to still be the program started with
+# this cluster's files: a stale PID file's number may belong to another
+# process by now) and the slurmstepd processes of this cluster left stuck
+# by jobs that are gone (found by their socket in this cluster's slurmd
+# spool directory, never by name: another Slurm on the machine is never
+# touched). StateSaveLocation is never wiped: job ids must not restart
 # (stale /tmp/spmix_appdir_<uid>_<job>.<step> would collide).
 set -euo pipefail
 PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH
@@ -82,16 +86,53 @@ else
 fi
 export SLURM_CONF=$ETC/slurm.conf
 
-alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# ours PID PROG MARK: PID is still the PROG (slurmd, slurmctld, munged)
+# that this script started with this cluster's files: its executable is
+# PROG's and its command line names MARK (our slurm.conf, our munge
+# socket). A PID file can outlive its process and the number be reused.
+ours() {
+	local exe want cmd
+	[[ $1 =~ ^[0-9]+$ ]] || return 1
+	exe=$(readlink "/proc/$1/exe" 2>/dev/null) || return 1
+	want=$(readlink -f "$(command -v "$2")") || return 1
+	[ "$exe" = "$want" ] || return 1
+	cmd=$(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null) || return 1
+	[[ $cmd == *" $3"* ]]
+}
+# what each PID file of ours records: the program and its mark (the
+# slurm.conf of the cluster whose run directory holds the file)
+pid_prog() {
+	local conf
+	case ${1%/*} in
+	/run/slurm-mpictr) conf=/etc/slurm-mpictr/slurm.conf ;;
+	/run/slurm-mpictr-nn) conf=/etc/slurm-mpictr-nn/slurm.conf ;;
+	"$MUNGE_RUN") ;;
+	*) return 1 ;;
+	esac
+	case ${1##*/} in
+	munged.pid) echo munged "--socket=$MUNGE_SOCK" ;;
+	slurmctld.pid*) [ -n "${conf:-}" ] && echo slurmctld "$conf" ;;
+	slurmd*) [ -n "${conf:-}" ] && echo slurmd "$conf" ;;
+	*) return 1 ;;
+	esac
+}
 
-stop_pidfile() { # FILE: end exactly the recorded process
-	local f=$1 p
+alive() { # FILE: the process it records runs, and is ours
+	local pm
+	pm=$(pid_prog "$1") && [ -f "$1" ] && ours "$(cat "$1")" $pm
+}
+
+stop_pidfile() { # FILE: end exactly the recorded process, if it is ours
+	local f=$1 p pm
 	[ -f "$f" ] || return 0
 	p=$(cat "$f")
-	if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
+	pm=$(pid_prog "$f") || die "$f: not a PID file of this script"
+	if ours "$p" $pm; then
 		kill "$p" 2>/dev/null || true
 		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-		kill -0 "$p" 2>/dev/null && kill -9 "$p" 2>/dev/null
+		ours "$p" $pm && kill -9 "$p" 2>/dev/null
+	elif [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
+		say "$f names PID $p, which is not the $pm this script started: left alone"
 	fi
 	rm -f "$f"
 }
@@ -127,25 +168,48 @@ stop_munge_if_unused() {
 
 # ---- stuck slurmstepd ------------------------------------------------------------
 # After a refused PMIx client slurmstepd can hang in PMIx_server_finalize,
-# ignoring SIGTERM, its job gone. Kill those of this cluster (by network
-# namespace) and remove their PMIx app dirs.
+# ignoring SIGTERM, its job gone. Kill those of this cluster and remove
+# their PMIx app dirs. A slurmstepd of this cluster listens on
+# SPOOL/NODE_JOB.STEP in this cluster's slurmd spool directory ($SPOOL/d,
+# or $SPOOL/nodeN in nodeN's network namespace): `ss` names the process
+# that holds each such socket. No process is chosen by its name, so a
+# slurmstepd of another Slurm on the machine (its own spool directory) is
+# never touched.
+our_stepds() { # prints "PID JOB STEP" for each slurmstepd of this cluster
+	local i dir
+	if [ "$MODE" = single ]; then
+		ss -xlpn 2>/dev/null | stepd_sockets "$SPOOL/d"
+	else
+		for i in $(seq "$NODES"); do
+			[ -e /run/netns/$NS-n$i ] || continue
+			nsenter --net=/run/netns/$NS-n$i ss -xlpn 2>/dev/null | stepd_sockets "$SPOOL/node$i"
+		done
+	fi
+}
+stepd_sockets() { # DIR: from ss -xlpn, the sockets DIR/NODE_JOB.STEP and their PIDs
+	awk -v d="$1/" '{
+		for (i = 1; i <= NF; i++)
+			if (index($i, d) == 1) path = $i
+		if (!path || !match($0, /pid=[0-9]+/)) { path = ""; next }
+		pid = substr($0, RSTART + 4, RLENGTH - 4)
+		name = substr(path, length(d) + 1)
+		if (match(name, /_[0-9]+\.[0-9a-z]+$/)) {
+			js = substr(name, RSTART + 1)
+			split(js, a, ".")
+			print pid, a[1], a[2]
+		}
+		path = ""
+	}' | sort -u
+}
 kill_stuck_stepd() {
-	local p cmd j st myns ns
-	myns=$(readlink /proc/self/ns/net)
-	for p in $(pgrep -x slurmstepd || true); do
-		ns=$(readlink "/proc/$p/ns/net" 2>/dev/null) || continue
-		if [ "$MODE" = single ]; then [ "$ns" = "$myns" ] || continue
-		else [ "$ns" != "$myns" ] || continue; fi
-		cmd=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null) || continue
-		j=$(sed -nE 's/.*\[([0-9]+)\.([0-9a-z]+)\].*/\1/p' <<<"$cmd")
-		st=$(sed -nE 's/.*\[([0-9]+)\.([0-9a-z]+)\].*/\2/p' <<<"$cmd")
-		[ -n "$j" ] || continue
+	local p j st
+	while read -r p j st; do
 		if [ "${1:-}" = all ] || [ -z "$(timeout 10 squeue -h -j "$j" -o %i 2>/dev/null)" ]; then
 			say "killing stuck slurmstepd $p (job $j.$st gone)"
 			kill -9 "$p" 2>/dev/null || true
 			rm -rf /tmp/spmix_appdir_*_"$j.$st"
 		fi
-	done
+	done < <(our_stepds)
 }
 
 # ---- configuration ------------------------------------------------------------------

@@ -5,6 +5,7 @@
 
 #include "config/config.h"
 #include "common/error.h"
+#include "common/util.h"
 
 START_TEST(test_bind_forms)
 {
@@ -143,6 +144,87 @@ START_TEST(test_setters)
 }
 END_TEST
 
+static void push_value(void *data, const char *value)
+{
+	strv_push(data, value);
+}
+
+/* Give option o a non-default value. */
+static void opt_give(mpictr_config *cfg, const struct config_opt *o)
+{
+	if (o->kind == CONFIG_BINDS)
+		ck_assert_int_eq(mpictr_config_add_bind(cfg, "/a:/b", NULL), 0);
+	else
+		config_opt_put(cfg, o, o->kind == CONFIG_BOOL ? "1" : "x");
+}
+
+/* Every row of the option table that decides the container changes the
+ * digest the join key and the plan's digest hash, and is the one an
+ * instance names when a joiner gives it; the others change neither. */
+START_TEST(test_container_options)
+{
+	mpictr_config *base = mpictr_config_new();
+	uint64_t d0 = config_container_digest(base);
+	size_t ncontainer = 0;
+
+	ck_assert_ptr_null(config_container_given(base));
+	for (size_t i = 0; i < config_nopts; i++) {
+		const struct config_opt *o = &config_opts[i];
+		mpictr_config *c = mpictr_config_new();
+
+		opt_give(c, o);
+		ck_assert_msg(config_opt_given(c, o), "%s", o->option);
+		if (o->container) {
+			ncontainer++;
+			ck_assert_msg(config_container_digest(c) != d0, "%s",
+				      o->option);
+			ck_assert_ptr_eq(config_container_given(c), o);
+		} else {
+			ck_assert_msg(config_container_digest(c) == d0, "%s",
+				      o->option);
+			ck_assert_ptr_null(config_container_given(c));
+		}
+		config_opt_clear(c, o);
+		ck_assert_msg(!config_opt_given(c, o), "%s", o->option);
+		ck_assert_uint_eq(config_container_digest(c), d0);
+		mpictr_config_free(c);
+	}
+	ck_assert_uint_ge(ncontainer, 8);
+	mpictr_config_free(base);
+}
+END_TEST
+
+/* A flag is set through its row; the list's values round-trip. */
+START_TEST(test_option_rows)
+{
+	mpictr_config *c = mpictr_config_new();
+	const struct config_opt *prof = NULL;
+	char **seen = NULL;
+
+	ck_assert_int_eq(mpictr_config_set_flag(c, MPICTR_FLAG_GPU, 1, NULL),
+			 0);
+	ck_assert(c->gpu);
+	ck_assert_int_eq(mpictr_config_set_flag(c, MPICTR_FLAG_TRANSPORT_ENV,
+						0, NULL),
+			 0);
+	ck_assert(!c->transport_env && c->transport_env_set);
+	ck_assert_int_lt(mpictr_config_set_flag(c, (enum mpictr_flag)99, 1,
+						NULL),
+			 0);
+	for (size_t i = 0; i < config_nopts; i++)
+		if (strcmp(config_opts[i].option, "--profile") == 0)
+			prof = &config_opts[i];
+	ck_assert_ptr_nonnull(prof);
+	config_opt_put(c, prof, "a");
+	config_opt_put(c, prof, "b");
+	config_opt_values(c, prof, push_value, &seen);
+	ck_assert_int_eq((int)strv_len(seen), 2);
+	ck_assert_str_eq(seen[1], "b");
+	strv_free(seen);
+	mpictr_config_free(c);
+}
+END_TEST
+
 Suite *suite_config(void);
 Suite *suite_config(void)
 {
@@ -153,6 +235,8 @@ Suite *suite_config(void)
 	tcase_add_test(tc, test_bind_errors);
 	tcase_add_test(tc, test_bind_resolve);
 	tcase_add_test(tc, test_setters);
+	tcase_add_test(tc, test_container_options);
+	tcase_add_test(tc, test_option_rows);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -60,6 +60,26 @@ static void refused(mpictr_config *cfg, const char *option)
 	mpictr_config_free(cfg);
 }
 
+/* Every option of the table that decides the container is refused from
+ * a joiner, named as the table names it. */
+START_TEST(test_refused_table)
+{
+	for (size_t i = 0; i < config_nopts; i++) {
+		const struct config_opt *o = &config_opts[i];
+		mpictr_config *c;
+
+		if (!o->container)
+			continue;
+		c = mpictr_config_new();
+		if (o->kind == CONFIG_BINDS)
+			mpictr_config_add_bind(c, "/etc:/mnt", NULL);
+		else
+			config_opt_put(c, o, o->kind == CONFIG_BOOL ? "1" : "x");
+		refused(c, o->option);
+	}
+}
+END_TEST
+
 START_TEST(test_refused_options)
 {
 	mpictr_config *c;
@@ -120,6 +140,7 @@ Suite *suite_instance(void)
 	tcase_add_test(tc, test_names);
 	tcase_add_test(tc, test_ref);
 	tcase_add_test(tc, test_refused_options);
+	tcase_add_test(tc, test_refused_table);
 	tcase_add_test(tc, test_start_refusals);
 	suite_add_tcase(s, tc);
 	return s;

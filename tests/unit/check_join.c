@@ -18,11 +18,15 @@ START_TEST(test_siphash_vectors)
 
 	for (int i = 0; i < 16; i++)
 		key[i] = msg[i] = (uint8_t)i;
-	ck_assert_uint_eq(rendezvous_siphash(key, msg, 0), 0x726fdb47dd0e0e31ULL);
-	ck_assert_uint_eq(rendezvous_siphash(key, msg, 8), 0x93f5f5799a932462ULL);
-	ck_assert_uint_eq(rendezvous_siphash(key, msg, 15), 0xa129ca6149be45e5ULL);
+	ck_assert_uint_eq(rendezvous_siphash(key, msg, 0),
+			  0x726fdb47dd0e0e31ULL);
+	ck_assert_uint_eq(rendezvous_siphash(key, msg, 8),
+			  0x93f5f5799a932462ULL);
+	ck_assert_uint_eq(rendezvous_siphash(key, msg, 15),
+			  0xa129ca6149be45e5ULL);
 	key[0] ^= 1;
-	ck_assert_uint_ne(rendezvous_siphash(key, msg, 15), 0xa129ca6149be45e5ULL);
+	ck_assert_uint_ne(rendezvous_siphash(key, msg, 15),
+			  0xa129ca6149be45e5ULL);
 }
 END_TEST
 
@@ -49,24 +53,66 @@ START_TEST(test_plan_digest)
 
 	plan_two_binds(&a, 0, false);
 	plan_two_binds(&b, 0, false);
-	ck_assert_uint_eq(rendezvous_plan_digest(&a), rendezvous_plan_digest(&b));
+	ck_assert_uint_eq(rendezvous_plan_digest(&a),
+			  rendezvous_plan_digest(&b));
 	/* the command and the start directory are the task's own */
 	strv_free(b.argv);
 	b.argv = strv_dup((char *[]){"b", "c", NULL});
 	free(b.cwd);
 	b.cwd = xstrdup("/");
-	ck_assert_uint_eq(rendezvous_plan_digest(&a), rendezvous_plan_digest(&b));
+	ck_assert_uint_eq(rendezvous_plan_digest(&a),
+			  rendezvous_plan_digest(&b));
 	plan_free(&b);
 	plan_two_binds(&b, MS_RDONLY, false);
-	ck_assert_uint_ne(rendezvous_plan_digest(&a), rendezvous_plan_digest(&b));
+	ck_assert_uint_ne(rendezvous_plan_digest(&a),
+			  rendezvous_plan_digest(&b));
 	plan_free(&b);
 	plan_two_binds(&b, 0, true);
-	ck_assert_uint_ne(rendezvous_plan_digest(&a), rendezvous_plan_digest(&b));
+	ck_assert_uint_ne(rendezvous_plan_digest(&a),
+			  rendezvous_plan_digest(&b));
 	plan_free(&b);
 	plan_two_binds(&b, 0, false);
 	b.uid_in = 0;
 	a.uid_in = 1000;
-	ck_assert_uint_ne(rendezvous_plan_digest(&a), rendezvous_plan_digest(&b));
+	ck_assert_uint_ne(rendezvous_plan_digest(&a),
+			  rendezvous_plan_digest(&b));
+	plan_free(&a);
+	plan_free(&b);
+}
+END_TEST
+
+/* The join key's digest of the inputs covers every option of the table
+ * that decides the container, and the plan's digest the options it was
+ * built from: neither is a list of its own. */
+START_TEST(test_inputs_digest)
+{
+	mpictr_config *base = mpictr_config_new();
+	uint64_t d0 = rendezvous_inputs_digest(base);
+	struct plan a, b;
+
+	for (size_t i = 0; i < config_nopts; i++) {
+		const struct config_opt *o = &config_opts[i];
+		mpictr_config *c = mpictr_config_new();
+
+		if (o->kind == CONFIG_BINDS)
+			mpictr_config_add_bind(c, "/a:/b", NULL);
+		else
+			config_opt_put(c, o,
+				       o->kind == CONFIG_BOOL ? "1" : "x");
+		if (o->container)
+			ck_assert_msg(rendezvous_inputs_digest(c) != d0, "%s",
+				      o->option);
+		else
+			ck_assert_msg(rendezvous_inputs_digest(c) == d0, "%s",
+				      o->option);
+		mpictr_config_free(c);
+	}
+	mpictr_config_free(base);
+	plan_two_binds(&a, 0, false);
+	plan_two_binds(&b, 0, false);
+	b.options_digest = 1;
+	ck_assert_uint_ne(rendezvous_plan_digest(&a),
+			  rendezvous_plan_digest(&b));
 	plan_free(&a);
 	plan_free(&b);
 }
@@ -121,6 +167,7 @@ Suite *suite_join(void)
 	tcase_add_test(tc, test_siphash_vectors);
 	tcase_add_test(tc, test_plan_digest);
 	tcase_add_test(tc, test_claims);
+	tcase_add_test(tc, test_inputs_digest);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -577,6 +577,72 @@ START_TEST(test_plan_deterministic)
 }
 END_TEST
 
+/* What the modes used to patch after planning is decided in planning, so
+ * that --dry-run shows what the ranks get: every rank on this node in
+ * launch mode (UCX_TLS=^cma,tcp with --no-share), not in node daemon
+ * mode; a join-mode task's local rank and size; the holder's FUSE
+ * workers. Fails on the old code (single_node, nlocal and the workers were
+ * set by launch.c, join.c and holder.c). */
+START_TEST(test_plan_ranks)
+{
+	mpictr_config *cfg = config_fixture(plain_env);
+	struct host_facts f;
+	struct run_decision d;
+	struct plan p;
+	char **env;
+	cleanup_free char *json = NULL;
+
+	facts_fixture(&f);
+	f.ncpu = 4;
+	mpictr_config_set_nranks(cfg, 2, NULL);
+	mpictr_config_set_flag(cfg, MPICTR_FLAG_NO_SHARE, 1, NULL);
+	ck_assert_int_eq(build_mode(cfg, &f, RUN_LAUNCH, &p, NULL), 0);
+	ck_assert(p.single_node && !p.shared_ns);
+	ck_assert_int_eq(p.nlocal, 2);
+	ck_assert_int_eq(p.fuse_workers, 2);
+	env = plan_rank_env(&p, 0);
+	ck_assert_str_eq(env_get(env, "UCX_TLS"), "^cma,tcp");
+	strv_free(env);
+	json = plan_to_json(&p);
+	ck_assert_ptr_nonnull(strstr(json, "\"UCX_TLS=^cma,tcp\""));
+	ck_assert_ptr_nonnull(strstr(json, "\"fuse_workers\": 2"));
+	plan_free(&p);
+	ck_assert_int_eq(build_mode(cfg, &f, RUN_NODE_DAEMON, &p, NULL), 0);
+	ck_assert(!p.single_node);
+	plan_free(&p);
+	/* a join-mode task: local rank 1 of 3, its plan and its dry-run */
+	mpictr_config_set_nranks(cfg, 0, NULL);
+	mpictr_config_set_flag(cfg, MPICTR_FLAG_NO_SHARE, 0, NULL);
+	run_decide(cfg, &d);
+	d.mode = RUN_JOIN;
+	d.peers.local_rank = 1;
+	d.peers.local_size = 3;
+	f.ncpu = 16;
+	ck_assert_int_eq(plan_build(cfg, &d, &f, NULL, &p, NULL), 0);
+	ck_assert(!p.single_node);
+	ck_assert_int_eq(p.nlocal, 3);
+	ck_assert_int_eq(p.local_rank, 1);
+	ck_assert_int_eq(p.fuse_workers, 2); /* two in join mode */
+	plan_free(&p);
+	run_decision_free(&d);
+	/* at most one fewer than the CPUs; MPICTR_FUSE_WORKERS wins */
+	mpictr_config_set_nranks(cfg, 8, NULL);
+	f.ncpu = 2;
+	ck_assert_int_eq(build_mode(cfg, &f, RUN_LAUNCH, &p, NULL), 0);
+	ck_assert_int_eq(p.fuse_workers, 1);
+	plan_free(&p);
+	mpictr_config_free(cfg);
+	cfg = config_fixture((const char *const[]){"HOME=/home/alice",
+						   "MPICTR_FUSE_WORKERS=5",
+						   NULL});
+	ck_assert_int_eq(build(cfg, &f, &p, NULL), 0);
+	ck_assert_int_eq(p.fuse_workers, 5);
+	plan_free(&p);
+	host_facts_free(&f);
+	mpictr_config_free(cfg);
+}
+END_TEST
+
 Suite *suite_plan(void);
 Suite *suite_plan(void)
 {
@@ -592,6 +658,7 @@ Suite *suite_plan(void)
 	tcase_add_test(tc, test_plan_fact_errors);
 	tcase_add_test(tc, test_plan_mpi_abi);
 	tcase_add_test(tc, test_plan_deterministic);
+	tcase_add_test(tc, test_plan_ranks);
 	suite_add_tcase(s, tc);
 	return s;
 }
