@@ -36,6 +36,12 @@ DEPS_BASE  := libcap
 DEP_LIBS   := $(shell $(PKG_CONFIG) --libs $(DEPS_BASE)) -lpthread
 FUSE_LIBS  := $(shell $(PKG_CONFIG) --libs $(DEPS_FUSE))
 PMIX_LIBS  := $(shell $(PKG_CONFIG) --libs $(DEPS_PMIX)) -lpthread
+# `mpictr pull` (runtime/pull/, the plugin mpictr-pull.so only): tar and
+# its compressions, the squashfs writer, JSON that rejects duplicate keys,
+# sha256, and the registry's HTTP.
+DEPS_PULL  := libarchive libsquashfs1 jansson libcrypto libcurl
+PULL_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEPS_PULL))
+PULL_LIBS  := $(shell $(PKG_CONFIG) --libs $(DEPS_PULL)) -lpthread
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check)
 CHECK_CFLAGS := $(shell $(PKG_CONFIG) --cflags check)
 
@@ -65,10 +71,15 @@ LDFLAGS_ALL := -Wl,-z,relro,-z,now $(SAN_LDFLAGS) $(LDFLAGS)
 
 # The plugins: their own sources, plus a copy of the pure helpers with
 # logging routed to the host (error.c built with MPICTR_PLUGIN_BUILD).
-PLUGIN_NAMES := pmix squash
+PLUGIN_NAMES := pmix squash pull
 PLUGIN_SRCS_pmix := pmi/pmix_server.c pmi/pmix_dyn.c pmi/pmix_gate.c pmi/upstream.c \
 	pmi/pmix_plugin.c pmi/pmix_register.c
 PLUGIN_SRCS_squash := sif/squash.c sif/squash_plugin.c
+# pull_stub.c is the host side (in libmpictr); the rest is the plugin.
+# pull_run.c and cache.c (pure POSIX: a run finds a cached image without
+# the plugin) are in libmpictr too.
+PULL_HOST_SRCS := runtime/pull/pull_stub.c runtime/pull/pull_run.c runtime/pull/cache.c
+PLUGIN_SRCS_pull := $(filter-out $(PULL_HOST_SRCS),$(wildcard runtime/pull/*.c))
 PLUGIN_ONLY_SRCS := $(foreach p,$(PLUGIN_NAMES),$(PLUGIN_SRCS_$(p)))
 PLUGIN_BASE_OBJS := $(B)/obj-plugin/runtime/common/error.o $(B)/obj/runtime/common/util.o
 PLUGIN_EXTRA_pmix := $(B)/obj/pmi/job.o $(B)/obj/pmi/pubstore.o $(B)/obj/pmi/spawnreq.o \
@@ -79,7 +90,11 @@ PLUGIN_EXTRA_pmix := $(B)/obj/pmi/job.o $(B)/obj/pmi/pubstore.o $(B)/obj/pmi/spa
 # for the FUSE workers' fork.
 PLUGIN_EXTRA_squash := $(B)/obj/sif/image.o $(B)/obj/sif/sif.o \
 	$(B)/obj/runtime/common/proc.o $(B)/obj/runtime/common/syscalls.o
+PLUGIN_EXTRA_pull := $(B)/obj/sif/sif.o $(B)/obj/sif/sif_write.o $(B)/obj/sif/image.o \
+	$(B)/obj/runtime/config/imageref.o $(B)/obj/runtime/pull/cache.o \
+	$(B)/obj/runtime/common/proc.o $(B)/obj/runtime/common/syscalls.o
 PLUGIN_LIBS_pmix := $(PMIX_LIBS)
+PLUGIN_LIBS_pull := $(PULL_LIBS)
 PLUGIN_LIBS_squash := $(FUSE_LIBS)
 PLUGINS := $(PLUGIN_NAMES:%=$(B)/plugins/mpictr-%.so)
 
@@ -91,7 +106,7 @@ PLUGINS := $(PLUGIN_NAMES:%=$(B)/plugins/mpictr-%.so)
 SLURM_INCLUDE ?= /usr/include
 SPANK_PLUGIN := $(if $(wildcard $(SLURM_INCLUDE)/slurm/spank.h),$(B)/plugins/mpictr-spank.so)
 
-LIB_SRCS := $(sort $(filter-out runtime/main.c $(PLUGIN_ONLY_SRCS),$(wildcard runtime/*.c runtime/common/*.c runtime/config/*.c runtime/sched/*.c runtime/host/*.c runtime/plan/*.c runtime/container/*.c runtime/modes/*.c sif/*.c pmi/*.c)))
+LIB_SRCS := $(sort $(filter-out runtime/main.c $(PLUGIN_ONLY_SRCS),$(wildcard runtime/*.c runtime/common/*.c runtime/config/*.c runtime/sched/*.c runtime/host/*.c runtime/plan/*.c runtime/container/*.c runtime/modes/*.c runtime/pull/*.c sif/*.c pmi/*.c)))
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
 HELPER_SRCS := $(wildcard runtime/helpers/*.c)
 HELPERS  := $(HELPER_SRCS:runtime/helpers/%.c=$(B)/libexec/%)
@@ -110,6 +125,7 @@ cli: $(CLI)
 
 $(B)/obj/sif/squash.o: EXTRA_CFLAGS := $(FUSE_CFLAGS)
 $(B)/obj/pmi/%.o: EXTRA_CFLAGS := $(PMIX_CFLAGS)
+$(B)/obj/runtime/pull/%.o: EXTRA_CFLAGS := $(PULL_CFLAGS)
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -202,12 +218,13 @@ $(B)/tests/suites.h: $(UNIT_SRCS) Makefile
 
 # The PMIx gate lives in the pmix plugin but needs no libpmix: its object
 # is linked in for its unit tests.
-UNIT_PLUGIN_OBJS := $(B)/obj/pmi/pmix_gate.o
+UNIT_PLUGIN_OBJS := $(B)/obj/pmi/pmix_gate.o $(B)/obj/runtime/pull/auth.o
 $(B)/tests/check_unit: tests/unit/main.c $(UNIT_SRCS) $(B)/tests/suites.h $(STATIC_LIB) \
 		$(UNIT_PLUGIN_OBJS)
 	$(CC) $(CPPFLAGS_ALL) -I$(B)/tests -Itests/unit $(CFLAGS_ALL) $(CHECK_CFLAGS) \
 		$(FUSE_CFLAGS_TESTS) -o $@ tests/unit/main.c $(UNIT_SRCS) $(UNIT_PLUGIN_OBJS) \
-		$(LDFLAGS_ALL) $(GUARD_LDFLAGS) $(STATIC_LIB) $(DEP_LIBS) $(CHECK_LIBS)
+		$(LDFLAGS_ALL) $(GUARD_LDFLAGS) $(STATIC_LIB) $(DEP_LIBS) $(CHECK_LIBS) \
+		$(shell $(PKG_CONFIG) --libs jansson)
 
 $(B)/tests/%: tests/helpers/%.c $(STATIC_LIB)
 	@mkdir -p $(dir $@)
@@ -291,6 +308,21 @@ FUZZ_LIBS_fuzz_squash := $(FUSE_LIBS)
 FUZZ_SRCS_fuzz_pmixhello := pmi/pmix_peer.c runtime/common/error.c runtime/common/util.c
 FUZZ_SRCS_fuzz_imgread := runtime/host/imgread.c sif/squash_stub.c runtime/common/plugin.c \
 	runtime/common/error.c runtime/common/util.c runtime/common/syscalls.c runtime/common/proc.c
+FUZZ_SRCS_fuzz_imageref := runtime/config/imageref.c runtime/common/error.c runtime/common/util.c
+$(B)/fuzz/fuzz_imageref: $(FUZZ_SRCS_fuzz_imageref)
+FUZZ_SRCS_fuzz_ociconfig := runtime/config/ociconfig.c runtime/common/error.c runtime/common/util.c
+# The pull plugin's archive reader, layer merge and squashfs writer, with
+# the libraries the plugin links (not instrumented).
+FUZZ_SRCS_fuzz_pull := runtime/pull/store.c runtime/pull/merge.c runtime/pull/tree.c \
+	runtime/pull/sqfs.c runtime/common/error.c runtime/common/util.c
+FUZZ_CFLAGS_fuzz_pull := $(PULL_CFLAGS)
+FUZZ_LIBS_fuzz_pull := $(PULL_LIBS)
+$(B)/fuzz/fuzz_pull: $(FUZZ_SRCS_fuzz_pull)
+$(B)/fuzz/fuzz_ociconfig: $(FUZZ_SRCS_fuzz_ociconfig)
+FUZZ_SRCS_fuzz_regauth := runtime/pull/auth.c runtime/common/error.c runtime/common/util.c
+FUZZ_CFLAGS_fuzz_regauth := $(shell $(PKG_CONFIG) --cflags jansson)
+FUZZ_LIBS_fuzz_regauth := $(shell $(PKG_CONFIG) --libs jansson)
+$(B)/fuzz/fuzz_regauth: $(FUZZ_SRCS_fuzz_regauth)
 fuzz: $(FUZZERS)
 # Every fuzz target for FUZZ_SECONDS (default 20) on a copy of its seed
 # corpus (CI: .ci/run); a crash or leak fails it and leaves crash-* files.

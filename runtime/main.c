@@ -70,16 +70,28 @@ static void print_help(void)
 	       "       %s sif header FILE\n"
 	       "       %s sif create [--force] -o OUT.sif SOURCE [--deffile F] "
 	       "[--env-script F] [--labels F]\n"
+	       "       %s pull [--force] [-q] [--arch ARCH] [--tls-ca FILE] "
+	       "[--insecure HOST]\n"
+	       "            [--no-expansion-limit] SOURCE [OUT.sif]\n"
+	       "       %s cache list|clean [--tmp] [--cache-dir DIR]\n"
 	       "       %s check\n"
 	       "       %s instance start [OPTIONS] [--linger SECONDS] IMAGE "
 	       "NAME\n"
 	       "       %s instance list [--json]\n"
 	       "       %s instance stop NAME|--all\n"
 	       "\n"
-	       "IMAGE is a SIF file, a squashfs file, a directory or "
-	       "instance://NAME\n"
-	       "(a running instance, joined: -e and --pwd apply per "
-	       "command).\n"
+	       "IMAGE is a SIF file, a squashfs file, a directory, "
+	       "instance://NAME, or a registry\n"
+	       "image (docker://..., REGISTRY#IMAGE), pulled into the cache "
+	       "first (MPICTR_CACHEDIR;\n"
+	       "MPICTR_PULL_INSECURE, MPICTR_PULL_TLS_CA, MPICTR_PULL_ARCH)\n"
+	       "(instance://NAME: a running instance, joined: -e and --pwd "
+	       "apply per command).\n"
+	       "SOURCE is docker://[USER@]HOST[:PORT]/REPO[:TAG][@DIGEST], "
+	       "REPO[:TAG],\n"
+	       "[USER@]REGISTRY#IMAGE[:TAG], docker-archive:FILE[:REF], "
+	       "oci-archive:FILE[:REF]\n"
+	       "or oci:DIR[:REF] (see docs/pull.md).\n"
 	       "\n"
 	       "options:\n"
 	       "  -n, --nranks N          launch N ranks on this node, one "
@@ -127,8 +139,8 @@ static void print_help(void)
 	       "not executable,\n"
 	       "127 not found, 255 when mpictr itself fails. See mpictr(1).\n",
 	       progname, progname, progname, progname, progname, progname,
-	       progname, progname, progname, progname, progname,
-	       mpictr_site_config_path());
+	       progname, progname, progname, progname, progname, progname,
+	       progname, mpictr_site_config_path());
 }
 
 enum {
@@ -689,6 +701,113 @@ static int cmd_sif(int argc, char **argv)
 			   sub);
 }
 
+static const char pull_usage[] =
+    "usage: pull [--force] [-q] [--arch ARCH] [--tls-ca FILE] "
+    "[--insecure HOST] [--no-expansion-limit] SOURCE [OUT.sif]";
+
+/* Pull progress on stderr: on a terminal the byte counts update one line
+ * in place; elsewhere only the step lines, one each. */
+static void pull_progress(const char *line, int transient, void *data)
+{
+	bool tty = data != NULL;
+
+	if (transient && !tty)
+		return;
+	if (tty)
+		fprintf(stderr, "\r\033[K%s%s", line, transient ? "" : "\n");
+	else
+		fprintf(stderr, "%s\n", line);
+}
+
+/* `mpictr pull [OPTIONS] SOURCE [OUT.sif]` (docs/pull.md). */
+static int cmd_pull(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"force", no_argument, NULL, 'F'},
+	    {"quiet", no_argument, NULL, 'q'},
+	    {"arch", required_argument, NULL, 'a'},
+	    {"tls-ca", required_argument, NULL, 'C'},
+	    {"insecure", required_argument, NULL, 'I'},
+	    {"no-expansion-limit", no_argument, NULL, 'X'},
+	    {"cache-dir", required_argument, NULL, 'D'},
+	    {NULL, 0, NULL, 0},
+	};
+	mpictr_pull_opts *o = mpictr_pull_opts_new();
+	mpictr_err *err = NULL;
+	char *summary = NULL;
+	bool quiet = false;
+	int c, rc = 0;
+
+	optind = 1;
+	opterr = 0;
+	while (rc == 0 &&
+	       (c = getopt_long(argc, argv, "+Fq", opts, NULL)) != -1) {
+		const struct option *opt = NULL;
+		for (size_t i = 0; opts[i].name; i++)
+			if (opts[i].val == c)
+				opt = &opts[i];
+		if (!opt) {
+			mpictr_pull_opts_free(o);
+			return usage_error("%s", pull_usage);
+		}
+		quiet |= c == 'q';
+		rc = mpictr_pull_opts_set(o, opt->name, optarg, &err);
+	}
+	if (rc == 0 && (optind >= argc || argc - optind > 2)) {
+		mpictr_pull_opts_free(o);
+		return usage_error("%s", pull_usage);
+	}
+	if (rc == 0 && !quiet)
+		mpictr_pull_opts_progress(
+		    o, pull_progress, isatty(STDERR_FILENO) ? (void *)1 : NULL);
+	if (rc == 0)
+		rc = mpictr_pull(argv[optind],
+				 optind + 1 < argc ? argv[optind + 1] : NULL, o,
+				 &summary, &err);
+	mpictr_pull_opts_free(o);
+	if (rc < 0)
+		return fail(err);
+	if (!quiet && summary)
+		fputs(summary, stderr);
+	free(summary);
+	return 0;
+}
+
+/* `mpictr cache list|clean [--cache-dir DIR]` (docs/pull.md). */
+static int cmd_cache(int argc, char **argv)
+{
+	static const char usage[] =
+	    "usage: cache list|clean [--tmp] [--cache-dir DIR]";
+	const char *dir = NULL, *sub = argc > 1 ? argv[1] : "";
+	mpictr_err *err = NULL;
+	bool tmp_only = false;
+	char *text = NULL;
+	uint64_t freed = 0;
+
+	for (int i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--cache-dir") == 0 && i + 1 < argc)
+			dir = argv[++i];
+		else if (strcmp(argv[i], "--tmp") == 0)
+			tmp_only = true;
+		else
+			return usage_error("%s", usage);
+	}
+	if (strcmp(sub, "list") == 0 && !tmp_only) {
+		if (mpictr_cache_list(dir, &text, &err) < 0)
+			return fail(err);
+		fputs(text, stdout);
+		free(text);
+		return 0;
+	}
+	if (strcmp(sub, "clean") == 0) {
+		if (mpictr_cache_clean(dir, !tmp_only, &freed, &err) < 0)
+			return fail(err);
+		printf("freed %llu bytes\n", (unsigned long long)freed);
+		return 0;
+	}
+	return usage_error("%s", usage);
+}
+
 /* Refuse to run with elevated privileges (charliecloud's
  * privs_verify_invoking): mpictr is designed to need none, and a setuid
  * install would turn every bind option into a privilege escalation. */
@@ -729,6 +848,10 @@ int main(int argc, char **argv)
 		return cmd_sif(argc - 1, argv + 1);
 	if (strcmp(verb, "instance") == 0)
 		return cmd_instance(argc - 1, argv + 1);
+	if (strcmp(verb, "pull") == 0)
+		return cmd_pull(argc - 1, argv + 1);
+	if (strcmp(verb, "cache") == 0)
+		return cmd_cache(argc - 1, argv + 1);
 	if (strcmp(verb, "check") == 0) {
 		mpictr_err *err = NULL;
 		char *report = NULL;

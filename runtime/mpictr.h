@@ -134,6 +134,41 @@ MPICTR_PUBLIC int mpictr_sif_create(const char *out, const char *source,
 				    const mpictr_sif_create_opts *opts,
 				    mpictr_err **err);
 
+/* ---- pulling images (docs/pull.md) --------------------------------- */
+
+typedef struct mpictr_pull_opts mpictr_pull_opts;
+/* Options for mpictr_pull(). New/free own the object; the setter copies. */
+MPICTR_PUBLIC mpictr_pull_opts *mpictr_pull_opts_new(void);
+MPICTR_PUBLIC void mpictr_pull_opts_free(mpictr_pull_opts *o);
+/* Set option name (the long option of `mpictr pull` without "--":
+ * "force", "quiet", "arch", "tls-ca", "insecure", "no-expansion-limit",
+ * "cache-dir"); value is NULL for the flags. */
+MPICTR_PUBLIC int mpictr_pull_opts_set(mpictr_pull_opts *o, const char *name,
+				       const char *value, mpictr_err **err);
+/* Progress of a pull: fn gets one line at a time (no newline); transient
+ * lines (byte counts) may be overwritten by the next one on a terminal or
+ * dropped elsewhere. fn NULL: none (the default). */
+MPICTR_PUBLIC void mpictr_pull_opts_progress(
+    mpictr_pull_opts *o,
+    void (*fn)(const char *line, int transient, void *data), void *data);
+/* `mpictr pull SOURCE [OUT]`: write the image SOURCE (docker://...,
+ * REPO[:TAG], REGISTRY#IMAGE, docker-archive:, oci-archive:, oci:) as the
+ * SIF OUT (NULL: NAME_TAG.sif, or the cache for registry forms). *summary
+ * receives a one-line report (caller frees). opts may be NULL. */
+MPICTR_PUBLIC int mpictr_pull(const char *source, const char *out,
+			      const mpictr_pull_opts *opts, char **summary,
+			      mpictr_err **err);
+
+/* `mpictr cache list`: the images in the cache dir (NULL: the default,
+ * docs/pull.md) as text, one per line, then totals. */
+MPICTR_PUBLIC int mpictr_cache_list(const char *dir, char **text,
+				    mpictr_err **err);
+/* `mpictr cache clean`: remove every image, blob and tag of the cache (all
+ * = 0: only what killed pulls left in its tmp/). Fails (EBUSY) while a
+ * pull or run holds the cache. Bytes freed in *freed. */
+MPICTR_PUBLIC int mpictr_cache_clean(const char *dir, int all, uint64_t *freed,
+				     mpictr_err **err);
+
 /* ---- container configuration ---------------------------------------- */
 
 typedef struct mpictr_config mpictr_config;

@@ -14,6 +14,7 @@
 #include "plan/mode.h"
 #include "plan/mpicheck.h"
 #include "plan/plan.h"
+#include "pull/pull.h"
 
 static int refuse_privileged(mpictr_err **err)
 {
@@ -25,11 +26,14 @@ static int refuse_privileged(mpictr_err **err)
 }
 
 /* instance://NAME: attach to it (*ia), and point *cfg at the config with
- * its options; *inst is ia then, else NULL. */
+ * its options; *inst is ia then, else NULL. A registry image (docker://...)
+ * becomes its SIF in the cache first (pulled if needed). */
 static int attach_instance(mpictr_config **cfg, struct instance_attach *ia,
 			   struct instance_attach **inst, mpictr_err **err)
 {
 	*inst = NULL;
+	if (pull_resolve_image(*cfg, err) < 0)
+		return -1;
 	if (!instance_is_ref((*cfg)->image))
 		return 0;
 	if (instance_attach(*cfg, ia, err) < 0) {

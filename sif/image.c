@@ -177,6 +177,13 @@ static int probe_sif(int fd, const char *name, struct image_info *info,
 	info->size = (uint64_t)d->size;
 	info->compression = comp;
 	info->arch = xstrdup(arch);
+	/* The OCI image config `mpictr pull` (and Apptainer) store. */
+	for (size_t i = 0; i < img.ndescs; i++)
+		if (img.descs[i].datatype == SIF_DATA_GENERIC_JSON &&
+		    strcmp(img.descs[i].name, "oci-config.json") == 0) {
+			info->oci_config_offset = (uint64_t)img.descs[i].offset;
+			info->oci_config_size = (uint64_t)img.descs[i].size;
+		}
 	sif_image_free(&img);
 	return 0;
 fail:

@@ -22,6 +22,9 @@ struct image_info {
 	uint64_t size;	 /* squashfs bytes (partition size, or file size) */
 	int compression; /* squashfs compressor id, 0 for DIR */
 	char *arch;	 /* SIF partition arch name ("amd64"), NULL otherwise */
+	/* A SIF's JSON.Generic "oci-config.json" (the image config `mpictr
+	 * pull` writes), size 0 when it has none. */
+	uint64_t oci_config_offset, oci_config_size;
 };
 
 /* Squashfs compressor ids (superblock field "compression"). */

@@ -147,6 +147,10 @@ struct sif_object_input {
 	const void *data; /* in memory ... */
 	size_t len;
 	int fd; /* ... or copied from this fd (offset 0, len bytes) if >= 0 */
+	/* ... or already written at the offset the writer gives it (the
+	 * first object: SIF_WRITE_DATA_START for a partition); data and fd
+	 * are then unused */
+	bool in_place;
 	const char *name;
 	/* partitions only */
 	int32_t fstype;
@@ -154,11 +158,20 @@ struct sif_object_input {
 	const char *arch_code; /* 2-digit code */
 };
 
+/* Where sif_write_fd() puts a partition that is its first object: after
+ * the 48 descriptors at 4096, 4 KiB aligned. */
+#define SIF_WRITE_DATA_START 32768
+
 /* Write a new SIF to fd (which must be empty) with the objects in order,
  * following Apptainer's layout: launch script, random v4 UUID, 48
  * descriptors at 4096, group 1, partitions 4 KiB aligned. name is for
  * messages. Returns 0 or -1 with *err. */
 int sif_write_fd(int fd, const char *name, const struct sif_object_input *objs,
 		 size_t nobjs, mpictr_err **err);
+/* The same with the ID fixed_id (NULL: random) and every time `when`
+ * (< 0: now): the same inputs give the same bytes. */
+int sif_write_fd_fixed(int fd, const char *name,
+		       const struct sif_object_input *objs, size_t nobjs,
+		       const uint8_t *fixed_id, int64_t when, mpictr_err **err);
 
 #endif

@@ -92,12 +92,19 @@ static int copy_range(int in, int out, uint64_t off, uint64_t len)
 int sif_write_fd(int fd, const char *name, const struct sif_object_input *objs,
 		 size_t nobjs, mpictr_err **err)
 {
+	return sif_write_fd_fixed(fd, name, objs, nobjs, NULL, -1, err);
+}
+
+int sif_write_fd_fixed(int fd, const char *name,
+		       const struct sif_object_input *objs, size_t nobjs,
+		       const uint8_t *fixed_id, int64_t when, mpictr_err **err)
+{
 	uint8_t hdr[SIF_HEADER_SIZE] = {0};
 	cleanup_free uint8_t *table = NULL;
 	const uint64_t data_off =
 	    SIF_WRITE_DESC_OFFSET + SIF_WRITE_DESCRIPTORS * SIF_DESC_SIZE;
 	uint64_t cursor = data_off;
-	int64_t now = (int64_t)time(NULL);
+	int64_t now = when >= 0 ? when : (int64_t)time(NULL);
 	const char *arch = "00";
 	bool have_primary = false;
 	uint8_t id[16];
@@ -126,7 +133,11 @@ int sif_write_fd(int fd, const char *name, const struct sif_object_input *objs,
 				arch = o->arch_code;
 			}
 		}
-		if (o->fd >= 0)
+		if (o->in_place)
+			rc = i == 0 && start == SIF_WRITE_DATA_START
+				 ? 0
+				 : (errno = EINVAL, -1);
+		else if (o->fd >= 0)
 			rc = copy_range(o->fd, fd, start, o->len);
 		else
 			rc = pwrite_all(fd, o->data, o->len, start);
@@ -152,7 +163,9 @@ int sif_write_fd(int fd, const char *name, const struct sif_object_input *objs,
 		}
 		cursor = start + o->len;
 	}
-	if (getrandom(id, sizeof(id), 0) != (ssize_t)sizeof(id))
+	if (fixed_id)
+		memcpy(id, fixed_id, sizeof(id));
+	else if (getrandom(id, sizeof(id), 0) != (ssize_t)sizeof(id))
 		return err_set(err, errno, "sif '%s': random ID", name);
 	id[6] = (uint8_t)((id[6] & 0x0f) | 0x40); /* version 4 */
 	id[8] = (uint8_t)((id[8] & 0x3f) | 0x80); /* RFC 4122 variant */

@@ -52,6 +52,7 @@ void siteconf_free(struct siteconf *sc)
 	items_free(&sc->deny_binds);
 	item_free(&sc->shm_size);
 	item_free(&sc->oversubscribe);
+	item_free(&sc->cache_dir);
 	for (size_t i = 0; i < sc->nprofiles; i++)
 		profile_free(&sc->profiles[i]);
 	free(sc->profiles);
@@ -212,8 +213,8 @@ static int global_key(struct parser *ps, const char *key, const char *v,
 {
 	struct siteconf *a = &ps->add;
 	static const char *const site_only[] = {
-	    "lock_devices", "lock_transport_env", "user_binds",
-	    "allow_bind",   "deny_bind",	  "shm_size"};
+	    "lock_devices", "lock_transport_env", "user_binds", "allow_bind",
+	    "deny_bind",    "shm_size",		  "cache_dir"};
 	bool b;
 
 	for (size_t i = 0; i < ARRAY_SIZE(site_only); i++)
@@ -289,6 +290,11 @@ static int global_key(struct parser *ps, const char *key, const char *v,
 				    "100%% of the memory the job may use)",
 				    v);
 		item_set(&a->shm_size, v, ps->origin, true);
+	} else if (strcmp(key, "cache_dir") == 0) {
+		/* a shared image cache for `mpictr pull` (pull/cache.h) */
+		if (check_abs(ps, key, v, err) < 0)
+			return -1;
+		item_set(&a->cache_dir, v, ps->origin, true);
 	} else {
 		static const char *const pkeys[] = {
 		    "description", "env_prepend", "mpi", "mpi_dep", "mpi_abi"};
@@ -440,6 +446,7 @@ static void merge(struct siteconf *sc, struct siteconf *a)
 	items_move(&sc->deny_binds, &a->deny_binds);
 	item_move(&sc->shm_size, &a->shm_size);
 	item_move(&sc->oversubscribe, &a->oversubscribe);
+	item_move(&sc->cache_dir, &a->cache_dir);
 	if (a->nprofiles) {
 		sc->profiles =
 		    xrealloc(sc->profiles, (sc->nprofiles + a->nprofiles) *

@@ -59,7 +59,8 @@ struct siteconf {
 	    allow_binds; /* when any: user sources must be below */
 	struct site_items
 	    deny_binds; /* sources below or containing one are refused */
-	struct site_item shm_size; /* size of a job's /dev/shm, or NULL */
+	struct site_item shm_size;  /* size of a job's /dev/shm, or NULL */
+	struct site_item cache_dir; /* shared image cache (pull), or NULL */
 	/* "no": MPI_Comm_spawn may not pass the universe size (as
 	 * --no-oversubscribe); "yes" or NULL: the universe is advice */
 	struct site_item oversubscribe;

@@ -382,6 +382,38 @@ static void gather_image(const struct mpictr_config *cfg, unsigned flags,
 	image_reader_close(r);
 }
 
+/* A SIF's oci-config.json: read on every run (a few hundred bytes, no
+ * plugin); a corrupt one is the image's error. */
+static void gather_oci_config(const struct mpictr_config *cfg,
+			      struct host_facts *f)
+{
+	const char *path = cfg->image_read ? cfg->image_read : f->image.path;
+	uint64_t size = f->image.oci_config_size;
+	cleanup_free char *buf = NULL;
+	cleanup_free char *what = NULL;
+	int fd;
+
+	if (f->image_err || f->image.kind != IMAGE_SIF || size == 0 || !path)
+		return;
+	what = xasprintf("image '%s': oci-config.json", cfg->image);
+	if (size > OCI_CONFIG_MAX) {
+		err_set(&f->image_err, EFBIG, "%s: %llu bytes, at most %u",
+			what, (unsigned long long)size, OCI_CONFIG_MAX);
+		return;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	buf = xmalloc((size_t)size + 1);
+	if (fd < 0 || pread_full(fd, buf, (size_t)size,
+				 (off_t)f->image.oci_config_offset) < 0) {
+		err_set(&f->image_err, errno ? errno : EIO, "%s: read", what);
+	} else if (oci_config_parse(buf, (size_t)size, what, &f->oci,
+				    &f->image_err) == 0) {
+		f->oci_known = true;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
 /* The host's verbs providers (under the sysroot), with exposed HCAs. */
 static void gather_host_verbs(struct host_facts *f)
 {
@@ -450,6 +482,7 @@ int host_facts_gather(const struct mpictr_config *cfg, unsigned flags,
 		f->image_not_root = !dir_is_root(f->image.path);
 	gather_devices(cfg, given, f);
 	gather_image(cfg, flags, f);
+	gather_oci_config(cfg, f);
 	gather_host_verbs(f);
 	gather_paths(cfg, f);
 	return 0;
@@ -463,6 +496,7 @@ void host_facts_free(struct host_facts *f)
 	image_info_free(&f->image);
 	mpictr_err_free(f->image_err);
 	strv_free(f->env_scripts);
+	oci_config_free(&f->oci);
 	verbs_tree_free(&f->image_verbs);
 	mpi_libs_free(f->image_mpi, f->nimage_mpi);
 	verbs_tree_free(&f->host_verbs);

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "config/config.h"
+#include "config/ociconfig.h"
 #include "host/devices.h"
 #include "sif/image.h"
 #include "host/mpiinject.h"
@@ -69,6 +70,11 @@ struct host_facts {
 	struct mpi_lib *image_mpi;
 	size_t nimage_mpi;
 	bool image_mpi_known;
+
+	/* A SIF's image config (oci-config.json, docs/pull.md): Entrypoint,
+	 * Cmd, Env, WorkingDir, User. */
+	struct oci_config oci;
+	bool oci_known;
 
 	char *sysroot; /* MPICTR_SYSROOT when honoured, else NULL */
 	struct host_devices hostdev;

@@ -56,6 +56,7 @@
 #include "host/facts.h"
 #include "container/holder.h"
 #include "modes/instance.h"
+#include "pull/pull.h"
 #include "sched/jobwatch.h"
 #include "modes/keeper.h"
 #include "modes/rendezvous.h"
@@ -1002,7 +1003,8 @@ MPICTR_PUBLIC int mpictr_instance_start(mpictr_config *cfg, const char *name,
 
 	if (!cfg)
 		return err_set(err, EINVAL, "instance start: missing config");
-	if (instance_name_check(name, err) < 0)
+	if (instance_name_check(name, err) < 0 ||
+	    pull_resolve_image(cfg, err) < 0)
 		return -1;
 	return instance_start(cfg, &o, err);
 }

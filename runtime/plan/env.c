@@ -91,11 +91,14 @@ static char **host_env(const struct mpictr_config *cfg, enum run_mode mode)
 
 void env_plan(const struct mpictr_config *cfg, enum run_mode mode,
 	      const struct site_profile *const *profs, const char *image,
-	      const char *pwd, char ***env, char ***user_env)
+	      const char *pwd, char *const *image_env, char ***env,
+	      char ***user_env)
 {
 	*env = host_env(cfg, mode);
 	*user_env = NULL;
 	env_set(env, "PATH", CONTAINER_DEFAULT_PATH);
+	for (size_t i = 0; image_env && image_env[i]; i++)
+		set_kv(env, image_env[i]);
 	site_env(cfg, profs, env);
 	env_set(env, "MPICTR_CONTAINER", image);
 	env_set(env, "PWD", pwd);
@@ -112,12 +115,34 @@ void env_plan(const struct mpictr_config *cfg, enum run_mode mode,
 
 /* Step 5. */
 char **env_rank(char *const *base, const struct host_devices *hd,
-		const struct transport_opts *o, bool mpi_injected)
+		const struct transport_opts *o, bool mpi_injected,
+		char *const *image_env)
 {
 	char **env = strv_dup(base);
 	char **notices = NULL;
+	cleanup_strv char **from_image = NULL;
 
+	/* The transport variables win over the image's Env: what still has
+	 * the image's value is unset for transport_env, and put back where
+	 * it sets nothing. */
+	for (size_t i = 0; image_env && image_env[i]; i++) {
+		const char *kv = image_env[i], *eq = strchr(kv, '=');
+		cleanup_free char *name = xstrndup(kv, (size_t)(eq - kv));
+		const char *now = env_get(env, name);
+		if (strcmp(name, "PATH") != 0 && now &&
+		    strcmp(now, eq + 1) == 0) {
+			strv_push(&from_image, kv);
+			env_unset(&env, name);
+		}
+	}
 	transport_env(hd, o, &env, &notices);
+	for (size_t i = 0; from_image && from_image[i]; i++) {
+		const char *eq = strchr(from_image[i], '=');
+		cleanup_free char *name =
+		    xstrndup(from_image[i], (size_t)(eq - from_image[i]));
+		if (!env_get(env, name))
+			env_set(&env, name, eq + 1);
+	}
 	/* Notices are the same for every rank: say them once. */
 	for (size_t i = 0; o->local_rank == 0 && notices && notices[i]; i++)
 		log_notice("%s", notices[i]);

@@ -4,12 +4,14 @@
  *  1. the host's, filtered: minus PATH, LD_* and MPICTR_*; where mpictr
  *     serves PMI (launch and node daemon mode) also minus PMI_* and PMIX_*
  *     of an outer launcher;
- *  2. PATH reset to the container default; the site's variables, then the
- *     selected profiles' (set, or prepended with ':');
+ *  2. PATH reset to the container default; a pulled image's Env (its
+ *     config's, docs/pull.md: it overrides the host's); the site's
+ *     variables, then the selected profiles' (set, or prepended with ':');
  *  3. MPICTR_CONTAINER and PWD;
  *  4. the user's: MPICTR_ENV_NAME, then -e/--env (kept apart too, see 7);
  *     -- env_plan above, once per plan; env_rank below, per rank --
- *  5. the transport variables, only where still unset; the host library
+ *  5. the transport variables, only where still unset (or set by the
+ *     image's Env only: they win over the image's); the host library
  *     directories (GPU driver libraries, injected MPI) prepended to
  *     LD_LIBRARY_PATH;
  *  6. launch and node daemon mode: the binding hints (env_binding) and the
@@ -40,15 +42,19 @@ bool plan_env_excluded(const char *name);
  * the user's variables of step 4 alone (both NULL-terminated, new). */
 void env_plan(const struct mpictr_config *cfg, enum run_mode mode,
 	      const struct site_profile *const *profs, const char *image,
-	      const char *pwd, char ***env, char ***user_env);
+	      const char *pwd, char *const *image_env, char ***env,
+	      char ***user_env);
 
 /* Step 5 for one rank: base (steps 1 to 4, copied), the transport
  * variables of o for the host's devices hd (only where still unset), the
  * host library directories and, with mpi_injected, the injected MPI's
  * directory prepended to LD_LIBRARY_PATH. Caller frees with strv_free
- * (plan.h's plan_rank_env does this for a plan's rank). */
+ * (plan.h's plan_rank_env does this for a plan's rank). image_env: the
+ * pulled image's config Env (NAME=VALUE), whose values the transport
+ * variables replace; NULL when none. */
 char **env_rank(char *const *base, const struct host_devices *hd,
-		const struct transport_opts *o, bool mpi_injected);
+		const struct transport_opts *o, bool mpi_injected,
+		char *const *image_env);
 
 /* Step 6's binding hints: with --bind-to core (mpictr binds), what Slurm's
  * schizo component tells Open MPI, unless already set: do not bind again

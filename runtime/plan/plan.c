@@ -587,6 +587,50 @@ static void plan_verbs(struct plan *p)
 	free(b);
 }
 
+/* The image config of a pulled image (docs/pull.md "At run time"). */
+static void copy_image_config(const struct host_facts *f, struct plan *p)
+{
+	if (!f->oci_known)
+		return;
+	p->oci_known = true;
+	p->oci.entrypoint = strv_dup(f->oci.entrypoint);
+	p->oci.cmd = strv_dup(f->oci.cmd);
+	p->oci.env = strv_dup(f->oci.env);
+	p->oci.workdir = f->oci.workdir ? xstrdup(f->oci.workdir) : NULL;
+	p->oci.user = f->oci.user ? xstrdup(f->oci.user) : NULL;
+	for (size_t i = 0; f->oci.env && f->oci.env[i]; i++) {
+		const char *kv = f->oci.env[i], *eq = strchr(kv, '=');
+		if (eq && env_name_valid(kv, (size_t)(eq - kv)))
+			strv_push(&p->image_env, kv);
+	}
+}
+
+/* The command: `run` is the image config's Entrypoint + (the arguments,
+ * or Cmd) where there is one, else the image's runscript; exec is the
+ * arguments as given. */
+static void plan_argv(const struct mpictr_config *cfg, struct plan *p)
+{
+	bool args = cfg->argv && cfg->argv[0];
+
+	if (!cfg->runscript) {
+		p->argv = strv_dup(cfg->argv);
+		return;
+	}
+	if (p->oci_known && ((p->oci.entrypoint && p->oci.entrypoint[0]) ||
+			     (p->oci.cmd && p->oci.cmd[0]))) {
+		char *const *tail = args ? cfg->argv : p->oci.cmd;
+		for (size_t i = 0; p->oci.entrypoint && p->oci.entrypoint[i];
+		     i++)
+			strv_push(&p->argv, p->oci.entrypoint[i]);
+		for (size_t i = 0; tail && tail[i]; i++)
+			strv_push(&p->argv, tail[i]);
+		return;
+	}
+	strv_push(&p->argv, "/.singularity.d/runscript");
+	for (size_t i = 0; args && cfg->argv[i]; i++)
+		strv_push(&p->argv, cfg->argv[i]);
+}
+
 /* The parts of the plan that come from the config and the decision. */
 /* The FUSE workers of the holder: one per rank (two in join mode and
  * for an instance), at most 8, and at most one fewer than the online CPUs:
@@ -654,8 +698,11 @@ static int plan_options(const struct mpictr_config *cfg,
 	if (!f->cwd)
 		return err_set(err, f->cwd_err, "get the current directory");
 	user_identity(cfg, p);
+	copy_image_config(f, p);
 	if (cfg->pwd)
 		p->cwd = clean_path(cfg->pwd);
+	else if (p->oci_known && p->oci.workdir && p->oci.workdir[0] == '/')
+		p->cwd = clean_path(p->oci.workdir);
 	else if (cfg->contain)
 		p->cwd = xstrdup(p->home);
 	else
@@ -705,15 +752,18 @@ static int plan_steps(const struct mpictr_config *cfg,
 				     &p->mpi_refusal);
 		p->mpi_checked = true;
 	}
-	if (cfg->runscript) {
-		strv_push(&p->argv, "/.singularity.d/runscript");
-		for (size_t i = 0; cfg->argv && cfg->argv[i]; i++)
-			strv_push(&p->argv, cfg->argv[i]);
-	} else {
-		p->argv = strv_dup(cfg->argv);
-	}
-	env_plan(cfg, p->mode, profs, p->image.path, p->cwd, &p->env,
-		 &p->user_env);
+	plan_argv(cfg, p);
+	if (oci_config_user_nonroot(&p->oci) && p->mode != RUN_JOIN)
+		log_notice("image '%s': its config's User '%s' is ignored: the "
+			   "command runs as you",
+			   cfg->image, p->oci.user);
+	if (!p->argv || !p->argv[0])
+		return err_set(err, 0,
+			       "image '%s': no command given, and the image "
+			       "config has no Entrypoint or Cmd",
+			       cfg->image);
+	env_plan(cfg, p->mode, profs, p->image.path, p->cwd, p->image_env,
+		 &p->env, &p->user_env);
 	return 0;
 }
 
@@ -763,6 +813,8 @@ void plan_free(struct plan *p)
 	strv_free(p->user_env);
 	strv_free(p->env_scripts);
 	strv_free(p->argv);
+	oci_config_free(&p->oci);
+	strv_free(p->image_env);
 	free(p->cwd);
 	free(p->run_dir);
 	free(p->home);
@@ -887,6 +939,28 @@ static void json_checks(struct strbuf *sb, const struct plan *p)
 	sb_puts(sb, n ? "\n  ]" : "]");
 }
 
+/* "image_config": what came from a pulled image's config, or null. */
+static void json_image_config(struct strbuf *sb, const struct plan *p)
+{
+	sb_puts(sb, ",\n  \"image_config\": ");
+	if (!p->oci_known) {
+		sb_puts(sb, "null");
+		return;
+	}
+	sb_puts(sb, "{\"entrypoint\": ");
+	json_strv(sb, p->oci.entrypoint);
+	sb_puts(sb, ", \"cmd\": ");
+	json_strv(sb, p->oci.cmd);
+	sb_puts(sb, ", \"env\": ");
+	json_strv(sb, p->image_env);
+	sb_puts(sb, ", \"working_dir\": ");
+	sb_json_str(sb, p->oci.workdir);
+	sb_puts(sb, ", \"user\": ");
+	sb_json_str(sb, p->oci.user);
+	sb_printf(sb, ", \"user_ignored\": %s}",
+		  oci_config_user_nonroot(&p->oci) ? "true" : "false");
+}
+
 char **plan_rank_env(const struct plan *p, int local_rank)
 {
 	struct transport_opts o = {
@@ -898,7 +972,7 @@ char **plan_rank_env(const struct plan *p, int local_rank)
 	    .ucx_net_devices_from_ucx = p->ucx_net_devices,
 	};
 
-	return env_rank(p->env, &p->hostdev, &o, p->nmpi > 0);
+	return env_rank(p->env, &p->hostdev, &o, p->nmpi > 0, p->image_env);
 }
 
 char *plan_to_json(const struct plan *p)
@@ -951,6 +1025,7 @@ char *plan_to_json(const struct plan *p)
 	json_strv(&sb, p->env_scripts);
 	sb_puts(&sb, ",\n  \"cwd\": ");
 	sb_json_str(&sb, p->cwd);
+	json_image_config(&sb, p);
 	sb_printf(&sb, ",\n  \"uid\": %u,\n  \"gid\": %u", (unsigned)p->uid_in,
 		  (unsigned)p->gid_in);
 	sb_puts(&sb, ",\n  \"devices\": [");

@@ -12,6 +12,7 @@
 
 #include "config/bindpol.h"
 #include "config/config.h"
+#include "config/ociconfig.h"
 #include "host/devices.h"
 #include "plan/env.h"
 #include "host/facts.h"
@@ -61,7 +62,13 @@ struct plan {
 	char **env_scripts;	/* paths inside the image, sourced in order */
 	bool env_scripts_known; /* false: decided at run time */
 	char **argv;		/* the command as the user asked for it */
-	char *cwd;		/* start directory inside the container */
+	/* The image config of a pulled image (facts.h), copied: argv of
+	 * `run` came from its Entrypoint/Cmd, cwd from WorkingDir, image_env
+	 * (its Env, valid names only) was applied over the host's. */
+	struct oci_config oci;
+	bool oci_known;
+	char **image_env;
+	char *cwd;	   /* start directory inside the container */
 	char *run_dir;	   /* private host dir for this job (PMIx tmpdir) */
 	uid_t uid, uid_in; /* host uid and uid inside the container */
 	gid_t gid, gid_in;

@@ -44,6 +44,7 @@
 
 #include "mpictr.h"
 #include "config/bindspec.h"
+#include "config/imageref.h"
 #include "common/proc.h"
 #include "config/siteconf.h"
 #include "common/util.h"
@@ -54,6 +55,7 @@ struct spank_opts {
 	char *image, *mounts, *workdir, *env, *name;
 	bool no_entrypoint;
 	char **image_dirs; /* site policy (plugin argument image_dirs=) */
+	bool no_registry;  /* plugin argument registry_images=no */
 };
 
 static struct spank_opts opts;
@@ -138,8 +140,14 @@ static int parse_args(int ac, char **av)
 			}
 			continue;
 		}
+		if (strcmp(av[i], "registry_images=no") == 0 ||
+		    strcmp(av[i], "registry_images=yes") == 0) {
+			opts.no_registry = av[i][16] == 'n';
+			continue;
+		}
 		slurm_error("mpictr: plugstack.conf: unknown argument '%s' "
-			    "(known: image_dirs=DIR[:DIR...])",
+			    "(known: image_dirs=DIR[:DIR...], "
+			    "registry_images=yes|no)",
 			    av[i]);
 		return -1;
 	}
@@ -204,6 +212,38 @@ static void image_dirs_error(const char *real)
 			    opts.image, dirs);
 }
 
+/* A registry image (docker://..., Pyxis's REGISTRY#IMAGE): parsed here;
+ * each task then finds it in the cache or pulls it (libmpictr: one task
+ * of the node pulls, the others wait for it) into the user's cache, so
+ * image_dirs (files) does not apply; registry_images=no forbids them. */
+static int check_pull_source(void)
+{
+	struct image_ref ref;
+	mpictr_err *e = NULL;
+
+	if (opts.no_registry) {
+		slurm_error("mpictr: --container-image '%s': the site allows "
+			    "no registry images (registry_images=no)",
+			    opts.image);
+		return -1;
+	}
+	if (image_ref_parse(opts.image, &ref, &e) < 0) {
+		slurm_error("mpictr: --container-image: %s",
+			    mpictr_err_message(e));
+		mpictr_err_free(e);
+		return -1;
+	}
+	if (ref.transport != IMAGE_REF_DOCKER) {
+		slurm_error("mpictr: --container-image '%s': a local source; "
+			    "write a SIF with 'mpictr pull' first",
+			    opts.image);
+		image_ref_free(&ref);
+		return -1;
+	}
+	image_ref_free(&ref);
+	return 0;
+}
+
 /* The checks that need nothing but the path: run in srun/sbatch/salloc
  * (before anything is launched) and again in each task, where they are
  * the enforcement (srun is the user's, and so is its plugstack.conf).
@@ -219,6 +259,15 @@ static int check_image(void)
 
 	if (!opts.image)
 		return 0;
+	/* As Pyxis: a name that is no path ("ubuntu:22.04") is Docker Hub's */
+	if (!strchr("/.", opts.image[0]) && !strstr(opts.image, "://") &&
+	    access(opts.image, F_OK) < 0) {
+		char *d = xasprintf("docker://%s", opts.image);
+		free(opts.image);
+		opts.image = d;
+	}
+	if (image_ref_is_pull_source(opts.image))
+		return check_pull_source();
 	fd = open(opts.image, O_PATH | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		slurm_error(

@@ -304,6 +304,13 @@ install_spank() {
 		install -o root -g root -m 0644 "$f" "$SPANK_DIR/.new.$n"
 		mv -f "$SPANK_DIR/.new.$n" "$SPANK_DIR/$n"
 	done
+	# the pull plugin, for --container-image=docker://... (optional)
+	for n in mpictr-pull.so; do
+		f=$FROM/$n
+		[ -f "$f" ] || continue
+		install -o root -g root -m 0644 "$f" "$SPANK_DIR/.new.$n"
+		mv -f "$SPANK_DIR/.new.$n" "$SPANK_DIR/$n"
+	done
 	say "installed $FROM/{mpictr-spank,mpictr-squash,mpictr-pmix}.so in $SPANK_DIR (root's, 0644)"
 }
 

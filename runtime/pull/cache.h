@@ -1,0 +1,90 @@
+/* cache.h - the image cache: an OCI image layout of blobs, the SIFs built
+ * from them, tag references, and the locks that let many pulls of one
+ * image (8 ranks of a node, 8 jobs) share it. Pure POSIX: libmpictr uses it
+ * to find an image pulled before without loading the pull plugin.
+ *
+ *   DIR/oci-layout, DIR/index.json   the OCI layout (index: tagged images)
+ *   DIR/blobs/sha256/HEX             manifests, configs, layers
+ *   DIR/images/sha256/HEX.sif        the SIF of image manifest sha256:HEX
+ *   DIR/refs/HOST/REPO/:TAG          "MANIFEST TOP PLATFORM MEDIATYPE"
+ *   DIR/locks/NAME.lock              fcntl locks (never removed)
+ *   DIR/tmp/                         downloads and SIFs being written
+ *
+ * DIR: --cache-dir or $MPICTR_CACHEDIR, else the site's cache_dir, else
+ * $XDG_CACHE_HOME/mpictr, else ~/.cache/mpictr. Files appear under a final
+ * name only by rename(2) of a complete, verified file, so a pull killed at
+ * any point leaves only files in tmp/ (removed by the next clean).
+ */
+#ifndef MPICTR_PULL_CACHE_H
+#define MPICTR_PULL_CACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mpictr.h"
+
+struct cache {
+	char *dir;
+	int lockfd; /* the shared lock on locks/cache.lock (clean: exclusive) */
+	bool shared; /* group-writable: a site's cache (files for the group) */
+};
+
+/* The cache directory: dir if not NULL, else $MPICTR_CACHEDIR, else
+ * site_dir (the site configuration's cache_dir) if not NULL, else
+ * $XDG_CACHE_HOME/mpictr or ~/.cache/mpictr. Returns a new string, or
+ * NULL with *err when there is no HOME to put it in. */
+char *cache_dir_choose(const char *dir, const char *site_dir, mpictr_err **err);
+/* Open (creating the layout if needed) the cache in dir and take the
+ * shared cache lock that `cache clean` waits for. A directory we create
+ * ourselves is 0700; an existing one must be owned by us or by root and
+ * not writable by others; a group-writable one (a site's shared cache,
+ * 2775) gets group-writable directories and locks. */
+int cache_open(struct cache *c, const char *dir, mpictr_err **err);
+void cache_close(struct cache *c);
+
+/* Whether d is "sha256:" and 64 lower-case hex digits. */
+bool cache_digest_valid(const char *d);
+
+/* DIR/blobs/sha256/HEX for "sha256:HEX" (digest validated by the caller). */
+char *cache_blob_path(const struct cache *c, const char *digest);
+/* Whether the blob is there with that size (size UINT64_MAX: any). */
+bool cache_has_blob(const struct cache *c, const char *digest, uint64_t size);
+/* DIR/images/sha256/HEX.sif for the image manifest digest. */
+char *cache_image_path(const struct cache *c, const char *digest);
+bool cache_has_image(const struct cache *c, const char *digest);
+
+/* Take the exclusive lock DIR/locks/NAME.lock, waiting for it; the fd to
+ * give to cache_unlock(), or -1 with *err. */
+int cache_lock(const struct cache *c, const char *name, mpictr_err **err);
+void cache_unlock(int fd);
+
+/* A new file DIR/tmp/PREFIX.PID.RANDOM.partial (O_EXCL, 0644): its fd,
+ * path in *path. */
+int cache_tmpfile(const struct cache *c, const char *prefix, char **path,
+		  mpictr_err **err);
+/* A path DIR/tmp/PREFIX.PID.RANDOM.partial that does not exist yet (for a
+ * writer that creates its own file). */
+char *cache_tmpname(const struct cache *c, const char *prefix);
+/* rename(tmp, final) after creating final's directory. */
+int cache_commit(const char *tmp, const char *final, mpictr_err **err);
+
+/* The tag reference name ("host/repo:tag") -> what it was last resolved
+ * to. cache_ref_get: 1 and *manifest (and *top when not NULL) set, 0 when
+ * unknown. cache_ref_set also rewrites DIR/index.json. */
+int cache_ref_set(const struct cache *c, const char *host, const char *repo,
+		  const char *tag, const char *manifest, const char *top,
+		  const char *platform, const char *media_type,
+		  mpictr_err **err);
+int cache_ref_get(const struct cache *c, const char *host, const char *repo,
+		  const char *tag, char **manifest, char **top);
+
+/* `mpictr cache list`: one line per image, "DIGEST SIZE NAME..." (names
+ * the tags that last resolved to it), then a line of totals. */
+char *cache_list_text(const struct cache *c);
+/* `mpictr cache clean`: remove images, blobs, refs and tmp/ (all:
+ * everything; otherwise only tmp/ leftovers and blobs/images no tag
+ * names). Takes the cache lock exclusively without waiting: fails with
+ * EBUSY when a pull is running. Bytes freed in *freed. */
+int cache_clean(const char *dir, bool all, uint64_t *freed, mpictr_err **err);
+
+#endif

@@ -1,0 +1,106 @@
+/* pull.h - `mpictr pull`: the "pull" plugin (mpictr-pull.so, loaded on
+ * first use as runtime/common/plugin.h describes: libarchive, libsquashfs,
+ * jansson, libcrypto and libcurl are linked into it, never into libmpictr).
+ *
+ * Every source ends in one code path: an OCI image layout (oci-layout,
+ * index.json, blobs/sha256/<hex>) and a manifest digest in it, given to
+ * pull_assemble(). oci:DIR is such a layout; oci-archive: and
+ * docker-archive: files are indexed in place (tarball.c); the registry
+ * client (registry.c) downloads the blobs into the cache's layout first.
+ */
+#ifndef MPICTR_PULL_H
+#define MPICTR_PULL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "config/imageref.h"
+
+/* The default and the flag that lifts it: a layer may expand to at most
+ * this many times its compressed size (a "zip bomb" guard). */
+#define PULL_MAX_EXPANSION 100
+
+struct pull_opts {
+	bool force;		/* replace an existing OUT */
+	bool quiet;		/* -q: no progress */
+	const char *arch;	/* --arch: platform of a multi-arch index */
+	const char *tls_ca;	/* --tls-ca FILE */
+	const char *insecure;	/* --insecure HOST[,HOST]: plain HTTP */
+	unsigned max_expansion; /* 0 = no limit (--no-expansion-limit) */
+	int comp_level;		/* zstd level, 0 = default (3) */
+	const char *cache_dir;	/* NULL: the default (h22b) */
+	/* Progress lines (NULL: none). A transient line (byte counts) may be
+	 * overwritten in place by the next on a terminal, or dropped. */
+	void (*progress)(const char *line, int transient, void *data);
+	void *progress_data;
+};
+
+/* What a pull did, for the summary line and the tests. */
+struct pull_stats {
+	uint64_t layers;
+	uint64_t entries;   /* inodes written */
+	uint64_t devices;   /* device nodes dropped */
+	uint64_t hidden;    /* members hidden by upper layers or whiteouts */
+	uint64_t bytes_in;  /* uncompressed layer bytes read */
+	uint64_t sif_bytes; /* size of the SIF written */
+	char manifest_digest[72];
+};
+
+/* The assembler: merge the layers of the image whose manifest is
+ * manifest_digest ("sha256:<hex>") in the OCI layout at layout_dir into
+ * the SIF out (written as a temporary beside it, then renamed; an existing
+ * out is refused unless o->force). what names the image in messages
+ * ("docker://host/repo:tag"). Returns 0 or -1 with *err. */
+int pull_assemble(const char *layout_dir, const char *manifest_digest,
+		  const char *out, const char *what, const struct pull_opts *o,
+		  struct pull_stats *st, mpictr_err **err);
+
+/* The registry forms (docker://, bare, Pyxis): fetch into the cache's
+ * layout and assemble, or find the image cached. *sif_out receives the
+ * path of the SIF in the cache; when out is not NULL the SIF is also
+ * copied (or linked) there. Provided by registry.c. */
+int pull_registry(const struct image_ref *ref, const char *out,
+		  const struct pull_opts *o, struct pull_stats *st,
+		  char **sif_out, mpictr_err **err);
+
+/* The local forms: oci:DIR[:REF], oci-archive:FILE[:REF],
+ * docker-archive:FILE[:REF]. */
+int pull_local(const struct image_ref *ref, const char *out,
+	       const struct pull_opts *o, struct pull_stats *st,
+	       mpictr_err **err);
+
+/* Any source: the dispatcher the plugin table points at. */
+int pull_source(const struct image_ref *ref, const char *out,
+		const struct pull_opts *o, struct pull_stats *st,
+		char **sif_out, mpictr_err **err);
+
+/* The plugin's table (runtime/common/plugin.h). */
+struct pull_plugin {
+	int (*pull)(const struct image_ref *ref, const char *out,
+		    const struct pull_opts *o, struct pull_stats *st,
+		    char **sif_out, mpictr_err **err);
+	int (*assemble)(const char *layout_dir, const char *manifest_digest,
+			const char *out, const char *what,
+			const struct pull_opts *o, struct pull_stats *st,
+			mpictr_err **err);
+};
+
+/* Host side (pull_stub.c, in libmpictr): load the plugin and call it. */
+int pull_image(const struct image_ref *ref, const char *out,
+	       const struct pull_opts *o, struct pull_stats *st, char **sif_out,
+	       mpictr_err **err);
+
+/* Host side (pull_stub.c, in libmpictr). The site configuration's
+ * cache_dir, or NULL. */
+char *pull_site_cache_dir(void);
+/* Host side (pull_run.c, in libmpictr). */
+/* When cfg->image is a registry reference, replace it with the path of its
+ * SIF in the cache, pulling it first unless it is cached by digest
+ * (MPICTR_PULL_INSECURE, MPICTR_PULL_TLS_CA, MPICTR_PULL_ARCH and
+ * MPICTR_CACHEDIR of cfg's environment are the pull's options). Other
+ * images are left alone. */
+struct mpictr_config;
+int pull_resolve_image(struct mpictr_config *cfg, mpictr_err **err);
+
+#endif

@@ -1,0 +1,135 @@
+/* pull_run.c - the host side of the image cache, in libmpictr: a registry
+ * image given as IMAGE (exec, run, -n, srun, mpirun, instance start, the
+ * SPANK plugin's --container-image) becomes the path of its SIF in the
+ * cache, pulled first when needed; `mpictr cache list|clean`. A cached
+ * image named by digest needs neither the network nor the pull plugin;
+ * anything else loads mpictr-pull.so, whose per-image lock makes one of
+ * many tasks starting at once pull while the others wait.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "common/util.h"
+#include "config/config.h"
+#include "config/imageref.h"
+#include "pull/cache.h"
+#include "pull/pull.h"
+
+/* Run-time pulls: steps go to the log at info level (-v), but that a
+ * download starts is a notice (one line, from the one task that pulls). */
+static void log_progress(const char *line, int transient, void *data)
+{
+	const char *image = data;
+
+	if (transient)
+		return;
+	if (str_has_prefix(line, "manifest "))
+		log_notice("pulling '%s' into the image cache: %s", image,
+			   line);
+	else
+		log_info("pull: %s", line);
+}
+
+/* The cached SIF of a digest reference, without the plugin; NULL if not
+ * there. */
+static char *cached_by_digest(const struct image_ref *ref, const char *dir)
+{
+	struct cache c;
+	mpictr_err *e = NULL;
+	char *sif = NULL;
+
+	if (!ref->digest || cache_open(&c, dir, &e) < 0) {
+		mpictr_err_free(e);
+		return NULL;
+	}
+	if (cache_has_image(&c, ref->digest))
+		sif = cache_image_path(&c, ref->digest);
+	cache_close(&c);
+	return sif;
+}
+
+int pull_resolve_image(mpictr_config *cfg, mpictr_err **err)
+{
+	struct pull_opts o = {.max_expansion = PULL_MAX_EXPANSION,
+			      .quiet = true,
+			      .progress = log_progress};
+	struct pull_stats st = {0};
+	struct image_ref ref;
+	char *const *env = cfg->host_env ? cfg->host_env : environ;
+	cleanup_free char *dir = NULL, *sif = NULL;
+	int rc = 0;
+
+	if (!cfg->image || !image_ref_is_pull_source(cfg->image))
+		return 0;
+	if (image_ref_parse(cfg->image, &ref, err) < 0)
+		return -1;
+	if (ref.transport != IMAGE_REF_DOCKER) {
+		image_ref_free(&ref);
+		err_set(err, EINVAL,
+			"image '%s': local sources are not run "
+			"directly",
+			cfg->image);
+		return err_hint(err,
+				"write a SIF first: mpictr pull '%s' "
+				"IMAGE.sif",
+				cfg->image);
+	}
+	o.progress_data = cfg->image;
+	o.cache_dir = cfg->site.cache_dir.value;
+	o.insecure = env_get(env, "MPICTR_PULL_INSECURE");
+	o.tls_ca = env_get(env, "MPICTR_PULL_TLS_CA");
+	o.arch = env_get(env, "MPICTR_PULL_ARCH");
+	dir =
+	    cache_dir_choose(env_get(env, "MPICTR_CACHEDIR"), o.cache_dir, err);
+	if (!dir)
+		rc = -1;
+	if (rc == 0) {
+		o.cache_dir = dir;
+		sif = cached_by_digest(&ref, dir);
+	}
+	if (rc == 0 && !sif)
+		rc = pull_image(&ref, NULL, &o, &st, &sif, err);
+	if (rc < 0) {
+		err_wrap(err, "image '%s'", cfg->image);
+	} else {
+		log_info("image '%s' is '%s'", cfg->image, sif);
+		free(cfg->image);
+		cfg->image = steal_ptr(&sif);
+	}
+	image_ref_free(&ref);
+	return rc;
+}
+
+static char *cache_dir_for(const char *dir, mpictr_err **err)
+{
+	cleanup_free char *site = dir ? NULL : pull_site_cache_dir();
+
+	return cache_dir_choose(dir, site, err);
+}
+
+MPICTR_PUBLIC int mpictr_cache_list(const char *dir, char **text,
+				    mpictr_err **err)
+{
+	cleanup_free char *d = cache_dir_for(dir, err);
+	struct cache c;
+
+	*text = NULL;
+	if (!d || cache_open(&c, d, err) < 0)
+		return -1;
+	*text = cache_list_text(&c);
+	cache_close(&c);
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_cache_clean(const char *dir, int all, uint64_t *freed,
+				     mpictr_err **err)
+{
+	cleanup_free char *d = cache_dir_for(dir, err);
+
+	if (!d)
+		return -1;
+	return cache_clean(d, all != 0, freed, err);
+}

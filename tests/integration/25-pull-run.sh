@@ -1,0 +1,108 @@
+#!/bin/bash
+# 25-pull-run.sh - a pulled image's config at run time: `run` = Entrypoint
+# + (arguments or Cmd), WorkingDir unless --pwd, the image's Env (-e and
+# the transport variables win), a non-root User noticed and ignored, an
+# image without /bin/sh, --dry-run; the /.singularity.d files source
+# under busybox sh; the MPI hello from a pulled image under -n 2.
+. "$(dirname "$0")/lib.sh"
+W=$T_TMP
+T="timeout 120"
+require_userns
+require_fuse
+for tool in umoci busybox; do
+	command -v "$tool" >/dev/null || { need "pull run tests" "$tool not installed"; done_testing; exit; }
+done
+saved() { cp "$T_OUT" "$W/last"; }
+cd "$W" || exit 1
+
+# bb: busybox with echo/env/pwd/sh links, Env PATH=/bin GREETING=hello
+# UCX_TLS=from-image, Entrypoint /bin/echo, Cmd default-cmd, WorkingDir
+# /data (not in the layers), User 1000.
+mkimg() { # NAME ROOTFS-SETUP CONFIG-ARGS...
+	local n=$1 setup=$2
+	shift 2
+	umoci init --layout "$n" && umoci new --image "$n:latest" &&
+		umoci unpack --rootless --image "$n:latest" "$n.b" >/dev/null &&
+		mkdir -p "$n.b/rootfs/bin" && cp "$(command -v busybox)" "$n.b/rootfs/bin/" &&
+		(cd "$n.b/rootfs/bin" && eval "$setup") &&
+		umoci repack --image "$n:latest" "$n.b" &&
+		umoci config --image "$n:latest" "$@"
+}
+ok "image with Entrypoint, Cmd, Env, WorkingDir, User" mkimg bb \
+	'for l in sh echo env pwd cat; do ln -s busybox $l; done' \
+	--config.env PATH=/bin --config.env GREETING=hello --config.env UCX_TLS=from-image \
+	--config.entrypoint /bin/echo --config.cmd default-cmd --config.workingdir /data \
+	--config.user 1000
+ok "pull it" $T "$MPICTR" pull -q oci:bb:latest bb.sif
+
+ok "run: Entrypoint + Cmd" sh -c "$T '$MPICTR' run bb.sif 2>&1 | grep -qx default-cmd"
+ok "run ARGS: Entrypoint + the arguments" sh -c "$T '$MPICTR' run bb.sif a 'b c' | grep -qx 'a b c'"
+ok "exec ignores the Entrypoint" sh -c "$T '$MPICTR' exec bb.sif pwd | grep -qx /data"
+check "WorkingDir (missing in the layers) was created and is the start directory" \
+	sh -c "$T '$MPICTR' exec bb.sif pwd | grep -qx /data"
+ok "--pwd wins over WorkingDir" sh -c "$T '$MPICTR' exec --pwd / bb.sif pwd | grep -qx /"
+ok "the image's Env reaches the command (GREETING, PATH)" \
+	sh -c "$T '$MPICTR' exec bb.sif env >env.out && grep -qx GREETING=hello env.out && grep -qx PATH=/bin env.out"
+ok "the image's Env wins over the host's" \
+	sh -c "GREETING=host $T '$MPICTR' exec bb.sif env | grep -qx GREETING=hello"
+ok "-e wins over the image's Env" \
+	sh -c "$T '$MPICTR' exec -e GREETING=x bb.sif env | grep -qx GREETING=x"
+ok "-e PATH wins over the image's PATH" \
+	sh -c "$T '$MPICTR' exec -e PATH=/bin:/x bb.sif env | grep -qx PATH=/bin:/x"
+ok_status "non-root User: still runs (as you)" 0 $T "$MPICTR" exec bb.sif true
+saved
+check "... and says the User is ignored" grep -q "User '1000' is ignored" "$W/last"
+ok "--dry-run shows what came from the image" sh -c "$T '$MPICTR' run --dry-run bb.sif >dry.json"
+check "... entrypoint, cmd, env, working_dir, user_ignored" \
+	sh -c 'jq -e ".image_config.entrypoint == [\"/bin/echo\"] and .image_config.cmd == [\"default-cmd\"] and
+		(.image_config.env | index(\"GREETING=hello\")) and .image_config.working_dir == \"/data\" and
+		.image_config.user_ignored and .command == [\"/bin/echo\", \"default-cmd\"] and .cwd == \"/data\"" dry.json'
+ok "the transport variables win over the image's Env (UCX_TLS, -n 2 --no-share)" \
+	sh -c "$T '$MPICTR' -n 2 --no-share --dry-run bb.sif env | jq -e 'any(.env[]; startswith(\"UCX_TLS=^cma\")) and (.env | index(\"UCX_TLS=from-image\") | not)' >/dev/null"
+ok "... while the image's value stays where mpictr sets none" \
+	sh -c "$T '$MPICTR' -n 2 --dry-run bb.sif env | jq -e '.env | index(\"UCX_TLS=from-image\")' >/dev/null"
+ok "/.singularity.d env file and runscript source cleanly under busybox sh" \
+	sh -c "$T '$MPICTR' exec bb.sif sh -ec '. /.singularity.d/env/10-docker2singularity.sh; [ \"\$GREETING\" = hello ]; /.singularity.d/runscript x y' | grep -qx 'x y'"
+ok "Apptainer's action scripts run under busybox sh (actions/run, actions/exec)" \
+	sh -c "$T '$MPICTR' exec bb.sif /.singularity.d/actions/run p q | grep -qx 'p q' &&
+		$T '$MPICTR' exec bb.sif /.singularity.d/actions/exec sh -c 'echo \$GREETING' | grep -qx hello"
+ok "the runscript with no arguments runs Entrypoint + Cmd" \
+	sh -c "$T '$MPICTR' exec bb.sif /.singularity.d/runscript | grep -qx default-cmd"
+
+# A setuid-root binary that mpictr pull keeps (owner 0, mode 4755: what a
+# rootless unpack could not keep) gives no privilege at run time.
+python3 - "$(command -v busybox)" suid.tar <<'EOF'
+import sys, tarfile
+with tarfile.open(sys.argv[2], "w", format=tarfile.PAX_FORMAT) as t:
+    i = t.gettarinfo(sys.argv[1], "bin/busybox.suid")
+    i.uid = i.gid = 0; i.uname = i.gname = "root"; i.mode = 0o4755
+    t.addfile(i, open(sys.argv[1], "rb"))
+EOF
+ok "a layer with a setuid-root busybox" umoci raw add-layer --image bb:latest --tag suid suid.tar
+ok "pull it" $T "$MPICTR" pull -q oci:bb:suid suid.sif
+ok "the setuid bit is in the image" sh -c "$T '$MPICTR' exec suid.sif /bin/busybox stat -c %a /bin/busybox.suid | grep -qx 4755"
+ok "... and gives no privilege: the setuid-root binary runs as you" \
+	sh -c "[ \"\$($T '$MPICTR' exec suid.sif /bin/busybox.suid id -u)\" = $(id -u) ]"
+
+# An image without /bin/sh: only busybox, Entrypoint ["/bin/busybox", "echo"].
+ok "image without /bin/sh" mkimg nosh ':' \
+	--config.entrypoint /bin/busybox --config.entrypoint echo --config.cmd no-shell-needed \
+	--config.env GREETING=nosh
+ok "pull it" $T "$MPICTR" pull -q oci:nosh:latest nosh.sif
+ok "run without a shell in the image" sh -c "$T '$MPICTR' run nosh.sif | grep -qx no-shell-needed"
+ok "... with the image's Env" sh -c "$T '$MPICTR' exec nosh.sif /bin/busybox env | grep -qx GREETING=nosh"
+ok "run ARGS without a shell" sh -c "$T '$MPICTR' run nosh.sif 1 2 | grep -qx '1 2'"
+
+# The MPI hello from the mpi test image, packaged as an OCI image.
+if IMG=$(test_images mpi 2>/dev/null) && [ -d "$IMG/mpi" ]; then
+	ok "mpi rootfs as an OCI layout (tar + umoci raw add-layer)" sh -c "
+		tar -C '$IMG/mpi' -cf mpi.tar . 2>/dev/null; umoci init --layout mpi &&
+		umoci new --image mpi:base && umoci raw add-layer --image mpi:base --tag latest mpi.tar"
+	ok "pull it" $T "$MPICTR" pull -q oci:mpi:latest mpi.sif
+	ok "MPI hello from the pulled image under mpictr -n 2" \
+		sh -c "$T '$MPICTR' -n 2 mpi.sif /opt/mpictr/bin/hello >hello.out 2>&1 && [ \"\$(grep -c '^hello rank .* allreduce 1 ok' hello.out)\" = 2 ]"
+	saved
+else
+	need "MPI hello from a pulled image" "the mpi test image could not be built"
+fi
+done_testing
