@@ -309,8 +309,12 @@ FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
 # Targets may name the few sources they need (launch.c needs pmi/).
 FUZZ_SRCS_fuzz_siteconf := runtime/config/siteconf.c runtime/config/config.c runtime/config/bindspec.c \
 	runtime/host/mpiinject.c runtime/host/imgread.c sif/squash_stub.c runtime/common/plugin.c \
-	runtime/common/error.c runtime/common/util.c runtime/common/syscalls.c runtime/common/proc.c
+	runtime/common/error.c runtime/common/util.c runtime/common/syscalls.c runtime/common/proc.c \
+	runtime/host/ldcache.c
 FUZZ_SRCS_fuzz_envfile := runtime/common/error.c runtime/common/util.c
+FUZZ_SRCS_fuzz_elf := runtime/host/mpiinject.c runtime/host/imgread.c runtime/host/ldcache.c \
+	sif/squash_stub.c runtime/common/plugin.c runtime/common/error.c runtime/common/util.c \
+	runtime/common/syscalls.c runtime/common/proc.c
 FUZZ_SRCS_fuzz_bind := runtime/config/bindspec.c runtime/common/error.c runtime/common/util.c
 FUZZ_SRCS_fuzz_ldcache := runtime/host/ldcache.c runtime/common/error.c runtime/common/util.c
 # The squash plugin's image reader, linked with libsquashfuse (not

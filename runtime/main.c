@@ -70,7 +70,7 @@ static void print_help(void)
 	       "       %s sif list FILE\n"
 	       "       %s sif info FILE ID\n"
 	       "       %s sif header FILE\n"
-	       "       %s sif create -o OUT.sif SOURCE [--deffile F] "
+	       "       %s sif create [--force] -o OUT.sif SOURCE [--deffile F] "
 	       "[--env-script F] [--labels F]\n"
 	       "       %s pull [--force] [-q] [--arch ARCH] [--tls-ca FILE] "
 	       "[--insecure HOST]\n"
@@ -104,6 +104,8 @@ static void print_help(void)
 	       "namespace set\n"
 	       "      --universe-size N   MPI_UNIVERSE_SIZE: ranks plus "
 	       "spawned processes\n"
+	       "      --no-oversubscribe  MPI_Comm_spawn may not go past "
+	       "the universe size\n"
 	       "  -B, --bind SRC[:DST[:ro|rw]]  bind a host path "
 	       "(repeatable, comma lists)\n"
 	       "  -e, --env NAME=VALUE    set a variable in the container\n"
@@ -165,6 +167,7 @@ enum {
 	OPT_PWD = 1000,
 	OPT_FAKEROOT,
 	OPT_NO_SHARE,
+	OPT_NO_OVERSUBSCRIBE,
 	OPT_TAG_OUTPUT,
 	OPT_TRANSPORT_ENV,
 	OPT_DEVICES,
@@ -198,6 +201,7 @@ static const struct option run_options[] = {
     {"containall", no_argument, NULL, 'C'},
     {"fakeroot", no_argument, NULL, OPT_FAKEROOT},
     {"no-share", no_argument, NULL, OPT_NO_SHARE},
+    {"no-oversubscribe", no_argument, NULL, OPT_NO_OVERSUBSCRIBE},
     {"tag-output", no_argument, NULL, OPT_TAG_OUTPUT},
     {"transport-env", required_argument, NULL, OPT_TRANSPORT_ENV},
     {"devices", required_argument, NULL, OPT_DEVICES},
@@ -237,6 +241,7 @@ static const struct {
     {'c', MPICTR_FLAG_CONTAIN},
     {OPT_FAKEROOT, MPICTR_FLAG_FAKEROOT},
     {OPT_NO_SHARE, MPICTR_FLAG_NO_SHARE},
+    {OPT_NO_OVERSUBSCRIBE, MPICTR_FLAG_NO_OVERSUBSCRIBE},
     {OPT_TAG_OUTPUT, MPICTR_FLAG_TAG_OUTPUT},
     {OPT_GPU, MPICTR_FLAG_GPU},
     {OPT_INJECT_VERBS, MPICTR_FLAG_INJECT_VERBS},
@@ -909,6 +914,15 @@ static int print_and_free(int rc, char *text, mpictr_err *err)
 	return 0;
 }
 
+/* sif create on a terminal: what it is doing, and mksquashfs's bar. */
+static void show_progress(const char *text, size_t len, void *data)
+{
+	(void)data;
+	if (write(STDERR_FILENO, text, len) < 0) {
+		/* nowhere to show it */
+	}
+}
+
 static int cmd_sif(int argc, char **argv)
 {
 	mpictr_err *err = NULL;
@@ -954,6 +968,7 @@ static int cmd_sif(int argc, char **argv)
 		    {"deffile", required_argument, NULL, 'd'},
 		    {"env-script", required_argument, NULL, 'E'},
 		    {"labels", required_argument, NULL, 'l'},
+		    {"force", no_argument, NULL, 'f'},
 		    {NULL, 0, NULL, 0},
 		};
 		mpictr_sif_create_opts *o = mpictr_sif_create_opts_new();
@@ -964,11 +979,17 @@ static int cmd_sif(int argc, char **argv)
 
 		optind = 1;
 		opterr = 0;
-		while ((c = getopt_long(argc - 1, argv + 1, "o:", opts,
+		if (isatty(STDERR_FILENO))
+			mpictr_sif_create_opts_set_progress(o, show_progress,
+							    NULL);
+		while ((c = getopt_long(argc - 1, argv + 1, "o:f", opts,
 					NULL)) != -1) {
 			switch (c) {
 			case 'o':
 				out = optarg;
+				break;
+			case 'f':
+				mpictr_sif_create_opts_set_force(o, 1);
 				break;
 			case 'd':
 				rc = mpictr_sif_create_opts_set_deffile(
@@ -987,7 +1008,8 @@ static int cmd_sif(int argc, char **argv)
 				return usage_error(
 				    "%s", "usage: sif create -o OUT.sif "
 					  "SOURCE [--deffile F] "
-					  "[--env-script F] [--labels F]");
+					  "[--env-script F] [--labels F] "
+					  "[--force]");
 			}
 			if (rc < 0) {
 				mpictr_sif_create_opts_free(o);

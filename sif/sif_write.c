@@ -196,10 +196,12 @@ int sif_write_fd_fixed(int fd, const char *name,
 
 /* ---- mksquashfs ---- */
 
-int sif_mksquashfs(const char *dir, const char *out, mpictr_err **err)
+int sif_mksquashfs(const char *dir, const char *out, sif_progress_fn progress,
+		   void *data, mpictr_err **err)
 {
 	const char *prog = getenv("MPICTR_MKSQUASHFS");
-	/* Owners are kept (no -all-root): see docs/sif.md. */
+	/* Owners are kept (no -all-root): see docs/sif.md. With progress,
+	 * mksquashfs's own progress bar is relayed as it comes. */
 	const char *argv[] = {"mksquashfs", dir,      out,
 			      "-noappend",  "-quiet", "-no-progress",
 			      "-comp",	    "gzip",   NULL};
@@ -212,6 +214,8 @@ int sif_mksquashfs(const char *dir, const char *out, mpictr_err **err)
 	if (prog && *prog)
 		argv[0] = prog;
 	prog = argv[0];
+	if (progress)
+		argv[5] = "-progress";
 	pid = proc_spawn_output(prog, (char **)argv, true, true, &fd, &e);
 	if (pid < 0) {
 		int en = mpictr_err_errno(e);
@@ -229,6 +233,8 @@ int sif_mksquashfs(const char *dir, const char *out, mpictr_err **err)
 		    read(fd, buf + len, sizeof(buf) - 1 - len));
 		if (n <= 0)
 			break;
+		if (progress)
+			progress(buf + len, (size_t)n, data);
 		len += (size_t)n;
 		if (len == sizeof(buf) - 1) { /* keep the tail */
 			memmove(buf, buf + len / 2, len - len / 2);

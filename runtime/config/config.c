@@ -204,6 +204,8 @@ const struct config_opt config_opts[] = {
     {"--profile", CONFIG_STRV, OPT_AT(profiles), 0, true, "profile"},
     {"--tag-output", CONFIG_BOOL, OPT_AT(tag_output), MPICTR_FLAG_TAG_OUTPUT,
      false, NULL},
+    {"--no-oversubscribe", CONFIG_BOOL, OPT_AT(no_oversubscribe),
+     MPICTR_FLAG_NO_OVERSUBSCRIBE, false, NULL},
     {"--transport-env", CONFIG_BOOL, OPT_AT(transport_env),
      MPICTR_FLAG_TRANSPORT_ENV, false, NULL},
     {"--bind-to", CONFIG_STR, OPT_AT(bind_to), 0, false, NULL},

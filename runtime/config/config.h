@@ -23,7 +23,8 @@ struct mpictr_config {
 	char **host_env;
 	bool contain, fakeroot, no_share, tag_output, transport_env, gpu,
 	    inject_verbs;
-	int nranks;	   /* 0: single process, no PMI */
+	bool no_oversubscribe; /* spawn may not pass universe_size */
+	int nranks;	       /* 0: single process, no PMI */
 	int universe_size; /* MPI_UNIVERSE_SIZE; 0: slots, at least nranks */
 	char *devices;
 	char *bind_to;

@@ -55,6 +55,7 @@ void siteconf_free(struct siteconf *sc)
 	item_free(&sc->writable_tmpfs_size);
 	item_free(&sc->require_signature);
 	items_free(&sc->trusted_keys);
+	item_free(&sc->oversubscribe);
 	item_free(&sc->cache_dir);
 	for (size_t i = 0; i < sc->nprofiles; i++)
 		profile_free(&sc->profiles[i]);
@@ -300,10 +301,13 @@ static int global_key(struct parser *ps, const char *key, const char *v,
 			item_set(it, "yes", ps->origin, true);
 		else
 			item_free(it);
-	} else if (strcmp(key, "user_binds") == 0) {
+	} else if (strcmp(key, "user_binds") == 0 ||
+		   strcmp(key, "oversubscribe") == 0) {
 		if (parse_bool(ps, key, v, &b, err) < 0)
 			return -1;
-		item_set(&a->user_binds, b ? "yes" : "no", ps->origin, true);
+		item_set(key[0] == 'u' ? &a->user_binds : &a->oversubscribe,
+			 b ? "yes" : "no", ps->origin,
+			 key[0] == 'u' || ps->site);
 	} else if (strcmp(key, "allow_bind") == 0 ||
 		   strcmp(key, "deny_bind") == 0) {
 		cleanup_free char *clean = NULL;
@@ -500,6 +504,7 @@ static void merge(struct siteconf *sc, struct siteconf *a)
 	item_move(&sc->writable_tmpfs_size, &a->writable_tmpfs_size);
 	item_move(&sc->require_signature, &a->require_signature);
 	items_move(&sc->trusted_keys, &a->trusted_keys);
+	item_move(&sc->oversubscribe, &a->oversubscribe);
 	item_move(&sc->cache_dir, &a->cache_dir);
 	if (a->nprofiles) {
 		sc->profiles =

@@ -69,6 +69,9 @@ struct siteconf {
 	 * (docs/signing.md); site file only */
 	struct site_item require_signature;
 	struct site_items trusted_keys; /* absolute paths of key files */
+	/* "no": MPI_Comm_spawn may not pass the universe size (as
+	 * --no-oversubscribe); "yes" or NULL: the universe is advice */
+	struct site_item oversubscribe;
 	struct site_profile *profiles;
 	size_t nprofiles;
 	bool site_loaded; /* a site file was parsed (or found absent) */

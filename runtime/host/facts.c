@@ -46,8 +46,10 @@ const struct path_fact *host_facts_add_path(struct host_facts *f,
 	pf->real = real;
 	if (stat(path, &st) < 0)
 		pf->err = errno ? errno : ENOENT;
-	else
+	else {
 		pf->is_dir = S_ISDIR(st.st_mode);
+		pf->is_dev = S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode);
+	}
 	if (!real && !pf->err)
 		pf->err = rerr ? rerr : ENOENT;
 	if (real && strcmp(real, path) != 0) {
@@ -471,6 +473,22 @@ static void gather_trust(const struct mpictr_config *cfg, struct host_facts *f)
 		f->trust_cache = xasprintf("%s/.cache/mpictr/verified", home);
 }
 
+/* Does the directory at root look like a root filesystem? */
+static bool dir_is_root(const char *root)
+{
+	static const char *const tops[] = {
+	    "bin", "usr", "sbin", "lib", "lib64", "etc", ".singularity.d"};
+	cleanup_close int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
+		return true; /* the mount will say what is wrong */
+	for (size_t i = 0; i < ARRAY_SIZE(tops); i++)
+		if (fstatat(fd, tops[i], &st, 0) == 0 && S_ISDIR(st.st_mode))
+			return true;
+	return false;
+}
+
 int host_facts_gather(const struct mpictr_config *cfg, unsigned flags,
 		      const struct host_given *given, struct host_facts *f,
 		      mpictr_err **err)
@@ -484,6 +502,8 @@ int host_facts_gather(const struct mpictr_config *cfg, unsigned flags,
 		 ? probe_held(cfg, &f->image, &f->image_err)
 		 : image_probe(cfg->image, &f->image, &f->image_err)) < 0)
 		memset(&f->image, 0, sizeof(f->image));
+	else if (cfg->image && f->image.kind == IMAGE_DIR)
+		f->image_not_root = !dir_is_root(f->image.path);
 	gather_trust(cfg, f);
 	gather_devices(cfg, given, f);
 	gather_image(cfg, flags, f);

@@ -367,6 +367,17 @@ START_TEST(test_bind_policy)
 			 "(mpictr.conf:1: user_binds = no)");
 	mpictr_err_free(err);
 	siteconf_free(&sc);
+	/* oversubscribe: a boolean, in a user file too */
+	parse_ok(&sc, "oversubscribe = no\n", false);
+	ck_assert_str_eq(sc.oversubscribe.value, "no");
+	ck_assert(!sc.oversubscribe.site);
+	siteconf_free(&sc);
+	parse_ok(&sc, "oversubscribe = yes\n", true);
+	ck_assert_str_eq(sc.oversubscribe.value, "yes");
+	siteconf_free(&sc);
+	parse_bad("oversubscribe = maybe\n", true, false,
+		  "mpictr.conf:1: invalid value 'maybe' for 'oversubscribe' "
+		  "(expected yes or no)");
 	ck_assert(siteconf_path_below("/a/b", "/a"));
 	ck_assert(siteconf_path_below("/a", "/a"));
 	ck_assert(!siteconf_path_below("/ab", "/a"));
