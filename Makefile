@@ -71,7 +71,7 @@ LDFLAGS_ALL := -Wl,-z,relro,-z,now $(SAN_LDFLAGS) $(LDFLAGS)
 
 # The plugins: their own sources, plus a copy of the pure helpers with
 # logging routed to the host (error.c built with MPICTR_PLUGIN_BUILD).
-PLUGIN_NAMES := pmix squash pull
+PLUGIN_NAMES := pmix squash pull verify verify-pgp
 PLUGIN_SRCS_pmix := pmi/pmix_server.c pmi/pmix_dyn.c pmi/pmix_gate.c pmi/upstream.c \
 	pmi/pmix_plugin.c pmi/pmix_register.c
 PLUGIN_SRCS_squash := sif/squash.c sif/squash_plugin.c
@@ -80,6 +80,12 @@ PLUGIN_SRCS_squash := sif/squash.c sif/squash_plugin.c
 # the plugin) are in libmpictr too.
 PULL_HOST_SRCS := runtime/pull/pull_stub.c runtime/pull/pull_run.c runtime/pull/cache.c
 PLUGIN_SRCS_pull := $(filter-out $(PULL_HOST_SRCS),$(wildcard runtime/pull/*.c))
+# Signatures (docs/signing.md): OpenSSL 3 for DSSE's PEM keys and the
+# digests; mpictr-verify-pgp.so adds RNP for OpenPGP keys. Loaded only to
+# check or make a signature, the RNP one only for an OpenPGP key.
+PLUGIN_SRCS_verify := sif/verify.c sif/vkeys.c sif/sign.c sif/verify_plugin.c \
+	sif/vkeys_nopgp.c
+PLUGIN_SRCS_verify-pgp := sif/vkeys_pgp.c
 PLUGIN_ONLY_SRCS := $(foreach p,$(PLUGIN_NAMES),$(PLUGIN_SRCS_$(p)))
 PLUGIN_BASE_OBJS := $(B)/obj-plugin/runtime/common/error.o $(B)/obj/runtime/common/util.o
 PLUGIN_EXTRA_pmix := $(B)/obj/pmi/job.o $(B)/obj/pmi/pubstore.o $(B)/obj/pmi/spawnreq.o \
@@ -90,6 +96,15 @@ PLUGIN_EXTRA_pmix := $(B)/obj/pmi/job.o $(B)/obj/pmi/pubstore.o $(B)/obj/pmi/spa
 # for the FUSE workers' fork.
 PLUGIN_EXTRA_squash := $(B)/obj/sif/image.o $(B)/obj/sif/sif.o \
 	$(B)/obj/runtime/common/proc.o $(B)/obj/runtime/common/syscalls.o
+PLUGIN_EXTRA_verify := $(B)/obj/sif/sif.o $(B)/obj/sif/sigobj.o $(B)/obj/sif/vreport.o \
+	$(B)/obj/sif/sif_write.o $(B)/obj/sif/image.o $(B)/obj/runtime/common/proc.o \
+	$(B)/obj/runtime/common/syscalls.o
+PLUGIN_EXTRA_verify-pgp := $(filter-out $(B)/obj/sif/vkeys_nopgp.o,$(PLUGIN_SRCS_verify:%.c=$(B)/obj/%.o)) \
+	$(PLUGIN_EXTRA_verify)
+VERIFY_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcrypto 2>/dev/null)
+PGP_CFLAGS := $(shell $(PKG_CONFIG) --cflags librnp 2>/dev/null)
+PLUGIN_LIBS_verify := $(shell $(PKG_CONFIG) --libs libcrypto 2>/dev/null)
+PLUGIN_LIBS_verify-pgp := $(PLUGIN_LIBS_verify) $(shell $(PKG_CONFIG) --libs librnp 2>/dev/null)
 PLUGIN_EXTRA_pull := $(B)/obj/sif/sif.o $(B)/obj/sif/sif_write.o $(B)/obj/sif/image.o \
 	$(B)/obj/runtime/config/imageref.o $(B)/obj/runtime/pull/cache.o \
 	$(B)/obj/runtime/common/proc.o $(B)/obj/runtime/common/syscalls.o
@@ -125,6 +140,8 @@ cli: $(CLI)
 
 $(B)/obj/sif/squash.o: EXTRA_CFLAGS := $(FUSE_CFLAGS)
 $(B)/obj/pmi/%.o: EXTRA_CFLAGS := $(PMIX_CFLAGS)
+$(B)/obj/sif/vkeys.o: EXTRA_CFLAGS := $(VERIFY_CFLAGS)
+$(B)/obj/sif/vkeys_pgp.o: EXTRA_CFLAGS := $(PGP_CFLAGS)
 $(B)/obj/runtime/pull/%.o: EXTRA_CFLAGS := $(PULL_CFLAGS)
 
 $(B)/obj/%.o: %.c
@@ -285,15 +302,19 @@ FUZZERS := $(FUZZ_SRCS:tests/fuzz/%.c=$(B)/fuzz/%)
 FUZZ_LIB_SRCS := runtime/common/error.c runtime/common/util.c runtime/config/config.c runtime/config/bindspec.c \
 	runtime/host/ldcache.c runtime/common/proc.c runtime/common/syscalls.c \
 	runtime/sched/slurm.c runtime/host/launcher.c pmi/pmi1_wire.c \
-	$(filter-out sif/squash%,$(wildcard sif/*.c)) \
-	$(wildcard runtime/config/siteconf.c)
+	$(filter-out sif/squash% $(PLUGIN_SRCS_verify) $(PLUGIN_SRCS_verify-pgp),$(wildcard sif/*.c)) \
+	runtime/common/plugin.c $(wildcard runtime/config/siteconf.c)
 FUZZ_FLAGS := -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
 	-fno-sanitize-recover=undefined -std=gnu11 $(CPPFLAGS_ALL) $(BASE_CFLAGS) $(PMIX_CFLAGS)
 # Targets may name the few sources they need (launch.c needs pmi/).
 FUZZ_SRCS_fuzz_siteconf := runtime/config/siteconf.c runtime/config/config.c runtime/config/bindspec.c \
 	runtime/host/mpiinject.c runtime/host/imgread.c sif/squash_stub.c runtime/common/plugin.c \
-	runtime/common/error.c runtime/common/util.c runtime/common/syscalls.c runtime/common/proc.c
+	runtime/common/error.c runtime/common/util.c runtime/common/syscalls.c runtime/common/proc.c \
+	runtime/host/ldcache.c
 FUZZ_SRCS_fuzz_envfile := runtime/common/error.c runtime/common/util.c
+FUZZ_SRCS_fuzz_elf := runtime/host/mpiinject.c runtime/host/imgread.c runtime/host/ldcache.c \
+	sif/squash_stub.c runtime/common/plugin.c runtime/common/error.c runtime/common/util.c \
+	runtime/common/syscalls.c runtime/common/proc.c
 FUZZ_SRCS_fuzz_bind := runtime/config/bindspec.c runtime/common/error.c runtime/common/util.c
 FUZZ_SRCS_fuzz_ldcache := runtime/host/ldcache.c runtime/common/error.c runtime/common/util.c
 # The squash plugin's image reader, linked with libsquashfuse (not

@@ -70,7 +70,8 @@ int pmi_spawn_check(const struct pmi_spawn *sp, uint32_t in_use,
 			"spawn of %u processes: %u of the universe's %u slots "
 			"are in use",
 			sp->nprocs, in_use, universe);
-		return err_hint(err, "raise it with --universe-size");
+		return err_hint(err, "raise it with --universe-size, or drop "
+				     "--no-oversubscribe");
 	}
 	return 0;
 }

@@ -70,12 +70,15 @@ static void print_help(void)
 	       "       %s sif list FILE\n"
 	       "       %s sif info FILE ID\n"
 	       "       %s sif header FILE\n"
-	       "       %s sif create -o OUT.sif SOURCE [--deffile F] "
+	       "       %s sif create [--force] -o OUT.sif SOURCE [--deffile F] "
 	       "[--env-script F] [--labels F]\n"
 	       "       %s pull [--force] [-q] [--arch ARCH] [--tls-ca FILE] "
 	       "[--insecure HOST]\n"
 	       "            [--no-expansion-limit] SOURCE [OUT.sif]\n"
 	       "       %s cache list|clean [--tmp] [--cache-dir DIR]\n"
+	       "       %s sif sign --key FILE IMAGE\n"
+	       "       %s verify [--key FILE]... [--json] [--legacy-insecure] "
+	       "IMAGE\n"
 	       "       %s check\n"
 	       "       %s instance start [OPTIONS] [--linger SECONDS] IMAGE "
 	       "NAME\n"
@@ -101,6 +104,8 @@ static void print_help(void)
 	       "namespace set\n"
 	       "      --universe-size N   MPI_UNIVERSE_SIZE: ranks plus "
 	       "spawned processes\n"
+	       "      --no-oversubscribe  MPI_Comm_spawn may not go past "
+	       "the universe size\n"
 	       "  -B, --bind SRC[:DST[:ro|rw]]  bind a host path "
 	       "(repeatable, comma lists)\n"
 	       "  -e, --env NAME=VALUE    set a variable in the container\n"
@@ -145,8 +150,8 @@ static void print_help(void)
 	       "MPICTR_ENV_NAME=VALUE,\n"
 	       "APPTAINERENV_NAME=VALUE and SINGULARITYENV_NAME=VALUE (as "
 	       "MPICTR_ENV_),\n"
-	       "MPICTR_JOIN, MPICTR_SYSROOT and MPICTR_TEST_SITE_CONF "
-	       "(testing only).\n"
+	       "MPICTR_JOIN, MPICTR_VERIFY_CACHE=off, MPICTR_SYSROOT and "
+	       "MPICTR_TEST_SITE_CONF (testing only).\n"
 	       "site configuration: %s\n"
 	       "\n"
 	       "exit status: the command's, 128+signal if it was killed, 126 "
@@ -154,7 +159,7 @@ static void print_help(void)
 	       "127 not found, 255 when mpictr itself fails. See mpictr(1).\n",
 	       progname, progname, progname, progname, progname, progname,
 	       progname, progname, progname, progname, progname, progname,
-	       progname, progname, progname, progname,
+	       progname, progname, progname, progname, progname, progname,
 	       mpictr_site_config_path());
 }
 
@@ -162,6 +167,7 @@ enum {
 	OPT_PWD = 1000,
 	OPT_FAKEROOT,
 	OPT_NO_SHARE,
+	OPT_NO_OVERSUBSCRIBE,
 	OPT_TAG_OUTPUT,
 	OPT_TRANSPORT_ENV,
 	OPT_DEVICES,
@@ -195,6 +201,7 @@ static const struct option run_options[] = {
     {"containall", no_argument, NULL, 'C'},
     {"fakeroot", no_argument, NULL, OPT_FAKEROOT},
     {"no-share", no_argument, NULL, OPT_NO_SHARE},
+    {"no-oversubscribe", no_argument, NULL, OPT_NO_OVERSUBSCRIBE},
     {"tag-output", no_argument, NULL, OPT_TAG_OUTPUT},
     {"transport-env", required_argument, NULL, OPT_TRANSPORT_ENV},
     {"devices", required_argument, NULL, OPT_DEVICES},
@@ -224,6 +231,7 @@ static const struct option run_options[] = {
 };
 
 static int print_and_free(int rc, char *text, mpictr_err *err);
+static int sif_sign(int argc, char **argv);
 
 /* The options that only switch a flag on. */
 static const struct {
@@ -233,6 +241,7 @@ static const struct {
     {'c', MPICTR_FLAG_CONTAIN},
     {OPT_FAKEROOT, MPICTR_FLAG_FAKEROOT},
     {OPT_NO_SHARE, MPICTR_FLAG_NO_SHARE},
+    {OPT_NO_OVERSUBSCRIBE, MPICTR_FLAG_NO_OVERSUBSCRIBE},
     {OPT_TAG_OUTPUT, MPICTR_FLAG_TAG_OUTPUT},
     {OPT_GPU, MPICTR_FLAG_GPU},
     {OPT_INJECT_VERBS, MPICTR_FLAG_INJECT_VERBS},
@@ -905,6 +914,15 @@ static int print_and_free(int rc, char *text, mpictr_err *err)
 	return 0;
 }
 
+/* sif create on a terminal: what it is doing, and mksquashfs's bar. */
+static void show_progress(const char *text, size_t len, void *data)
+{
+	(void)data;
+	if (write(STDERR_FILENO, text, len) < 0) {
+		/* nowhere to show it */
+	}
+}
+
 static int cmd_sif(int argc, char **argv)
 {
 	mpictr_err *err = NULL;
@@ -942,12 +960,15 @@ static int cmd_sif(int argc, char **argv)
 		rc = mpictr_sif_info(argv[2], (uint32_t)id, &text, &err);
 		return print_and_free(rc, text, err);
 	}
+	if (strcmp(sub, "sign") == 0)
+		return sif_sign(argc - 1, argv + 1);
 	if (strcmp(sub, "create") == 0) {
 		static const struct option opts[] = {
 		    {"output", required_argument, NULL, 'o'},
 		    {"deffile", required_argument, NULL, 'd'},
 		    {"env-script", required_argument, NULL, 'E'},
 		    {"labels", required_argument, NULL, 'l'},
+		    {"force", no_argument, NULL, 'f'},
 		    {NULL, 0, NULL, 0},
 		};
 		mpictr_sif_create_opts *o = mpictr_sif_create_opts_new();
@@ -958,11 +979,17 @@ static int cmd_sif(int argc, char **argv)
 
 		optind = 1;
 		opterr = 0;
-		while ((c = getopt_long(argc - 1, argv + 1, "o:", opts,
+		if (isatty(STDERR_FILENO))
+			mpictr_sif_create_opts_set_progress(o, show_progress,
+							    NULL);
+		while ((c = getopt_long(argc - 1, argv + 1, "o:f", opts,
 					NULL)) != -1) {
 			switch (c) {
 			case 'o':
 				out = optarg;
+				break;
+			case 'f':
+				mpictr_sif_create_opts_set_force(o, 1);
 				break;
 			case 'd':
 				rc = mpictr_sif_create_opts_set_deffile(
@@ -981,7 +1008,8 @@ static int cmd_sif(int argc, char **argv)
 				return usage_error(
 				    "%s", "usage: sif create -o OUT.sif "
 					  "SOURCE [--deffile F] "
-					  "[--env-script F] [--labels F]");
+					  "[--env-script F] [--labels F] "
+					  "[--force]");
 			}
 			if (rc < 0) {
 				mpictr_sif_create_opts_free(o);
@@ -1123,6 +1151,99 @@ static int cmd_cache(int argc, char **argv)
 	return usage_error("%s", usage);
 }
 
+/* `mpictr verify [--key FILE]... [--json] [--legacy-insecure] IMAGE`:
+ * 0 verified, 1 not verified (the report says why), 255 when the image
+ * could not be examined. */
+static int cmd_verify(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"key", required_argument, NULL, 'k'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"legacy-insecure", no_argument, NULL, 'l'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char **keys = calloc((size_t)argc + 1, sizeof(*keys));
+	mpictr_err *err = NULL;
+	unsigned flags = 0;
+	size_t nkeys = 0;
+	char *text = NULL;
+	int c, ok = 0, code;
+
+	if (!keys)
+		abort();
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "k:h", opts, NULL)) != -1) {
+		if (c == 'k') {
+			keys[nkeys++] = optarg;
+		} else if (c == 'j') {
+			flags |= MPICTR_VERIFY_JSON;
+		} else if (c == 'l') {
+			flags |= MPICTR_VERIFY_LEGACY;
+		} else {
+			free(keys);
+			if (c == 'h') {
+				printf("usage: %s verify [--key FILE]... "
+				       "[--json] [--legacy-insecure] IMAGE\n",
+				       progname);
+				return 0;
+			}
+			return usage_error("%s",
+					   "usage: verify [--key FILE]... "
+					   "[--json] [--legacy-insecure] "
+					   "IMAGE");
+		}
+	}
+	if (optind + 1 != argc) {
+		free(keys);
+		return usage_error("%s",
+				   "usage: verify [--key FILE]... [--json] "
+				   "[--legacy-insecure] IMAGE");
+	}
+	if (nkeys == 0)
+		fprintf(
+		    stderr,
+		    "%s: warning: no --key given: signatures can be listed, "
+		    "not verified\n",
+		    progname);
+	if (mpictr_verify(argv[optind], keys, flags, &text, &ok, &err) < 0) {
+		free(keys);
+		return fail(err);
+	}
+	fputs(text, stdout);
+	free(text);
+	free(keys);
+	code = ok ? 0 : 1;
+	return code;
+}
+
+/* `mpictr sif sign --key FILE IMAGE`. */
+static int sif_sign(int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"key", required_argument, NULL, 'k'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *key = NULL;
+	mpictr_err *err = NULL;
+	char *text = NULL;
+	int c, rc;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "k:", opts, NULL)) != -1) {
+		if (c != 'k')
+			return usage_error("%s",
+					   "usage: sif sign --key FILE IMAGE");
+		key = optarg;
+	}
+	if (!key || optind + 1 != argc)
+		return usage_error("%s", "usage: sif sign --key FILE IMAGE");
+	rc = mpictr_sif_sign(argv[optind], key, &text, &err);
+	return print_and_free(rc, text, err);
+}
+
 /* Refuse to run with elevated privileges (charliecloud's
  * privs_verify_invoking): mpictr is designed to need none, and a setuid
  * install would turn every bind option into a privilege escalation. */
@@ -1167,6 +1288,8 @@ int main(int argc, char **argv)
 		return cmd_sif(argc - 1, argv + 1);
 	if (strcmp(verb, "instance") == 0)
 		return cmd_instance(argc - 1, argv + 1);
+	if (strcmp(verb, "verify") == 0)
+		return cmd_verify(argc - 1, argv + 1);
 	if (strcmp(verb, "pull") == 0)
 		return cmd_pull(argc - 1, argv + 1);
 	if (strcmp(verb, "cache") == 0)

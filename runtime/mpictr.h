@@ -115,12 +115,44 @@ mpictr_sif_create_opts_set_env_script(mpictr_sif_create_opts *o,
 MPICTR_PUBLIC int mpictr_sif_create_opts_set_labels(mpictr_sif_create_opts *o,
 						    const char *path,
 						    mpictr_err **err);
+/* Replace an existing OUT (default: refuse, exit 255, before any work). */
+MPICTR_PUBLIC void mpictr_sif_create_opts_set_force(mpictr_sif_create_opts *o,
+						    int force);
+/* Progress for a terminal: fn gets text as it comes (lines saying what is
+ * being done, and mksquashfs's progress bar, drawn with \r); NULL: none.
+ * Called in the calling thread. */
+typedef void (*mpictr_sif_progress_fn)(const char *text, size_t len,
+				       void *data);
+MPICTR_PUBLIC void
+mpictr_sif_create_opts_set_progress(mpictr_sif_create_opts *o,
+				    mpictr_sif_progress_fn fn, void *data);
 /* Wrap SOURCE (a squashfs file, or a directory packed with mksquashfs) into
  * a new SIF at OUT with a primary system partition. opts may be NULL. OUT is
- * written to a temporary name and renamed, so a failure leaves no file. */
+ * written to a temporary name and put in place, so a failure leaves no
+ * file; an existing OUT is replaced only with force. */
 MPICTR_PUBLIC int mpictr_sif_create(const char *out, const char *source,
 				    const mpictr_sif_create_opts *opts,
 				    mpictr_err **err);
+
+/* mpictr_verify flags */
+#define MPICTR_VERIFY_JSON 1u	/* *out is JSON, not text */
+#define MPICTR_VERIFY_LEGACY 2u /* check legacy (SIFHASH) signatures too */
+/* `mpictr verify [--key FILE]... IMAGE`: check every signature of the SIF
+ * at path with the key files (NULL-terminated; PEM public keys, OpenPGP
+ * public keys) as Apptainer's verify does (docs/signing.md). *out (caller
+ * frees) receives the report; *verified is 1 when every object group is
+ * signed and every signature over it verifies with one of the keys.
+ * Returns 0 when the image could be examined (whatever the verdict), -1
+ * with *err when not. Loads the "verify" plugin. */
+MPICTR_PUBLIC int mpictr_verify(const char *path, const char *const *keys,
+				unsigned flags, char **out, int *verified,
+				mpictr_err **err);
+/* `mpictr sif sign --key FILE IMAGE`: add one signature object per object
+ * group, DSSE with a PEM private key (Ed25519, ECDSA, RSA) or OpenPGP
+ * clear-signed with a secret key. *summary (caller frees) says what was
+ * added. */
+MPICTR_PUBLIC int mpictr_sif_sign(const char *path, const char *keyfile,
+				  char **summary, mpictr_err **err);
 
 /* ---- pulling images (docs/pull.md) --------------------------------- */
 
@@ -211,6 +243,9 @@ enum mpictr_flag {
 	 * Slurm variables, TERM, HOME, USER, LANG and LC_* kept). */
 	MPICTR_FLAG_CLEANENV = 9,
 	MPICTR_FLAG_NO_HOME = 10, /* do not bind $HOME */
+	/* MPI_Comm_spawn may not go past --universe-size (default: the
+	 * universe is advice, as under mpirun --oversubscribe) */
+	MPICTR_FLAG_NO_OVERSUBSCRIBE = 11,
 };
 MPICTR_PUBLIC int mpictr_config_set_flag(mpictr_config *cfg,
 					 enum mpictr_flag flag, int on,

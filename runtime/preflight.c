@@ -2,6 +2,7 @@
  * or "problem:", with the fix for each problem. Blocking problems are the
  * ones that stop every container from starting. */
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -226,6 +227,49 @@ int check_devices_report(const char *sysroot, const char *ucx_helper,
 	return 0;
 }
 
+/* The site's configuration file and the user's (MPICTR_CONF), as every
+ * job loads them, then a job planned with them (the host's root as a
+ * directory image, /bin/true as the command, nothing run): a file that
+ * does not parse, a site bind whose source is missing, a profile that
+ * names no library... fail every job, and so fail here, with the file and
+ * line the error names. */
+static void check_config(struct strbuf *sb, int *blocking)
+{
+	mpictr_config *cfg = mpictr_config_new();
+	const char *user = getenv("MPICTR_CONF");
+	char *const argv[] = {"/bin/true", NULL};
+	cleanup_free char *json = NULL;
+	mpictr_err *e = NULL;
+	int rc;
+
+	rc = mpictr_config_load_site(cfg, NULL, &e);
+	if (rc == 0 && user && *user)
+		rc = mpictr_config_add_config_file(cfg, user, &e);
+	if (rc == 0)
+		rc = mpictr_config_set_image(cfg, "/", &e) < 0 ||
+			     mpictr_config_set_command(cfg, 1, argv, &e) < 0 ||
+			     mpictr_plan_json(cfg, &json, &e) < 0
+			 ? -1
+			 : 0;
+	if (rc < 0) {
+		cleanup_free char *what =
+		    xasprintf("configuration: every job would fail: %s",
+			      mpictr_err_message(e));
+		line(sb, false, what,
+		     "correct the file and line named (mpictr(1), "
+		     "docs/admin.md)");
+		(*blocking)++;
+	} else {
+		line(sb, true,
+		     user && *user ? "configuration (the site's and "
+				     "MPICTR_CONF): a job can be planned"
+				   : "configuration: a job can be planned",
+		     NULL);
+	}
+	mpictr_err_free(e);
+	mpictr_config_free(cfg);
+}
+
 MPICTR_PUBLIC int mpictr_check(char **report, int *blocking, mpictr_err **err)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -237,6 +281,7 @@ MPICTR_PUBLIC int mpictr_check(char **report, int *blocking, mpictr_err **err)
 	check_setuid(&sb, &nblock);
 	check_userns(&sb, &nblock);
 	check_fuse(&sb, &nblock);
+	check_config(&sb, &nblock);
 	{
 		mpictr_err *e = NULL;
 		cleanup_free char *helper = ucx_helper_path();

@@ -12,6 +12,7 @@
 #include "modes/join.h"
 #include "modes/launch.h"
 #include "plan/mode.h"
+#include "plan/mpicheck.h"
 #include "plan/plan.h"
 #include "pull/pull.h"
 
@@ -44,12 +45,33 @@ static int attach_instance(mpictr_config **cfg, struct instance_attach *ia,
 	return 0;
 }
 
+/* Single mode found (in the rank, before the exec) that the command links
+ * an MPI library and no launcher started it: run it again as a one-rank
+ * job under our own PMI servers, as -n 1 does (an MPI singleton). */
+static int run_singleton(mpictr_config *cfg, const struct ns_source *inst,
+			 int *status, mpictr_err **err)
+{
+	struct run_decision d;
+	int rc;
+
+	log_info("%s", mpictr_err_message(*err));
+	mpictr_err_free(*err);
+	*err = NULL;
+	cfg->nranks = 1;
+	run_decide(cfg, &d);
+	rc = launch_run(cfg, &d, inst, status, err);
+	run_decision_free(&d);
+	cfg->nranks = 0;
+	return rc;
+}
+
 MPICTR_PUBLIC int mpictr_run_flags(mpictr_config *cfg, unsigned flags,
 				   int *status, mpictr_err **err)
 {
 	struct run_decision d;
 	struct instance_attach ia, *inst;
 	cleanup_free char *line = NULL;
+	mpictr_err *le = NULL;
 	int rc;
 
 	if (!cfg || !status)
@@ -73,7 +95,15 @@ MPICTR_PUBLIC int mpictr_run_flags(mpictr_config *cfg, unsigned flags,
 	case RUN_SINGLE:
 	case RUN_LAUNCH:
 	case RUN_NODE_DAEMON:
-		rc = launch_run(cfg, &d, inst ? &inst->src : NULL, status, err);
+		rc = launch_run(cfg, &d, inst ? &inst->src : NULL, status, &le);
+		if (rc < 0 && d.mode == RUN_SINGLE &&
+		    mpictr_err_exit_code(le) == MPICHECK_EXIT_SINGLETON)
+			rc = run_singleton(cfg, inst ? &inst->src : NULL,
+					   status, &le);
+		if (err)
+			*err = le;
+		else
+			mpictr_err_free(le);
 		break;
 	default:
 		rc = err_set(err, EINVAL, "mpictr_run: unknown mode %d",

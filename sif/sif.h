@@ -174,4 +174,23 @@ int sif_write_fd_fixed(int fd, const char *name,
 		       const struct sif_object_input *objs, size_t nobjs,
 		       const uint8_t *fixed_id, int64_t when, mpictr_err **err);
 
+/* An object to add to an existing image (sif_append_object). */
+struct sif_append {
+	int32_t datatype;
+	uint32_t group; /* raw: SIF_GROUP_MASK | group, or the mask alone */
+	uint32_t link;	/* raw: an object ID, or SIF_GROUP_MASK | group */
+	const void *data;
+	size_t len;
+	uint8_t extra[SIF_EXTRA_SIZE];
+};
+
+/* Add the object a to the SIF img loaded from fd (open read-write): its
+ * data after the last object, unaligned; the first free descriptor; the
+ * header's free count, data size and modification time (left at Go's
+ * zero time in a deterministic image). *id receives the new object's ID.
+ * Returns 0 or -1 with *err. */
+int sif_append_object(int fd, const struct sif_image *img,
+		      const struct sif_append *a, uint32_t *id,
+		      mpictr_err **err);
+
 #endif

@@ -1,6 +1,10 @@
 /* sif_api.c - the public mpictr_sif_* entry points: thin wrappers that load
  * an image with the strict reader and format it, and the create options. */
+#include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -9,6 +13,7 @@
 #include "sif/image.h"
 #include "sif/sif.h"
 #include "sif/sif_write.h"
+#include "sif/verify.h"
 #include "common/util.h"
 
 MPICTR_PUBLIC int mpictr_sif_list(const char *path, char **out,
@@ -59,6 +64,9 @@ struct mpictr_sif_create_opts {
 	size_t env_script_len;
 	char *labels;
 	size_t labels_len;
+	bool force; /* replace an existing OUT */
+	mpictr_sif_progress_fn progress;
+	void *progress_data;
 };
 
 MPICTR_PUBLIC mpictr_sif_create_opts *mpictr_sif_create_opts_new(void)
@@ -116,10 +124,69 @@ MPICTR_PUBLIC int mpictr_sif_create_opts_set_labels(mpictr_sif_create_opts *o,
 				err);
 }
 
+MPICTR_PUBLIC void mpictr_sif_create_opts_set_force(mpictr_sif_create_opts *o,
+						    int force)
+{
+	o->force = force != 0;
+}
+
+MPICTR_PUBLIC void
+mpictr_sif_create_opts_set_progress(mpictr_sif_create_opts *o,
+				    mpictr_sif_progress_fn fn, void *data)
+{
+	o->progress = fn;
+	o->progress_data = data;
+}
+
+static void say(const mpictr_sif_create_opts *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void say(const mpictr_sif_create_opts *o, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	if (!o || !o->progress)
+		return;
+	va_start(ap, fmt);
+	s = xvasprintf(fmt, ap);
+	va_end(ap);
+	o->progress(s, strlen(s), o->progress_data);
+	free(s);
+}
+
+/* Put the finished temporary file tmp in place at out: replacing what is
+ * there only with force (RENAME_NOREPLACE, else a hard link, so that an
+ * OUT made meanwhile is not replaced either). */
+static int place_output(const char *tmp, const char *out, bool force,
+			mpictr_err **err)
+{
+	if (force) {
+		if (rename(tmp, out) < 0)
+			return err_set(err, errno,
+				       "sif create: rename '%s' to '%s'", tmp,
+				       out);
+		return 0;
+	}
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, out, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno == EINVAL || errno == ENOSYS) {
+		if (link(tmp, out) == 0) {
+			unlink(tmp);
+			return 0;
+		}
+	}
+	if (errno == EEXIST)
+		return err_set(err, 0,
+			       "sif create: '%s' exists (hint: --force "
+			       "replaces it)",
+			       out);
+	return err_set(err, errno, "sif create: rename '%s' to '%s'", tmp, out);
+}
+
 /* Open source as a squashfs file, or pack a directory into a scratch
  * squashfs next to out (*scratch names it, for removal). Returns the fd. */
 static int open_source(const char *out, const char *source, char **scratch,
-		       mpictr_err **err)
+		       const mpictr_sif_create_opts *o, mpictr_err **err)
 {
 	struct stat st;
 	cleanup_close int fd = -1;
@@ -132,7 +199,9 @@ static int open_source(const char *out, const char *source, char **scratch,
 		fd = sif_open_temp(out, "sqfs", 0600, scratch, err);
 		if (fd < 0)
 			return err_wrap(err, "sif create '%s'", out);
-		if (sif_mksquashfs(source, *scratch, err) < 0)
+		say(o, "packing '%s' with mksquashfs\n", source);
+		if (sif_mksquashfs(source, *scratch, o ? o->progress : NULL,
+				   o ? o->progress_data : NULL, err) < 0)
 			return err_wrap(err, "sif create '%s'", out);
 		/* mksquashfs replaced the file: open the new one */
 		close(fd);
@@ -179,7 +248,14 @@ MPICTR_PUBLIC int mpictr_sif_create(const char *out, const char *source,
 
 	if (!arch)
 		return err_set(err, 0, "sif create: unknown host architecture");
-	src = open_source(out, source, &scratch, err);
+	/* Before the work (packing may take minutes); checked again, without
+	 * a race, when the file is put in place. */
+	if (!(opts && opts->force) && access(out, F_OK) == 0)
+		return err_set(err, 0,
+			       "sif create: '%s' exists (hint: --force "
+			       "replaces it)",
+			       out);
+	src = open_source(out, source, &scratch, opts, err);
 	if (src < 0)
 		goto out;
 	if (fstat(src, &st) < 0) {
@@ -220,17 +296,15 @@ MPICTR_PUBLIC int mpictr_sif_create(const char *out, const char *source,
 		err_wrap(err, "sif create '%s'", out);
 		goto out;
 	}
+	say(opts, "writing '%s'\n", out);
 	if (sif_write_fd(fd, out, objs, n, err) < 0)
 		goto out;
 	if (fsync(fd) < 0) {
 		err_set(err, errno, "sif create '%s': sync", out);
 		goto out;
 	}
-	if (rename(tmp, out) < 0) {
-		err_set(err, errno, "sif create: rename '%s' to '%s'", tmp,
-			out);
+	if (place_output(tmp, out, opts && opts->force, err) < 0)
 		goto out;
-	}
 	free(tmp);
 	tmp = NULL;
 	rc = 0;
@@ -240,4 +314,40 @@ out:
 	if (scratch)
 		unlink(scratch);
 	return rc;
+}
+
+/* ---- signatures ---- */
+
+MPICTR_PUBLIC int mpictr_verify(const char *path, const char *const *keys,
+				unsigned flags, char **out, int *verified,
+				mpictr_err **err)
+{
+	cleanup_close int fd = -1;
+	struct verify_report *r = NULL;
+
+	if (!path || !out || !verified)
+		return err_set(err, EINVAL, "mpictr_verify: missing argument");
+	*out = NULL;
+	*verified = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(err, errno, "verify: open '%s'", path);
+	if (verify_image_fd(fd, path, (char *const *)keys,
+			    flags & MPICTR_VERIFY_LEGACY ? VERIFY_LEGACY : 0,
+			    NULL, &r, err) < 0)
+		return -1;
+	*out = flags & MPICTR_VERIFY_JSON ? verify_report_json(r)
+					  : verify_report_text(r);
+	*verified = verify_report_strict(r);
+	verify_report_free(r);
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_sif_sign(const char *path, const char *keyfile,
+				  char **summary, mpictr_err **err)
+{
+	if (!path || !keyfile || !summary)
+		return err_set(err, EINVAL,
+			       "mpictr_sif_sign: missing argument");
+	return sign_image(path, keyfile, summary, err);
 }

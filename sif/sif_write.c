@@ -196,10 +196,12 @@ int sif_write_fd_fixed(int fd, const char *name,
 
 /* ---- mksquashfs ---- */
 
-int sif_mksquashfs(const char *dir, const char *out, mpictr_err **err)
+int sif_mksquashfs(const char *dir, const char *out, sif_progress_fn progress,
+		   void *data, mpictr_err **err)
 {
 	const char *prog = getenv("MPICTR_MKSQUASHFS");
-	/* Owners are kept (no -all-root): see docs/sif.md. */
+	/* Owners are kept (no -all-root): see docs/sif.md. With progress,
+	 * mksquashfs's own progress bar is relayed as it comes. */
 	const char *argv[] = {"mksquashfs", dir,      out,
 			      "-noappend",  "-quiet", "-no-progress",
 			      "-comp",	    "gzip",   NULL};
@@ -212,6 +214,8 @@ int sif_mksquashfs(const char *dir, const char *out, mpictr_err **err)
 	if (prog && *prog)
 		argv[0] = prog;
 	prog = argv[0];
+	if (progress)
+		argv[5] = "-progress";
 	pid = proc_spawn_output(prog, (char **)argv, true, true, &fd, &e);
 	if (pid < 0) {
 		int en = mpictr_err_errno(e);
@@ -229,6 +233,8 @@ int sif_mksquashfs(const char *dir, const char *out, mpictr_err **err)
 		    read(fd, buf + len, sizeof(buf) - 1 - len));
 		if (n <= 0)
 			break;
+		if (progress)
+			progress(buf + len, (size_t)n, data);
 		len += (size_t)n;
 		if (len == sizeof(buf) - 1) { /* keep the tail */
 			memmove(buf, buf + len / 2, len - len / 2);
@@ -287,4 +293,83 @@ int sif_open_temp(const char *target, const char *tag, mode_t mode, char **tmp,
 	free(*tmp);
 	*tmp = NULL;
 	return -1;
+}
+
+/* ---- adding an object to an existing image ---- */
+
+/* First free slot, and an ID for it: slot + 1 as the Go library gives,
+ * or past the largest ID when that one is taken. */
+static int free_slot(const struct sif_image *img, const uint8_t *table,
+		     uint32_t *slot, uint32_t *id)
+{
+	uint32_t max = 0;
+
+	for (size_t i = 0; i < img->ndescs; i++)
+		if (img->descs[i].id > max)
+			max = img->descs[i].id;
+	for (int64_t i = 0; i < img->hdr.desc_total; i++) {
+		if (table[i * SIF_DESC_SIZE + 4] != 0)
+			continue;
+		*slot = (uint32_t)i;
+		*id = sif_find_id(img, (uint32_t)i + 1) ? max + 1
+							: (uint32_t)i + 1;
+		return 0;
+	}
+	return -1;
+}
+
+int sif_append_object(int fd, const struct sif_image *img,
+		      const struct sif_append *a, uint32_t *id_out,
+		      mpictr_err **err)
+{
+	uint8_t hdr[SIF_HEADER_SIZE], *d;
+	cleanup_free uint8_t *table = NULL;
+	size_t tl = (size_t)img->hdr.desc_size;
+	uint64_t off =
+	    (uint64_t)img->hdr.data_offset + (uint64_t)img->hdr.data_size;
+	bool zero = img->hdr.modified_at == SIF_ZERO_TIME;
+	int64_t now = zero ? SIF_ZERO_TIME : (int64_t)time(NULL);
+	uint32_t slot, id;
+
+	table = xmalloc(tl + 1);
+	if (pread_full(fd, hdr, sizeof(hdr), 0) < 0 ||
+	    pread_full(fd, table, tl, (off_t)img->hdr.desc_offset) < 0)
+		return err_set(err, errno, "sif '%s': read", img->name);
+	if (free_slot(img, table, &slot, &id) < 0)
+		return err_set(err, 0,
+			       "sif '%s': no free descriptor (all %" PRId64
+			       " are used)",
+			       img->name, img->hdr.desc_total);
+	for (size_t i = 0; i < img->ndescs; i++) {
+		uint64_t e = (uint64_t)img->descs[i].offset +
+			     (uint64_t)img->descs[i].size;
+		if (e > off)
+			off = e;
+	}
+	d = table + (size_t)slot * SIF_DESC_SIZE;
+	memset(d, 0, SIF_DESC_SIZE);
+	put_u32(d + 0, (uint32_t)a->datatype);
+	d[4] = 1;
+	put_u32(d + 5, id);
+	put_u32(d + 9, a->group);
+	put_u32(d + 13, a->link);
+	put_i64(d + 17, (int64_t)off);
+	put_i64(d + 25, (int64_t)a->len);
+	put_i64(d + 33, (int64_t)a->len);
+	put_i64(d + 41, now);
+	put_i64(d + 49, now);
+	memcpy(d + 201, a->extra, SIF_EXTRA_SIZE);
+	put_i64(hdr + 72, now);
+	put_i64(hdr + 80, img->hdr.desc_free - 1);
+	put_i64(hdr + 120, (int64_t)(off + a->len) - img->hdr.data_offset);
+	/* data, then its descriptor, then the header, as the Go library
+	 * writes them */
+	if (pwrite_all(fd, a->data, a->len, off) < 0 ||
+	    pwrite_all(fd, d, SIF_DESC_SIZE,
+		       (uint64_t)img->hdr.desc_offset +
+			   (uint64_t)slot * SIF_DESC_SIZE) < 0 ||
+	    pwrite_all(fd, hdr, sizeof(hdr), 0) < 0)
+		return err_set(err, errno, "sif '%s': write", img->name);
+	*id_out = id;
+	return 0;
 }

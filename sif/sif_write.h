@@ -8,7 +8,11 @@
 
 /* Pack dir into the squashfs file out with mksquashfs (gzip, owners kept;
  * $MPICTR_MKSQUASHFS overrides the program). */
-int sif_mksquashfs(const char *dir, const char *out, mpictr_err **err);
+/* Where sif_mksquashfs relays mksquashfs's progress bar (text as it
+ * comes, with its \r), or NULL: quiet. */
+typedef mpictr_sif_progress_fn sif_progress_fn;
+int sif_mksquashfs(const char *dir, const char *out, sif_progress_fn progress,
+		   void *data, mpictr_err **err);
 /* Create "<dir of target>/.<base>.<tag>.<random>" with O_EXCL and mode;
  * *tmp receives the name (caller frees). Returns the fd or -1. */
 int sif_open_temp(const char *target, const char *tag, mode_t mode, char **tmp,

@@ -17,7 +17,7 @@ struct loaded {
 };
 
 static pthread_mutex_t plugin_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct loaded plugins[4];
+static struct loaded plugins[8];
 
 static void host_log_line(enum mpictr_log_level level, const char *line)
 {

@@ -140,6 +140,14 @@ int bind_resolve_with(const struct bind_spec *b, const char *cwd,
 			       "bind destination '/'%s would replace the image "
 			       "root (bind below it instead)",
 			       from);
+	if (strcmp(clean, "/proc") == 0 || strcmp(clean, "/sys") == 0 ||
+	    strcmp(clean, "/dev") == 0)
+		return err_set(err, 0,
+			       "bind destination '%s'%s would replace the "
+			       "container's own %s, which mpictr mounts (bind "
+			       "below it instead, e.g. %s/NAME)",
+			       clean, *from ? from : " (-B/--bind)", clean,
+			       clean);
 	*src = steal_ptr(&real);
 	*dst = steal_ptr(&clean);
 	return 0;

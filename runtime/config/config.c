@@ -1,7 +1,7 @@
 /* config.c - mpictr_config setters and the option table (config.h). Only
- * mpictr_site_config_path and mpictr_config_load_site touch the file
- * system (they read the site file); validation against the host happens
- * when the plan is built.
+ * mpictr_site_config_path, mpictr_config_load_site and config_site_trust
+ * touch the file system (they read the site file); validation against the
+ * host happens when the plan is built.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -204,6 +204,8 @@ const struct config_opt config_opts[] = {
     {"--profile", CONFIG_STRV, OPT_AT(profiles), 0, true, "profile"},
     {"--tag-output", CONFIG_BOOL, OPT_AT(tag_output), MPICTR_FLAG_TAG_OUTPUT,
      false, NULL},
+    {"--no-oversubscribe", CONFIG_BOOL, OPT_AT(no_oversubscribe),
+     MPICTR_FLAG_NO_OVERSUBSCRIBE, false, NULL},
     {"--transport-env", CONFIG_BOOL, OPT_AT(transport_env),
      MPICTR_FLAG_TRANSPORT_ENV, false, NULL},
     {"--bind-to", CONFIG_STR, OPT_AT(bind_to), 0, false, NULL},
@@ -595,4 +597,59 @@ MPICTR_PUBLIC int mpictr_config_list_profiles(const mpictr_config *cfg,
 	}
 	*out = sb_steal(&sb);
 	return 0;
+}
+
+/* ---- the signature policy --------------------------------------------- */
+
+static void trust_from(const struct siteconf *sc, struct site_trust *t)
+{
+	t->require = streq0(sc->require_signature.value, "yes");
+	t->origin = sc->require_signature.origin
+			? xstrdup(sc->require_signature.origin)
+			: NULL;
+	for (size_t i = 0; i < sc->trusted_keys.n; i++)
+		strv_push(&t->keys, sc->trusted_keys.v[i].value);
+}
+
+int config_site_trust(const struct mpictr_config *cfg, struct site_trust *t,
+		      mpictr_err **err)
+{
+	struct siteconf sc;
+	const char *path = MPICTR_SITE_CONF;
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	if (cfg->site.site_loaded) {
+		trust_from(&cfg->site, t);
+		return 0;
+	}
+	/* as mpictr_config_load_site finds the file */
+	if (access(path, F_OK) < 0) {
+		if (errno != ENOENT)
+			return err_set(err, errno, "site configuration '%s'",
+				       path);
+		path = env_get(cfg->host_env, "MPICTR_TEST_SITE_CONF");
+		if (!path || !*path)
+			return 0;
+	}
+	memset(&sc, 0, sizeof(sc));
+	rc = siteconf_load(&sc, path, true, err);
+	if (rc == 0)
+		trust_from(&sc, t);
+	siteconf_free(&sc);
+	return rc;
+}
+
+void site_trust_copy(struct site_trust *dst, const struct site_trust *src)
+{
+	dst->require = src->require;
+	dst->origin = src->origin ? xstrdup(src->origin) : NULL;
+	dst->keys = strv_dup(src->keys);
+}
+
+void site_trust_free(struct site_trust *t)
+{
+	free(t->origin);
+	strv_free(t->keys);
+	memset(t, 0, sizeof(*t));
 }

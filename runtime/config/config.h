@@ -23,7 +23,8 @@ struct mpictr_config {
 	char **host_env;
 	bool contain, fakeroot, no_share, tag_output, transport_env, gpu,
 	    inject_verbs;
-	int nranks;	   /* 0: single process, no PMI */
+	bool no_oversubscribe; /* spawn may not pass universe_size */
+	int nranks;	       /* 0: single process, no PMI */
 	int universe_size; /* MPI_UNIVERSE_SIZE; 0: slots, at least nranks */
 	char *devices;
 	char *bind_to;
@@ -98,5 +99,21 @@ config_container_given(const struct mpictr_config *cfg);
 /* Digest of the options that decide the container (every row with
  * container), names and values. */
 uint64_t config_container_digest(const struct mpictr_config *cfg);
+
+/* The site's signature policy (docs/signing.md). */
+struct site_trust {
+	bool require; /* require_signature = yes */
+	char *origin; /* FILE:LINE of that setting */
+	char **keys;  /* trusted_keys, in order */
+};
+
+/* The signature policy of the site: from cfg's site configuration when it
+ * was loaded, else read from the site file itself (so that an embedder
+ * that never loads it still gets it; users cannot lift it either way).
+ * Returns 0, or -1 with *err when the site file cannot be read. */
+int config_site_trust(const struct mpictr_config *cfg, struct site_trust *t,
+		      mpictr_err **err);
+void site_trust_copy(struct site_trust *dst, const struct site_trust *src);
+void site_trust_free(struct site_trust *t);
 
 #endif

@@ -53,6 +53,9 @@ void siteconf_free(struct siteconf *sc)
 	item_free(&sc->shm_size);
 	item_free(&sc->tmp_size);
 	item_free(&sc->writable_tmpfs_size);
+	item_free(&sc->require_signature);
+	items_free(&sc->trusted_keys);
+	item_free(&sc->oversubscribe);
 	item_free(&sc->cache_dir);
 	for (size_t i = 0; i < sc->nprofiles; i++)
 		profile_free(&sc->profiles[i]);
@@ -217,15 +220,43 @@ static bool size_ok(const char *v)
 	return siteconf_parse_size(v, &bytes, &pct) == 0;
 }
 
+/* require_signature = yes|no, trusted_keys = FILE... (absolute paths,
+ * separated by blanks; the key may be repeated). */
+static int signature_key(struct parser *ps, const char *key, const char *v,
+			 mpictr_err **err)
+{
+	struct siteconf *a = &ps->add;
+	cleanup_free char *copy = NULL;
+	char *save = NULL, *tok;
+	bool b;
+
+	if (key[0] == 'r') {
+		if (parse_bool(ps, key, v, &b, err) < 0)
+			return -1;
+		item_set(&a->require_signature, b ? "yes" : "no", ps->origin,
+			 true);
+		return 0;
+	}
+	copy = xstrdup(v);
+	for (tok = strtok_r(copy, " \t", &save); tok;
+	     tok = strtok_r(NULL, " \t", &save)) {
+		if (check_abs(ps, key, tok, err) < 0)
+			return -1;
+		items_add(&a->trusted_keys, tok, ps->origin, true);
+	}
+	return 0;
+}
+
 /* A key of the global part. */
 static int global_key(struct parser *ps, const char *key, const char *v,
 		      mpictr_err **err)
 {
 	struct siteconf *a = &ps->add;
 	static const char *const site_only[] = {
-	    "lock_devices", "lock_transport_env", "user_binds",
-	    "allow_bind",   "deny_bind",	  "shm_size",
-	    "tmp_size",	    "cache_dir",	  "writable_tmpfs_size"};
+	    "lock_devices",	 "lock_transport_env", "user_binds",
+	    "allow_bind",	 "deny_bind",	       "shm_size",
+	    "tmp_size",		 "cache_dir",	       "writable_tmpfs_size",
+	    "require_signature", "trusted_keys"};
 	bool b;
 
 	for (size_t i = 0; i < ARRAY_SIZE(site_only); i++)
@@ -270,10 +301,13 @@ static int global_key(struct parser *ps, const char *key, const char *v,
 			item_set(it, "yes", ps->origin, true);
 		else
 			item_free(it);
-	} else if (strcmp(key, "user_binds") == 0) {
+	} else if (strcmp(key, "user_binds") == 0 ||
+		   strcmp(key, "oversubscribe") == 0) {
 		if (parse_bool(ps, key, v, &b, err) < 0)
 			return -1;
-		item_set(&a->user_binds, b ? "yes" : "no", ps->origin, true);
+		item_set(key[0] == 'u' ? &a->user_binds : &a->oversubscribe,
+			 b ? "yes" : "no", ps->origin,
+			 key[0] == 'u' || ps->site);
 	} else if (strcmp(key, "allow_bind") == 0 ||
 		   strcmp(key, "deny_bind") == 0) {
 		cleanup_free char *clean = NULL;
@@ -313,6 +347,9 @@ static int global_key(struct parser *ps, const char *key, const char *v,
 		if (check_abs(ps, key, v, err) < 0)
 			return -1;
 		item_set(&a->cache_dir, v, ps->origin, true);
+	} else if (strcmp(key, "require_signature") == 0 ||
+		   strcmp(key, "trusted_keys") == 0) {
+		return signature_key(ps, key, v, err);
 	} else {
 		static const char *const pkeys[] = {
 		    "description", "env_prepend", "mpi", "mpi_dep", "mpi_abi"};
@@ -465,6 +502,9 @@ static void merge(struct siteconf *sc, struct siteconf *a)
 	item_move(&sc->shm_size, &a->shm_size);
 	item_move(&sc->tmp_size, &a->tmp_size);
 	item_move(&sc->writable_tmpfs_size, &a->writable_tmpfs_size);
+	item_move(&sc->require_signature, &a->require_signature);
+	items_move(&sc->trusted_keys, &a->trusted_keys);
+	item_move(&sc->oversubscribe, &a->oversubscribe);
 	item_move(&sc->cache_dir, &a->cache_dir);
 	if (a->nprofiles) {
 		sc->profiles =

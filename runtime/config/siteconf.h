@@ -65,6 +65,13 @@ struct siteconf {
 	struct site_item cache_dir; /* shared image cache (pull), or NULL */
 	/* size of each of the private /tmp and $HOME (--contain), or NULL */
 	struct site_item tmp_size;
+	/* "yes": run only images signed by one of trusted_keys
+	 * (docs/signing.md); site file only */
+	struct site_item require_signature;
+	struct site_items trusted_keys; /* absolute paths of key files */
+	/* "no": MPI_Comm_spawn may not pass the universe size (as
+	 * --no-oversubscribe); "yes" or NULL: the universe is advice */
+	struct site_item oversubscribe;
 	struct site_profile *profiles;
 	size_t nprofiles;
 	bool site_loaded; /* a site file was parsed (or found absent) */

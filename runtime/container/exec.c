@@ -19,6 +19,8 @@
 #include "container/exec.h"
 #include "container/ns.h"
 #include "common/proc.h"
+#include "host/mpiinject.h"
+#include "plan/mpicheck.h"
 
 /* True when the image (the current root) has environment scripts to
  * source before the command (Apptainer's: the files ending in .sh in
@@ -79,7 +81,7 @@ static bool need_env_scripts(void)
 	return exec_image_has_env_scripts() && access("/bin/sh", X_OK) == 0;
 }
 
-/* The command wrapped by the image's own /bin/sh: sh -c TEXT mpictr-env
+/* The command wrapped by the image's own /bin/sh: sh -c TEXT mpictr
  * ARGV..., or NULL when the image has no env scripts (or no shell). */
 static char **wrap_with_env_scripts(char ***env, char *const *user_env,
 				    char *const *argv)
@@ -91,7 +93,8 @@ static char **wrap_with_env_scripts(char ***env, char *const *user_env,
 	strv_push(&out, "/bin/sh");
 	strv_push(&out, "-c");
 	strv_push_own(&out, env_script_text(env, user_env, "\"$1\"", "\"$@\""));
-	strv_push(&out, "mpictr-env");
+	/* $0 of the shell: what its own messages start with. */
+	strv_push(&out, "mpictr");
 	for (size_t i = 0; argv[i]; i++)
 		strv_push(&out, argv[i]);
 	return out;
@@ -160,6 +163,94 @@ static char **container_argv(const struct plan *p)
 	for (size_t i = 1; p->argv[i]; i++)
 		strv_push(&argv, p->argv[i]);
 	return argv;
+}
+
+/* The check of mpicheck.h on the command exe (argv0 found on PATH): does
+ * its MPI find the PMI it speaks? */
+static int check_mpi(const struct plan *p, char *const *env, const char *argv0,
+		     const char *exe, mpictr_err **err)
+{
+	struct mpi_lib m;
+	int r;
+
+	if (!p->mpicheck.on || !mpiabi_program_mpi(exe, env, &m))
+		return 0;
+	r = mpicheck_verdict(&p->mpicheck, env, m.family, m.soname, err);
+	if (r == MPICHECK_SINGLETON)
+		r = err_set_exit(err, MPICHECK_EXIT_SINGLETON, 0,
+				 "'%s' links %s (%s) and no launcher started "
+				 "it: running it as a one-rank job (as -n 1)",
+				 argv0, mpiabi_family_name(m.family), m.soname);
+	mpi_lib_free(&m);
+	return r;
+}
+
+/* A script that exists and may be executed can still fail to start: its
+ * #! interpreter is missing, or the line ends in a carriage return (a
+ * file with DOS line endings, whose interpreter is then "/bin/sh\r").
+ * Said here, with exit code 126, rather than as execve's "No such file
+ * or directory", which reads as if the command itself were missing. */
+static int check_script(const char *cmd, const char *exe, mpictr_err **err)
+{
+	cleanup_close int fd = open(exe, O_RDONLY | O_CLOEXEC);
+	char line[256], *interp, *end;
+	ssize_t n;
+
+	if (fd < 0 || (n = read(fd, line, sizeof(line) - 1)) < 2 ||
+	    line[0] != '#' || line[1] != '!')
+		return 0;
+	line[n] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	if (strchr(line, '\r'))
+		return err_set_exit(err, MPICTR_EXIT_CANNOT_EXEC, 0,
+				    "command '%s' in the container: its #! "
+				    "line ends in a carriage return (\\r): "
+				    "the script has DOS line endings (hint: "
+				    "convert it with dos2unix or "
+				    "sed -i 's/\\r$//')",
+				    cmd);
+	interp = line + 2 + strspn(line + 2, " \t");
+	end = interp + strcspn(interp, " \t");
+	*end = '\0';
+	if (!*interp || access(interp, X_OK) == 0)
+		return 0;
+	return err_set_exit(err, MPICTR_EXIT_CANNOT_EXEC, errno,
+			    "command '%s' in the container: its #! "
+			    "interpreter '%s'",
+			    cmd, interp);
+}
+
+/* Find the command and check it before the exec: not found (127), not
+ * executable (126), a script that cannot start (126), an MPI that finds
+ * no PMI (255). With env scripts a bare name not found on today's PATH is
+ * left to the wrapper (the scripts may change PATH). *exe: the path
+ * found, or NULL. */
+static int check_command(const struct plan *p, char *const *env, bool wrapped,
+			 char **exe, mpictr_err **err)
+{
+	const char *cmd = p->argv[0];
+	mpictr_err *e = NULL;
+
+	*exe = NULL;
+	if (proc_resolve_command(cmd, env, exe, &e) < 0) {
+		if (wrapped && !strchr(cmd, '/') &&
+		    mpictr_err_exit_code(e) == MPICTR_EXIT_NOT_FOUND) {
+			mpictr_err_free(e);
+			return 0;
+		}
+		if (err)
+			*err = e;
+		else
+			mpictr_err_free(e);
+		return -1;
+	}
+	if (check_script(cmd, *exe, err) < 0 ||
+	    check_mpi(p, env, cmd, *exe, err) < 0) {
+		free(*exe);
+		*exe = NULL;
+		return -1;
+	}
+	return 0;
 }
 
 /* Join the namespaces and enter the start directory. */
@@ -234,6 +325,7 @@ int container_enter_task(const struct plan *p, char ***env, int userns_fd,
 	cleanup_strv char **own = NULL;
 	char *const *cmd = p->argv;
 	size_t ntail, nlead;
+	bool wrapped;
 
 	*program = NULL;
 	if (container_enter(p, userns_fd, mntns_fd, err) < 0)
@@ -246,12 +338,12 @@ int container_enter_task(const struct plan *p, char ***env, int userns_fd,
 	 * runscript) p->argv without its first word. */
 	ntail = strv_len(p->argv) - (exec_is_runscript(p) ? 2 : 1);
 	nlead = strv_len(cmd) - 1 - ntail;
-	if (need_env_scripts() || nlead) {
-		if (wrapper_script(env, p, cmd, nlead, program, err) < 0)
-			return -1;
-	} else if (proc_resolve_command(p->argv[0], *env, &exe, err) < 0) {
+	wrapped = need_env_scripts() || nlead;
+	/* (a command of mpictr's own choosing, own, is run by the wrapper) */
+	if (!own && check_command(p, *env, wrapped, &exe, err) < 0)
 		return -1;
-	}
+	if (wrapped && wrapper_script(env, p, cmd, nlead, program, err) < 0)
+		return -1;
 	if (caps_drop_all(err) < 0) {
 		free(*program);
 		*program = NULL;
@@ -273,11 +365,14 @@ int container_exec(const struct plan *p, char **env, int userns_fd,
 	own = container_argv(p);
 	if (own)
 		argv = own;
+	else if (check_command(p, env, need_env_scripts(), &exe, err) < 0)
+		return -1;
 	wrapped = wrap_with_env_scripts(&env, p->user_env, argv);
 	if (wrapped) {
 		argv = wrapped;
+		free(exe);
 		exe = xstrdup("/bin/sh");
-	} else if (proc_resolve_command(argv[0], env, &exe, err) < 0) {
+	} else if (!exe && proc_resolve_command(argv[0], env, &exe, err) < 0) {
 		return -1;
 	}
 	mark_cloexec_except(keep_fd);

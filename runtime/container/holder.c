@@ -22,6 +22,7 @@
 #include "common/error.h"
 #include "container/exec.h"
 #include "container/holder.h"
+#include "container/imgtrust.h"
 #include "container/ns.h"
 #include "common/proc.h"
 #include "sif/squash.h"
@@ -160,7 +161,7 @@ static void holder_main(const struct plan *p, int nworkers,
 	struct squash_mount *sq = NULL;
 	mpictr_err *err = NULL;
 	sigset_t chld;
-	int sfd;
+	int sfd, ifd = -1;
 
 	proc_child_setup(mask, parent);
 	close_all_fds_except((int[]){ctl_rfd, sync_wfd}, 2);
@@ -183,8 +184,12 @@ static void holder_main(const struct plan *p, int nworkers,
 	sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
 		err_set(&err, errno, "signalfd in the namespace holder");
-	if (sfd < 0 || ns_create(p->uid_in, p->gid_in, &err) < 0 ||
-	    rootfs_build(p, nworkers, &sq, &err) < 0) {
+	/* The site's signature policy first: nothing is created or mounted
+	 * for an image it refuses, and the file verified is the one
+	 * mounted. */
+	if (sfd < 0 || imgtrust_enforce(p, &ifd, &err) < 0 ||
+	    ns_create(p->uid_in, p->gid_in, &err) < 0 ||
+	    rootfs_build(p, nworkers, ifd, &sq, &err) < 0) {
 		relay_send(sync_wfd, err);
 		_exit(MPICTR_EXIT_FAILURE);
 	}

@@ -65,6 +65,7 @@ struct mnt_set {
 
 struct rootfs {
 	const struct plan *p;
+	int image_fd; /* the image as verified (imgtrust.h), or -1; not ours */
 	int *src_fd;  /* per op: O_PATH fd of the host source, or -1 */
 	int *src_mnt; /* per op: detached clone of the source, or -1 */
 	int pts_mnt;  /* clone of the host's /dev/pts (fallback), or -1 */
@@ -890,8 +891,12 @@ static int image_and_root(struct rootfs *r, int nworkers,
 	DIR *d;
 	struct dirent *de;
 
-	ifd = open(img->path, O_RDONLY | O_CLOEXEC |
-				  (img->kind == IMAGE_DIR ? O_DIRECTORY : 0));
+	/* the file the signature policy verified, if it did */
+	ifd = r->image_fd >= 0
+		  ? fcntl(r->image_fd, F_DUPFD_CLOEXEC, 3)
+		  : open(img->path,
+			 O_RDONLY | O_CLOEXEC |
+			     (img->kind == IMAGE_DIR ? O_DIRECTORY : 0));
 	if (ifd < 0)
 		return err_set(err, errno, "open image '%s'", img->path);
 	if (mount("tmpfs", r->layer_dir, "tmpfs", MS_NOSUID | MS_NODEV,
@@ -1104,10 +1109,11 @@ static void rootfs_free(struct rootfs *r)
 	free(r->l_root);
 }
 
-int rootfs_build(const struct plan *p, int nworkers, struct squash_mount **sq,
-		 mpictr_err **err)
+int rootfs_build(const struct plan *p, int nworkers, int image_fd,
+		 struct squash_mount **sq, mpictr_err **err)
 {
-	struct rootfs r = {.p = p, .pts_mnt = -1, .root = -1, .gen = -1};
+	struct rootfs r = {
+	    .p = p, .pts_mnt = -1, .root = -1, .gen = -1, .image_fd = image_fd};
 	struct stat st;
 	int rc = -1;
 

@@ -11,8 +11,10 @@ struct squash_mount;
  * the container root, every planned mount is in place, nothing of the host
  * is reachable except through planned binds, and *sq holds the image's
  * FUSE mount (NULL for directory images) whose workers the holder owns.
- * nworkers: FUSE worker processes for squashfs images. */
-int rootfs_build(const struct plan *p, int nworkers, struct squash_mount **sq,
-		 mpictr_err **err);
+ * nworkers: FUSE worker processes for squashfs images. image_fd: the
+ * image file already opened (the one the signature policy verified), or
+ * -1 to open the plan's path. */
+int rootfs_build(const struct plan *p, int nworkers, int image_fd,
+		 struct squash_mount **sq, mpictr_err **err);
 
 #endif

@@ -46,8 +46,10 @@ const struct path_fact *host_facts_add_path(struct host_facts *f,
 	pf->real = real;
 	if (stat(path, &st) < 0)
 		pf->err = errno ? errno : ENOENT;
-	else
+	else {
 		pf->is_dir = S_ISDIR(st.st_mode);
+		pf->is_dev = S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode);
+	}
 	if (!real && !pf->err)
 		pf->err = rerr ? rerr : ENOENT;
 	if (real && strcmp(real, path) != 0) {
@@ -453,6 +455,40 @@ static int probe_held(const struct mpictr_config *cfg, struct image_info *info,
 	return 0;
 }
 
+/* The signature policy, and the verified-image cache of the user:
+ * ${XDG_CACHE_HOME:-$HOME/.cache}/mpictr/verified, unless
+ * MPICTR_VERIFY_CACHE=off (docs/signing.md, "Cost"). */
+static void gather_trust(const struct mpictr_config *cfg, struct host_facts *f)
+{
+	const char *xdg = env_get(cfg->host_env, "XDG_CACHE_HOME");
+	const char *home = env_get(cfg->host_env, "HOME");
+
+	if (config_site_trust(cfg, &f->trust, &f->trust_err) < 0 ||
+	    !f->trust.require ||
+	    streq0(env_get(cfg->host_env, "MPICTR_VERIFY_CACHE"), "off"))
+		return;
+	if (xdg && xdg[0] == '/')
+		f->trust_cache = xasprintf("%s/mpictr/verified", xdg);
+	else if (home && home[0] == '/')
+		f->trust_cache = xasprintf("%s/.cache/mpictr/verified", home);
+}
+
+/* Does the directory at root look like a root filesystem? */
+static bool dir_is_root(const char *root)
+{
+	static const char *const tops[] = {
+	    "bin", "usr", "sbin", "lib", "lib64", "etc", ".singularity.d"};
+	cleanup_close int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
+		return true; /* the mount will say what is wrong */
+	for (size_t i = 0; i < ARRAY_SIZE(tops); i++)
+		if (fstatat(fd, tops[i], &st, 0) == 0 && S_ISDIR(st.st_mode))
+			return true;
+	return false;
+}
+
 int host_facts_gather(const struct mpictr_config *cfg, unsigned flags,
 		      const struct host_given *given, struct host_facts *f,
 		      mpictr_err **err)
@@ -466,6 +502,9 @@ int host_facts_gather(const struct mpictr_config *cfg, unsigned flags,
 		 ? probe_held(cfg, &f->image, &f->image_err)
 		 : image_probe(cfg->image, &f->image, &f->image_err)) < 0)
 		memset(&f->image, 0, sizeof(f->image));
+	else if (cfg->image && f->image.kind == IMAGE_DIR)
+		f->image_not_root = !dir_is_root(f->image.path);
+	gather_trust(cfg, f);
 	gather_devices(cfg, given, f);
 	gather_image(cfg, flags, f);
 	gather_oci_config(cfg, f);
@@ -487,6 +526,9 @@ void host_facts_free(struct host_facts *f)
 	mpi_libs_free(f->image_mpi, f->nimage_mpi);
 	verbs_tree_free(&f->host_verbs);
 	free(f->sysroot);
+	site_trust_free(&f->trust);
+	mpictr_err_free(f->trust_err);
+	free(f->trust_cache);
 	host_devices_free(&f->hostdev);
 	mpictr_err_free(f->devices_err);
 	free(f->ucx_net_devices);

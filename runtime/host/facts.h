@@ -25,6 +25,7 @@ struct path_fact {
 	char *real; /* realpath(3), NULL when it failed */
 	int err;    /* errno of realpath/stat, 0 when the path exists */
 	bool is_dir;
+	bool is_dev; /* a character or block device */
 };
 
 /* One host MPI library (or dependency) that a profile names. */
@@ -46,7 +47,10 @@ struct host_facts {
 	unsigned long long job_memory; /* bytes the job may use, 0: unknown */
 
 	struct image_info image; /* image_probe's answer */
-	mpictr_err *image_err;	 /* its error, or NULL */
+	/* A directory image with none of bin, usr, sbin, lib, lib64, etc
+	 * (nor Apptainer's .singularity.d): not a root filesystem. */
+	bool image_not_root;
+	mpictr_err *image_err; /* its error, or NULL */
 	/* The image's contents, read without mounting it (imgread.h): the
 	 * env scripts of a directory image always, of a squashfs or SIF image
 	 * where the plan decides the verbs providers or the MPI ABI check
@@ -80,6 +84,12 @@ struct host_facts {
 			   is then the helper's failure */
 	struct verbs_tree host_verbs; /* with exposed HCAs: the host's
 					 providers (under the sysroot) */
+
+	/* The site's signature policy (config_site_trust) and where this
+	 * user's verified images are remembered (NULL: nowhere). */
+	struct site_trust trust;
+	mpictr_err *trust_err;
+	char *trust_cache;
 
 	struct path_fact *paths;
 	size_t npaths;

@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "host/imgread.h"
+#include "host/ldcache.h"
 #include "host/mpiinject.h"
 #include "common/syscalls.h"
 #include "common/util.h"
@@ -27,16 +28,46 @@
 #define ELF_MAX_DYN 8192
 #define SONAME_MAX 255
 
-int mpiabi_elf_soname(mpiabi_read_fn rd, void *ctx, uint64_t size,
-		      const char *what, char **soname, mpictr_err **err)
+/* A string of the dynamic string table str at off: *out (malloc'ed,
+ * NULL when empty). */
+static int dyn_string(mpiabi_read_fn rd, void *ctx, const Elf64_Shdr *str,
+		      uint64_t off, const char *what, const char *tag,
+		      char **out, mpictr_err **err)
+{
+	char name[SONAME_MAX + 1];
+	uint64_t avail;
+	size_t n;
+
+	*out = NULL;
+	if (off >= str->sh_size)
+		return err_set(err, 0,
+			       "'%s': %s offset %llu outside the string "
+			       "table (%llu bytes)",
+			       what, tag, (unsigned long long)off,
+			       (unsigned long long)str->sh_size);
+	avail = str->sh_size - off;
+	n = avail > SONAME_MAX ? SONAME_MAX : (size_t)avail;
+	if (rd(ctx, name, n, str->sh_offset + off) < 0)
+		return err_set(err, EIO, "'%s': read %s", what, tag);
+	name[n] = '\0';
+	if (strnlen(name, n) == n)
+		return err_set(err, 0,
+			       "'%s': %s is not terminated within %zu bytes",
+			       what, tag, n);
+	if (*name)
+		*out = xstrdup(name);
+	return 0;
+}
+
+/* The dynamic section and its string table: 1 when found, 0 when the
+ * object has none (static), -1 with *err. */
+static int dyn_sections(mpiabi_read_fn rd, void *ctx, uint64_t size,
+			const char *what, bool shared_only, Elf64_Shdr *dyn,
+			Elf64_Shdr *str, mpictr_err **err)
 {
 	Elf64_Ehdr eh;
-	Elf64_Shdr dyn, str;
-	uint64_t soff = UINT64_MAX;
 	bool found = false;
-	char name[SONAME_MAX + 1];
 
-	*soname = NULL;
 	if (size < sizeof(eh) || rd(ctx, &eh, sizeof(eh), 0) < 0)
 		return err_set(err, 0, "'%s': too short for an ELF header",
 			       what);
@@ -47,7 +78,7 @@ int mpiabi_elf_soname(mpiabi_read_fn rd, void *ctx, uint64_t size,
 		return err_set(err, 0,
 			       "'%s': not a 64-bit little-endian ELF object",
 			       what);
-	if (eh.e_type != ET_DYN)
+	if (eh.e_type != ET_DYN && (shared_only || eh.e_type != ET_EXEC))
 		return err_set(err, 0, "'%s': not a shared object (e_type %u)",
 			       what, (unsigned)eh.e_type);
 	if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 ||
@@ -59,63 +90,123 @@ int mpiabi_elf_soname(mpiabi_read_fn rd, void *ctx, uint64_t size,
 			       what, (unsigned long long)eh.e_shoff,
 			       (unsigned)eh.e_shnum);
 	for (unsigned i = 0; i < eh.e_shnum && !found; i++) {
-		if (rd(ctx, &dyn, sizeof(dyn),
-		       eh.e_shoff + (uint64_t)i * sizeof(dyn)) < 0)
+		if (rd(ctx, dyn, sizeof(*dyn),
+		       eh.e_shoff + (uint64_t)i * sizeof(*dyn)) < 0)
 			return err_set(err, EIO, "'%s': read section %u", what,
 				       i);
-		found = dyn.sh_type == SHT_DYNAMIC;
+		found = dyn->sh_type == SHT_DYNAMIC;
 	}
 	if (!found)
-		return 0; /* static or odd: no soname */
-	if (dyn.sh_link >= eh.e_shnum ||
-	    rd(ctx, &str, sizeof(str),
-	       eh.e_shoff + (uint64_t)dyn.sh_link * sizeof(str)) < 0)
+		return 0; /* static or odd: no dynamic section */
+	if (dyn->sh_link >= eh.e_shnum ||
+	    rd(ctx, str, sizeof(*str),
+	       eh.e_shoff + (uint64_t)dyn->sh_link * sizeof(*str)) < 0)
 		return err_set(err, 0,
 			       "'%s': dynamic section links to section %u, "
 			       "outside the table",
-			       what, (unsigned)dyn.sh_link);
-	if (dyn.sh_offset > size || dyn.sh_size > size - dyn.sh_offset ||
-	    str.sh_offset > size || str.sh_size > size - str.sh_offset)
+			       what, (unsigned)dyn->sh_link);
+	if (dyn->sh_offset > size || dyn->sh_size > size - dyn->sh_offset ||
+	    str->sh_offset > size || str->sh_size > size - str->sh_offset)
 		return err_set(err, 0,
 			       "'%s': dynamic section or its string table "
 			       "outside the file",
 			       what);
+	return 1;
+}
+
+/* The entries of the dynamic section that name things. */
+static int dyn_entry(mpiabi_read_fn rd, void *ctx, const Elf64_Shdr *str,
+		     const Elf64_Dyn *d, const char *what,
+		     struct elf_dynamic *out, mpictr_err **err)
+{
+	char *s = NULL;
+
+	switch (d->d_tag) {
+	case DT_SONAME:
+		if (out->soname)
+			return 0;
+		if (dyn_string(rd, ctx, str, d->d_un.d_val, what, "DT_SONAME",
+			       &s, err) < 0)
+			return -1;
+		out->soname = s;
+		return 0;
+	case DT_NEEDED:
+		if (dyn_string(rd, ctx, str, d->d_un.d_val, what, "DT_NEEDED",
+			       &s, err) < 0)
+			return -1;
+		if (s)
+			strv_push_own(&out->needed, s);
+		return 0;
+	case DT_RUNPATH:
+	case DT_RPATH:
+		if (dyn_string(rd, ctx, str, d->d_un.d_val, what,
+			       d->d_tag == DT_RPATH ? "DT_RPATH" : "DT_RUNPATH",
+			       &s, err) < 0)
+			return -1;
+		if (d->d_tag == DT_RUNPATH || !out->runpath) {
+			free(out->runpath);
+			out->runpath = s;
+		} else {
+			free(s);
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+int mpiabi_elf_dynamic(mpiabi_read_fn rd, void *ctx, uint64_t size,
+		       const char *what, unsigned flags,
+		       struct elf_dynamic *out, mpictr_err **err)
+{
+	Elf64_Shdr dyn, str;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	r = dyn_sections(rd, ctx, size, what, !(flags & ELF_DYN_PROGRAM), &dyn,
+			 &str, err);
+	if (r <= 0)
+		return r;
 	for (uint64_t k = 0;
 	     k < dyn.sh_size / sizeof(Elf64_Dyn) && k < ELF_MAX_DYN; k++) {
 		Elf64_Dyn d;
-		if (rd(ctx, &d, sizeof(d), dyn.sh_offset + k * sizeof(d)) < 0)
+		if (rd(ctx, &d, sizeof(d), dyn.sh_offset + k * sizeof(d)) < 0) {
+			elf_dynamic_free(out);
 			return err_set(err, EIO, "'%s': read dynamic entry",
 				       what);
+		}
 		if (d.d_tag == DT_NULL)
 			break;
-		if (d.d_tag == DT_SONAME) {
-			soff = d.d_un.d_val;
-			break;
+		if (!(flags & ELF_DYN_NEEDED) && d.d_tag != DT_SONAME)
+			continue;
+		if (dyn_entry(rd, ctx, &str, &d, what, out, err) < 0) {
+			elf_dynamic_free(out);
+			return -1;
 		}
+		if (!(flags & ELF_DYN_NEEDED) && out->soname)
+			break;
 	}
-	if (soff == UINT64_MAX)
-		return 0;
-	if (soff >= str.sh_size)
-		return err_set(err, 0,
-			       "'%s': DT_SONAME offset %llu outside the string "
-			       "table (%llu bytes)",
-			       what, (unsigned long long)soff,
-			       (unsigned long long)str.sh_size);
-	{
-		uint64_t avail = str.sh_size - soff;
-		size_t n = avail > SONAME_MAX ? SONAME_MAX : (size_t)avail;
-		if (rd(ctx, name, n, str.sh_offset + soff) < 0)
-			return err_set(err, EIO, "'%s': read DT_SONAME", what);
-		name[n] = '\0';
-		if (strnlen(name, n) == n)
-			return err_set(err, 0,
-				       "'%s': DT_SONAME is not terminated "
-				       "within %zu bytes",
-				       what, n);
-	}
-	if (!*name)
-		return 0;
-	*soname = xstrdup(name);
+	return 0;
+}
+
+void elf_dynamic_free(struct elf_dynamic *d)
+{
+	free(d->soname);
+	strv_free(d->needed);
+	free(d->runpath);
+	memset(d, 0, sizeof(*d));
+}
+
+int mpiabi_elf_soname(mpiabi_read_fn rd, void *ctx, uint64_t size,
+		      const char *what, char **soname, mpictr_err **err)
+{
+	struct elf_dynamic d;
+
+	*soname = NULL;
+	if (mpiabi_elf_dynamic(rd, ctx, size, what, 0, &d, err) < 0)
+		return -1;
+	*soname = steal_ptr(&d.soname);
+	elf_dynamic_free(&d);
 	return 0;
 }
 
@@ -526,4 +617,170 @@ int mpiinject_check(const struct mpi_inject *inj, size_t n,
 	strv_free(warnings);
 	mpi_libs_free(img, nimg);
 	return rc;
+}
+
+/* ---- the MPI a program links ---------------------------------------- */
+
+/* How many objects the dependency walk reads at most. */
+#define DEPS_MAX_OBJECTS 64
+
+/* The system libraries every program links, which link no MPI: not
+ * worth opening. */
+static bool dep_is_libc(const char *n)
+{
+	static const char *const skip[] = {
+	    "libc.so.6",       "libm.so.6",
+	    "libpthread.so.0", "libdl.so.2",
+	    "librt.so.1",      "libgcc_s.so.1",
+	    "libstdc++.so.6",  "ld-linux-x86-64.so.2",
+	    "libutil.so.1",    "libz.so.1",
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(skip); i++)
+		if (strcmp(n, skip[i]) == 0)
+			return true;
+	return false;
+}
+
+struct deps_walk {
+	char *const *env;
+	char **queue; /* paths to read, in order */
+	size_t next;
+	char **cache_keys, **cache_values; /* ld.so.cache, once read */
+	bool cache_read;
+};
+
+/* Push dir/name when it is a file; true when it was. */
+static bool dep_try(struct deps_walk *w, const char *dir, size_t dlen,
+		    const char *origin, const char *name)
+{
+	cleanup_free char *d = xstrndup(dir, dlen), *path = NULL;
+	struct stat st;
+
+	if (strncmp(d, "$ORIGIN", 7) == 0 || strncmp(d, "${ORIGIN}", 9) == 0) {
+		char *rest = d + (d[1] == '{' ? 9 : 7);
+		char *o = xasprintf("%s%s", origin, rest);
+		free(d);
+		d = o;
+	}
+	if (!*d)
+		return false;
+	path = xasprintf("%s/%s", d, name);
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return false;
+	if (!strv_contains(w->queue, path))
+		strv_push(&w->queue, path);
+	return true;
+}
+
+/* dep_try over each directory of a ':'-separated list. */
+static bool dep_try_list(struct deps_walk *w, const char *list,
+			 const char *origin, const char *name)
+{
+	for (const char *p = list; p && *p;) {
+		size_t l = strcspn(p, ":");
+		if (l && dep_try(w, p, l, origin, name))
+			return true;
+		p += l + (p[l] == ':');
+	}
+	return false;
+}
+
+/* Find the library name as ld.so would (DT_RUNPATH or DT_RPATH,
+ * LD_LIBRARY_PATH, /etc/ld.so.cache, the default directories) and queue
+ * it. */
+static void dep_resolve(struct deps_walk *w, const char *name,
+			const char *runpath, const char *origin)
+{
+	if (strchr(name, '/')) {
+		dep_try(w, "/", 1, origin, name);
+		return;
+	}
+	if (dep_try_list(w, runpath, origin, name) ||
+	    dep_try_list(w, env_get(w->env, "LD_LIBRARY_PATH"), origin, name))
+		return;
+	if (!w->cache_read) {
+		mpictr_err *e = NULL;
+		w->cache_read = true;
+		if (ldcache_read("/etc/ld.so.cache", &w->cache_keys,
+				 &w->cache_values, &e) < 0)
+			mpictr_err_free(e);
+	}
+	for (size_t i = 0; w->cache_keys && w->cache_keys[i]; i++)
+		if (strcmp(w->cache_keys[i], name) == 0) {
+			if (!strv_contains(w->queue, w->cache_values[i]))
+				strv_push(&w->queue, w->cache_values[i]);
+			return;
+		}
+	for (size_t i = 0; i < ARRAY_SIZE(image_lib_dirs); i++)
+		if (dep_try(w, image_lib_dirs[i], strlen(image_lib_dirs[i]),
+			    origin, name))
+			return;
+}
+
+/* The dynamic section of the file at path (any error: none). */
+static void dep_read(const char *path, struct elf_dynamic *dyn)
+{
+	cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	mpictr_err *e = NULL;
+
+	memset(dyn, 0, sizeof(*dyn));
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return;
+	if (mpiabi_elf_dynamic(fd_read, &fd, (uint64_t)st.st_size, path,
+			       ELF_DYN_NEEDED | ELF_DYN_PROGRAM, dyn, &e) < 0)
+		mpictr_err_free(e);
+}
+
+/* Look at one object of the walk: its MPI dependency (1, *out filled),
+ * or its other dependencies queued (0). */
+static int dep_visit(struct deps_walk *w, const char *path, struct mpi_lib *out)
+{
+	struct elf_dynamic dyn;
+	cleanup_free char *origin = xstrdup(path);
+	char *slash = strrchr(origin, '/');
+	int found = 0;
+
+	if (slash)
+		*slash = '\0';
+	dep_read(path, &dyn);
+	for (char **n = dyn.needed; n && *n && !found; n++) {
+		int major;
+		enum mpi_family f = mpiabi_family(*n, &major);
+
+		if (f == MPI_FAMILY_NONE)
+			continue;
+		memset(out, 0, sizeof(*out));
+		out->soname = xstrdup(*n);
+		out->family = f;
+		out->major = major;
+		out->minor = -1;
+		out->path = xstrdup(path); /* the object that links it */
+		found = 1;
+	}
+	for (char **n = dyn.needed; n && *n && !found; n++)
+		if (!dep_is_libc(*n))
+			dep_resolve(w, *n, dyn.runpath, origin);
+	elf_dynamic_free(&dyn);
+	return found;
+}
+
+int mpiabi_program_mpi(const char *program, char *const *env,
+		       struct mpi_lib *out)
+{
+	struct deps_walk w = {.env = env};
+	int found = 0;
+
+	memset(out, 0, sizeof(*out));
+	strv_push(&w.queue, program);
+	while (!found && w.next < strv_len(w.queue) &&
+	       w.next < DEPS_MAX_OBJECTS) {
+		const char *path = w.queue[w.next++];
+		found = dep_visit(&w, path, out);
+	}
+	strv_free(w.queue);
+	strv_free(w.cache_keys);
+	strv_free(w.cache_values);
+	return found;
 }

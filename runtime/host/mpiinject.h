@@ -44,6 +44,23 @@ typedef int (*mpiabi_read_fn)(void *ctx, void *buf, size_t n, uint64_t off);
  * offset is checked against size. */
 int mpiabi_elf_soname(mpiabi_read_fn rd, void *ctx, uint64_t size,
 		      const char *what, char **soname, mpictr_err **err);
+/* What the dynamic section of an ELF object names. */
+struct elf_dynamic {
+	char *soname;  /* DT_SONAME, or NULL */
+	char **needed; /* DT_NEEDED, in order (NULL: none) */
+	char *runpath; /* DT_RUNPATH, else DT_RPATH, or NULL */
+};
+/* mpiabi_elf_dynamic flags: also DT_NEEDED and the run path (else only
+ * the soname); accept an executable (ET_EXEC) too. */
+#define ELF_DYN_NEEDED 1u
+#define ELF_DYN_PROGRAM 2u
+/* The dynamic section of an ELF object read through rd, as
+ * mpiabi_elf_soname: every offset checked against size; a static object
+ * gives an empty *out. Free with elf_dynamic_free (also after -1). */
+int mpiabi_elf_dynamic(mpiabi_read_fn rd, void *ctx, uint64_t size,
+		       const char *what, unsigned flags,
+		       struct elf_dynamic *out, mpictr_err **err);
+void elf_dynamic_free(struct elf_dynamic *d);
 /* The same over a memory buffer (unit tests, fuzzing). */
 int mpiabi_elf_soname_mem(const void *buf, size_t len, char **soname,
 			  mpictr_err **err);
@@ -73,6 +90,14 @@ struct image_reader;
  * mounted); libraries that cannot be read are left out. */
 int mpiabi_find_in_reader(struct image_reader *r, struct mpi_lib **libs,
 			  size_t *n);
+/* The MPI library the program at path links, directly or through its
+ * other libraries (breadth first, at most 64 objects), resolved in the
+ * current root as ld.so would (DT_RUNPATH/DT_RPATH with $ORIGIN,
+ * LD_LIBRARY_PATH from env, /etc/ld.so.cache, the default directories).
+ * 1 with *out filled (soname, family, major; path: the object that links
+ * it; free with mpi_lib_free), or 0: none found, or nothing readable. */
+int mpiabi_program_mpi(const char *program, char *const *env,
+		       struct mpi_lib *out);
 void mpi_lib_free(struct mpi_lib *l);
 void mpi_libs_free(struct mpi_lib *l, size_t n);
 

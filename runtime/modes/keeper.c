@@ -449,6 +449,29 @@ static bool keeper_serve(struct keeper *k, struct holder *h, struct members *m,
 
 /* Serve until the node's tasks have come and gone (counting mode: until
  * the members are gone and RUN_JOIN_LINGER_MS passed without a new one). */
+/* The launcher's daemon that started the ranks is gone, however it ended
+ * (a SIGKILL of mpirun or of hydra_pmi_proxy ends no rank): nobody else
+ * will end what it started, so the keeper does, as mpirun would: SIGTERM
+ * to every process in the container but the holder and its FUSE workers,
+ * then SIGKILL after ORPHAN_GRACE_MS, again on every turn until the last
+ * member is gone (they may fork meanwhile). */
+#define ORPHAN_GRACE_MS 1000
+static void end_orphans(const struct holder *h, long *kill_at)
+{
+	struct stat st;
+	int sig = SIGKILL;
+
+	if (h->userns < 0 || fstat(h->userns, &st) < 0)
+		return;
+	if (*kill_at < 0) {
+		*kill_at = mono_ms() + ORPHAN_GRACE_MS;
+		sig = SIGTERM;
+	} else if (mono_ms() < *kill_at) {
+		return;
+	}
+	proc_ns_signal(st.st_dev, st.st_ino, h->pid, sig);
+}
+
 static void keeper_loop(struct keeper *k, struct holder *h)
 {
 	struct members *m = xcalloc(1, sizeof(*m));
@@ -457,6 +480,7 @@ static void keeper_loop(struct keeper *k, struct holder *h)
 	long until = mono_ms() + JOIN_IDLE_S * 1000L;
 	int stepd = -1;
 	bool stepd_gone = false;
+	long kill_at = -1; /* end_orphans: SIGKILL from then on */
 
 	for (;;) {
 		nfds_t np = 0, first_pid;
@@ -479,7 +503,7 @@ static void keeper_loop(struct keeper *k, struct holder *h)
 			pfd[np++] = (struct pollfd){.fd = m->pidfd[i],
 						    .events = POLLIN};
 		if (m->gone != m->joined || left > 1000)
-			left = 1000;
+			left = stepd_gone ? 100 : 1000;
 		/* SIGTERM is blocked but here: it cannot slip in between the
 		 * check of keeper_stop and the wait. */
 		if (ppoll(pfd, np,
@@ -513,6 +537,8 @@ static void keeper_loop(struct keeper *k, struct holder *h)
 			stepd = -1;
 			stepd_gone = true;
 		}
+		if (stepd_gone && m->gone != m->joined)
+			end_orphans(h, &kill_at);
 		for (nfds_t i = first_pid; i < np; i++) {
 			if (!pfd[i].revents)
 				continue;

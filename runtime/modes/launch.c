@@ -443,6 +443,32 @@ static void end_job(struct job *j, struct watch *w)
 	w->kill_at = mono_ms() + TERM_GRACE_MS;
 }
 
+/* The first rank that failed, named on stderr as mpirun names it: its
+ * global rank, pid and node, and its exit status or signal. Under -n
+ * only: a single process's status is simply the command's. */
+static void report_failed_rank(const struct job *j, int r, int st, bool more)
+{
+	char host[256] = "?";
+	const char *sig, *rest = more ? "; ending the other ranks" : "";
+	uint32_t g = j->rank_base + (uint32_t)r;
+
+	if (j->cfg->nranks <= 0)
+		return;
+	if (gethostname(host, sizeof(host) - 1) < 0)
+		strcpy(host, "?");
+	if (WIFSIGNALED(st)) {
+		sig = sigabbrev_np(WTERMSIG(st));
+		log_error("rank %u (pid %d) on node %s was killed by signal "
+			  "%d (SIG%s)%s",
+			  g, (int)j->ranks[r], host, WTERMSIG(st),
+			  sig ? sig : "?", rest);
+	} else {
+		log_error("rank %u (pid %d) on node %s exited with status "
+			  "%d%s",
+			  g, (int)j->ranks[r], host, WEXITSTATUS(st), rest);
+	}
+}
+
 /* Reap every child that exited: ranks, spawned processes, holders.
  * Anything else (a child of ours the job does not know) is only
  * logged. */
@@ -469,8 +495,13 @@ static void reap(struct job *j, struct watch *w)
 				pmi_server_rank_exited(j->pmi, j->rank_base +
 								   (uint32_t)r);
 			if (exit_code_of(st) != 0 && w->fail_code < 0) {
+				bool more =
+				    w->live > 0 || spawner_live(j->spawn);
+
 				w->fail_code = exit_code_of(st);
-				if (w->live > 0 || spawner_live(j->spawn))
+				if (!w->ending)
+					report_failed_rank(j, r, st, more);
+				if (more)
 					end_job(j, w);
 			}
 		}
@@ -491,6 +522,44 @@ static void reap(struct job *j, struct watch *w)
 				  "of the job's",
 				  (int)pid, st);
 	}
+}
+
+/* After the last rank: what is still in the --tag-output pipes is written
+ * out whole; a pipe that a rank's leftover child holds open is given up
+ * after DRAIN_IDLE_MS without data (the child is not waited for). */
+#define DRAIN_IDLE_MS 500
+static void drain_output(struct job *j)
+{
+	for (;;) {
+		struct pollfd pfd[4096];
+		int idx[4096];
+		nfds_t np = 0;
+		int n;
+
+		for (int r = 0; r < j->nranks && np < ARRAY_SIZE(pfd); r++)
+			if (j->out_fd[r] >= 0) {
+				idx[np] = r;
+				pfd[np++] = (struct pollfd){.fd = j->out_fd[r],
+							    .events = POLLIN};
+			}
+		if (np == 0)
+			return;
+		n = poll(pfd, np, DRAIN_IDLE_MS);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		for (nfds_t i = 0; i < np; i++)
+			if (pfd[i].revents)
+				pump_output(j, idx[i]);
+	}
+	for (int r = 0; r < j->nranks; r++)
+		if (j->out_fd[r] >= 0) {
+			if (j->midline[r])
+				(void)!write(STDOUT_FILENO, "\n", 1);
+			close(j->out_fd[r]);
+			j->out_fd[r] = -1;
+		}
 }
 
 /* Wait for every rank and spawned process; forward signals; on the first
@@ -558,9 +627,7 @@ static int supervise(struct job *j, int *status)
 		}
 		reap(j, &w);
 	}
-	for (int r = 0; r < j->nranks; r++)
-		while (j->out_fd[r] >= 0)
-			pump_output(j, r);
+	drain_output(j);
 	if (w.abort_code >= 0)
 		*status = w.abort_code;
 	else
@@ -657,6 +724,8 @@ static int start_pmi(struct job *j, mpictr_err **err)
 	    .first_local = j->nranks,
 	    .pmi = j->pmi,
 	    .universe = pj.universe,
+	    .universe_hard = cfg->no_oversubscribe ||
+			     streq0(cfg->site.oversubscribe.value, "no"),
 	};
 	pmi_job_free(&pj);
 	if (prc < 0 || j->upstream)

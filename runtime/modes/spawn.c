@@ -238,8 +238,12 @@ static void serve_one(struct spawner *s, struct pmi_spawn *sp,
 		err_set(&err, 0, "the job is ending");
 		goto out;
 	}
-	if (pmi_spawn_check(sp, ranks_alive + s->live, s->ctx.universe, &err) <
-		0 ||
+	/* The universe is advice unless --no-oversubscribe made it a limit
+	 * (mpirun --oversubscribe: -n oversubscribes already). */
+	if (pmi_spawn_check(
+		sp, s->ctx.universe_hard ? ranks_alive + s->live : s->live,
+		s->ctx.universe_hard ? s->ctx.universe : SPAWN_MAX_LIVE,
+		&err) < 0 ||
 	    pmi_server_spawn_register(s->ctx.pmi, sp, &err) < 0)
 		goto out;
 	s->jobs++;

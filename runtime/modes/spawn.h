@@ -26,7 +26,14 @@ struct spawn_ctx {
 	int first_local; /* plan_rank_env index of the first spawned process */
 	struct pmi_server *pmi;
 	uint32_t universe;
+	/* --no-oversubscribe: spawns may not pass universe; otherwise it is
+	 * advice, and SPAWN_MAX_LIVE bounds what is alive. */
+	bool universe_hard;
 };
+
+/* Most spawned processes alive at once without a hard universe (each
+ * holds a poll slot of the supervisor's). */
+#define SPAWN_MAX_LIVE 2048
 
 struct spawner;
 

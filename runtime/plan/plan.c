@@ -105,7 +105,14 @@ static int add_bind(struct plan *p, const char *src, const char *dst,
 	}
 	if (pf->is_dir && bind_covered(p, src, dst) && !(flags & MS_RDONLY))
 		return 0;
-	op = add_op(p, MOP_BIND, src, dst, flags | MS_NOSUID | MS_NODEV, why);
+	/* A device node (-B /dev/nvidia0): bound as the device binds are,
+	 * nosuid,noexec without nodev, or it could not be opened. */
+	if (pf->is_dev)
+		op = add_op(p, MOP_DEV, src, dst, flags | MS_NOSUID | MS_NOEXEC,
+			    why);
+	else
+		op = add_op(p, MOP_BIND, src, dst, flags | MS_NOSUID | MS_NODEV,
+			    why);
 	op->src_is_dir = pf->is_dir;
 	op->optional = optional;
 	op->who = who;
@@ -746,6 +753,17 @@ static int plan_options(const struct mpictr_config *cfg,
 
 	if (f->image_err)
 		return replay_err(err, f->image_err);
+	if (f->trust_err)
+		return replay_err(err, f->trust_err);
+	site_trust_copy(&p->trust, &f->trust);
+	p->trust_cache = f->trust_cache ? xstrdup(f->trust_cache) : NULL;
+	if (f->image_not_root)
+		return err_set(err, 0,
+			       "image '%s' is a directory but not a root "
+			       "filesystem: it has no /bin, /usr, /lib or /etc "
+			       "(hint: give the directory that holds them, "
+			       "e.g. the rootfs/ of an unpacked image)",
+			       cfg->image);
 	p->image = f->image;
 	p->image.path = xstrdup(cfg->image_read ? cfg->image : f->image.path);
 	p->image.arch = f->image.arch ? xstrdup(f->image.arch) : NULL;
@@ -770,6 +788,13 @@ static int plan_options(const struct mpictr_config *cfg,
 	p->shared_ns = d->shared_ns;
 	p->env_scripts = strv_dup(f->env_scripts);
 	p->env_scripts_known = f->env_scripts_known;
+	p->mpicheck = (struct mpicheck_launcher){
+	    .on = (d->mode == RUN_JOIN || d->mode == RUN_SINGLE) &&
+		  !mpicheck_disabled(cfg->host_env),
+	    .rule = d->peers.rule,
+	    .name = d->peers.name ? d->peers.name : "no launcher",
+	    .size = d->peers.size,
+	};
 	plan_ranks(cfg, d, p);
 	return 0;
 }
@@ -851,6 +876,8 @@ int plan_build(const struct mpictr_config *cfg, const struct run_decision *d,
 
 void plan_free(struct plan *p)
 {
+	site_trust_free(&p->trust);
+	free(p->trust_cache);
 	free(p->launch);
 	image_info_free(&p->image);
 	for (size_t i = 0; i < p->nops; i++) {
@@ -1115,6 +1142,14 @@ char *plan_to_json(const struct plan *p)
 	}
 	sb_puts(&sb, p->nmpi ? "\n  ]" : "]");
 	sb_printf(&sb, ",\n  \"fuse_workers\": %d", p->fuse_workers);
+	/* the site's signature policy (the holder applies it: docs/signing.md)
+	 */
+	sb_printf(&sb,
+		  ",\n  \"signature_policy\": {\"require_signature\": %s, "
+		  "\"trusted_keys\": ",
+		  p->trust.require ? "true" : "false");
+	json_strv(&sb, p->trust.keys);
+	sb_putc(&sb, '}');
 	json_checks(&sb, p);
 	sb_puts(&sb, "\n}");
 	return sb_steal(&sb);

@@ -19,6 +19,7 @@
 #include "sif/image.h"
 #include "plan/mode.h"
 #include "host/mpiinject.h"
+#include "plan/mpicheck.h"
 #include "common/util.h"
 
 enum mop_kind {
@@ -121,6 +122,13 @@ struct plan {
 	char *overlay_dir;
 	bool shell;	  /* `mpictr shell`: argv chosen at exec */
 	char *shell_path; /* its shell, or NULL: the image's */
+	/* The site's signature policy: the holder verifies the image before
+	 * it mounts anything (container/imgtrust.h). */
+	struct site_trust trust;
+	char *trust_cache;
+	/* The launcher, for the check of the command's MPI before the exec
+	 * (mpicheck.h): on in join and single mode. */
+	struct mpicheck_launcher mpicheck;
 	/* While plan_build runs: the facts it reads (NULL afterwards). */
 	const struct host_facts *facts;
 };

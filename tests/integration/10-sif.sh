@@ -171,6 +171,24 @@ ok "create from a non-squashfs file: message names it" bash -c "'$MPICTR' sif cr
 ok_status "create with a missing --deffile: exit 255" 255 "$MPICTR" sif create -o "$F/out.sif" "$W/root.sqfs" --deffile "$F/nope"
 ok_status "create into a missing directory: exit 255" 255 "$MPICTR" sif create -o "$F/no/dir/out.sif" "$W/root.sqfs"
 ok_status "create with a failing mksquashfs: exit 255" 255 env MPICTR_MKSQUASHFS=false "$MPICTR" sif create -o "$F/out.sif" "$W/root"
+# overwriting (issue 28: it used to replace the file silently)
+cp "$W/a.sif" "$F/keep.sif"
+ok_status "create over an existing file without --force: exit 255" 255 "$MPICTR" sif create -o "$F/keep.sif" "$W/root"
+ok "... says so, names --force, and leaves the file as it was" bash -c "
+	'$MPICTR' sif create -o '$F/keep.sif' '$W/root' 2>&1 | grep -q \"sif create: '$F/keep.sif' exists (hint: --force replaces it)\" &&
+	cmp -s '$W/a.sif' '$F/keep.sif'"
+ok "... refused before mksquashfs runs (no pack, no scratch file)" bash -c "
+	! MPICTR_MKSQUASHFS=/nonexistent-mksquashfs '$MPICTR' sif create -o '$F/keep.sif' '$W/root' 2>&1 | grep -q nonexistent-mksquashfs"
+ok "create --force replaces it" bash -c "'$MPICTR' sif create --force -o '$F/keep.sif' '$W/root' && ! cmp -s '$W/a.sif' '$F/keep.sif' && '$MPICTR' sif list '$F/keep.sif' | grep -q Squashfs"
+rm -f "$F/keep.sif"
+if command -v script >/dev/null; then
+	ok "on a terminal, create says what it does and shows mksquashfs's progress" bash -c "
+		script -qec \"'$MPICTR' sif create -o '$T_TMP/tty.sif' '$W/root'\" /dev/null >'$T_TMP/tty.out' 2>&1
+		grep -aq \"packing '$W/root' with mksquashfs\" '$T_TMP/tty.out' && grep -aq '100%' '$T_TMP/tty.out' && grep -aq \"writing '$T_TMP/tty.sif'\" '$T_TMP/tty.out'"
+	ok "... and off a terminal, nothing" bash -c "[ -z \"\$('$MPICTR' sif create -o '$T_TMP/notty.sif' '$W/root' 2>&1)\" ]"
+else
+	need "script (bsdutils)" "a pseudo-terminal for the progress test"
+fi
 ok "failed creates leave nothing behind" bash -c "[ \"\$(ls -A '$F' | sort | tr '\n' ' ')\" = 'beyond.sif cut.sif good.sif magic.sif short.sif ' ]"
 
 done_testing

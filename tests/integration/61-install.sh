@@ -52,6 +52,12 @@ ok "plugins installed in lib/mpictr: PMIx and squashfuse stay out of the library
 	! readelf -d lib/libmpictr.so.0 | grep NEEDED | grep -q -e squashfuse -e pmix -e fuse &&
 	! readelf -d bin/mpictr | grep NEEDED | grep -q -e squashfuse -e pmix -e fuse &&
 	readelf -d lib/mpictr/mpictr-pmix.so | grep NEEDED | grep -q pmix"
+ok "the verify plugins installed: OpenSSL and RNP stay out of the library, RNP out of mpictr-verify.so" bash -c "cd '$P' && test -f lib/mpictr/mpictr-verify.so -a -f lib/mpictr/mpictr-verify-pgp.so &&
+	! readelf -d lib/libmpictr.so.0 | grep NEEDED | grep -q -e libcrypto -e librnp &&
+	! readelf -d bin/mpictr | grep NEEDED | grep -q -e libcrypto -e librnp &&
+	readelf -d lib/mpictr/mpictr-verify.so | grep NEEDED | grep -q libcrypto &&
+	! readelf -d lib/mpictr/mpictr-verify.so | grep NEEDED | grep -q librnp &&
+	readelf -d lib/mpictr/mpictr-verify-pgp.so | grep NEEDED | grep -q librnp"
 if [ -f "$ROOT/build/plugins/mpictr-spank.so" ]; then
 	ok "the SPANK plugin installed beside them (lib/mpictr/mpictr-spank.so)" test -f "$P/lib/mpictr/mpictr-spank.so"
 else

@@ -197,9 +197,9 @@ noexec() {
 		"$W/strace" "$MPICTR" "$W/tiny.sif" /bin/true || return 1
 	cat "$W"/strace.*
 	# every execve: mpictr itself, the container's environment wrapper
-	# (/bin/sh ... mpictr-env) or the task's command
+	# (/bin/sh -c TEXT mpictr ..., its $0 a name users know) or the task's command
 	[ "$(cat "$W"/strace.* | grep -c 'execve(')" -ge 2 ] &&
-		! grep -h 'execve(' "$W"/strace.* | grep -vE "execve\(\"($MPICTR|/bin/true)\"|execve\(\"/bin/sh\", .*\"mpictr-env\""
+		! grep -h 'execve(' "$W"/strace.* | grep -vE "execve\(\"($MPICTR|/bin/true)\"|execve\(\"/bin/sh\", .*\"mpictr\""
 }
 if command -v strace >/dev/null; then
 	ok "no program but the task's command is executed per task (strace -f)" noexec

@@ -84,9 +84,25 @@ ok "default MPI_UNIVERSE_SIZE: the cores ($cores) with -n 1, as mpirun's; N with
 	bash -c "$T '$MPICTR' -n 1 '$I' $S universe 0 2>&1 | grep -x 'universe size $cores' && $T '$MPICTR' -n $((cores + 1)) '$I' $S universe 0 2>&1 | grep -cx 'universe size $((cores + 1))' | grep -qx 1"
 # (from one rank: Open MPI 4.1.4 hangs after a failed spawn from several,
 # under its own mpirun too)
-run past $T "$MPICTR" -n 1 "$I" $S universe "$cores"
-check "spawning past the universe: a clean MPI_ERR_SPAWN, mpictr says why, the job goes on" \
-	bash -c "grep -q '^universe spawn of $cores failed: MPI_ERR_SPAWN' '$T_TMP/past.out' && grep -q \"slots are in use (hint: raise it with --universe-size)\" '$T_TMP/past.out' || { cat '$T_TMP/past.out'; exit 1; }"
+# The universe is advice (issue 28): -n oversubscribes, so spawning past
+# it works, as under mpirun --oversubscribe (it failed on the old code).
+ok "spawning past the default universe works (as mpirun --oversubscribe)" \
+	run past $T "$MPICTR" -n 1 "$I" $S universe "$cores"
+check "... $cores children, $((cores + 1)) in the merged communicator" \
+	bash -c "$(declare -f merged_ok); T_TMP='$T_TMP' merged_ok past child $cores $((cores + 1))"
+ok "spawning past --universe-size 2 works too" run past2 $T "$MPICTR" --universe-size 2 -n 1 "$I" $S universe 3
+check "... 3 children, 4 in the merged communicator" \
+	bash -c "$(declare -f merged_ok); T_TMP='$T_TMP' merged_ok past2 child 3 4"
+run hard $T "$MPICTR" --no-oversubscribe --universe-size 2 -n 1 "$I" $S universe 2
+check "--no-oversubscribe: past --universe-size a clean MPI_ERR_SPAWN, mpictr says why, the job goes on" \
+	bash -c "grep -q '^universe spawn of 2 failed: MPI_ERR_SPAWN' '$T_TMP/hard.out' && grep -q \"slots are in use (hint: raise it with --universe-size, or drop --no-oversubscribe)\" '$T_TMP/hard.out' || { cat '$T_TMP/hard.out'; exit 1; }"
+printf 'oversubscribe = no\n' >"$T_TMP/noover.conf"
+run hardk env MPICTR_CONF="$T_TMP/noover.conf" $T "$MPICTR" --universe-size 2 -n 1 "$I" $S universe 2
+check "the configuration key oversubscribe = no does the same" \
+	bash -c "grep -q '^universe spawn of 2 failed: MPI_ERR_SPAWN' '$T_TMP/hardk.out' || { cat '$T_TMP/hardk.out'; exit 1; }"
+run hardc $T "$MPICTR" --no-oversubscribe -n 1 "$I" $S universe "$cores"
+check "--no-oversubscribe alone: the default universe ($cores) is the limit" \
+	bash -c "grep -q '^universe spawn of $cores failed: MPI_ERR_SPAWN' '$T_TMP/hardc.out' || { cat '$T_TMP/hardc.out'; exit 1; }"
 ok "--universe-size 3: MPI_UNIVERSE_SIZE 3, 1 rank spawns 2" \
 	run us $T "$MPICTR" --universe-size 3 -n 1 "$I" $S universe 2
 check "--universe-size 3: seen by the rank, 3 in the merged communicator" \

@@ -58,15 +58,7 @@ W=$(mktemp -d /var/tmp/mpictr-spank.XXXXXX) || exit 1
 chmod 0755 "$W"
 mkdir "$W/tmp" "$W/data"
 # in_dirs PATH: is PATH's real path in the cluster's image_dirs?
-in_dirs() {
-	local real d
-	real=$(realpath "$1") || return 1
-	for d in ${CLUSTER_DIRS//:/ }; do
-		d=$(realpath -q "$d") || continue
-		[ "$d" = / ] || [ "$real" = "$d" ] || [ "${real#"$d"/}" != "$real" ] && return 0
-	done
-	return 1
-}
+in_dirs() { spank_in_dirs "$CLUSTER_DIRS" "$1"; }
 # the test images, linked (or copied when they are outside image_dirs)
 for i in mpi.sif tiny.sif; do
 	if in_dirs "$IMG/$i"; then ln -s "$IMG/$i" "$W/$i"; else cp "$IMG/$i" "$W/$i"; fi

@@ -1,6 +1,6 @@
 #!/bin/bash
-# cluster.sh start|stop|status [--nodes N] | install-spank DIR - a real Slurm 22.05 for the tests
-# (run as root; Debian's slurmctld, slurmd and munge).
+# cluster.sh start|stop|status [--nodes N] [--name NAME] | install-spank DIR - a real Slurm
+# 22.05 for the tests (run as root; Debian's slurmctld, slurmd and munge).
 #
 #   --nodes 1 (default): one node named `hostname -s` on 127.0.0.1, in the
 #       host's namespaces. Clients: SLURM_CONF=/etc/slurm-mpictr/slurm.conf
@@ -11,6 +11,21 @@
 #       bridge with 10.77.0.1/24 and no other route, so an unprivileged
 #       user's srun reaches the nodes. Nothing is routed off the machine.
 #       Clients: SLURM_CONF=/etc/slurm-mpictr-nn/slurm.conf
+#   --name NAME (with --nodes N, 1..8): a further cluster of N namespaced
+#       nodes NAME1..NAMEN beside the two above, sharing nothing with them
+#       but munged and the SPANK directory: namespaces mpictr-NAME-*,
+#       subnet 10.78.0.0/24 (--subnet A.B.C to change; login A.B.C.1 on
+#       the host's veth mpl-NAME), ports 16837/16838, conf dir
+#       /etc/slurm-mpictr-NAME, spool, log and run dirs with the same
+#       suffix. start/stop/status with the same --name touch only it.
+#       `--name scale --nodes 8` is the scale cluster of the tests
+#       (tests/integration/95-scale.sh, tests/bench/95-scale.sh).
+#
+# Every namespaced node has its own boot id: a random one bound over
+# /proc/sys/kernel/random/boot_id in the node's mount namespace (what
+# UCX, MPICH's transport, reads to tell machines apart), so a rank sees
+# what it would on a real node; the hostname, /etc/hosts and /tmp are the
+# node's too. The kernel, the file systems and the CPUs stay shared.
 #
 # SPANK: both clusters' plugstack.conf (beside slurm.conf) loads
 # $SPANK_DIR/mpictr-spank.so with `optional` (a missing file is not an
@@ -18,7 +33,7 @@
 # runs that plugin as root, so the directory and its files are root's
 # (0755, files 0644) as on a real site: `cluster.sh install-spank DIR`
 # (as root) copies DIR's mpictr-spank.so and the plugins it loads
-# (mpictr-squash.so, mpictr-pmix.so) there, e.g. the build/plugins of a
+# (mpictr-squash.so, mpictr-pmix.so, mpictr-verify*.so) there, e.g. the build/plugins of a
 # tree the test user built; tests/integration/90-spank.sh checks that the
 # installed plugin is its build's (cmp) and names that command otherwise.
 #
@@ -40,6 +55,8 @@ MUNGE_RUN=/run/munge-mpictr
 MUNGE_SOCK=$MUNGE_RUN/munge.socket.2
 NET=10.77.0
 NS=mpictr-nn
+NAME=
+SUBNET=
 SPANK_DIR=/var/lib/mpictr-spank
 # the images the tests use: the test trees under /var/tmp (CI, developers'
 # copies), /home and /tmp; tests/integration/90-spank.sh puts an image
@@ -50,7 +67,7 @@ WAIT_S=${MPICTR_SLURM_WAIT:-60}
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 say() { echo "cluster.sh: $*"; }
 
-usage() { echo "usage: cluster.sh start|stop|status [--nodes N] | install-spank DIR" >&2; exit 2; }
+usage() { echo "usage: cluster.sh start|stop|status [--nodes N] [--name NAME [--subnet A.B.C]] | install-spank DIR" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 CMD=$1
 shift
@@ -64,6 +81,10 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--nodes) NODES=${2:-}; shift 2 || usage ;;
 	--nodes=*) NODES=${1#--nodes=}; shift ;;
+	--name) NAME=${2:-}; shift 2 || usage ;;
+	--name=*) NAME=${1#--name=}; shift ;;
+	--subnet) SUBNET=${2:-}; shift 2 || usage ;;
+	--subnet=*) SUBNET=${1#--subnet=}; shift ;;
 	*) usage ;;
 	esac
 done
@@ -71,14 +92,39 @@ done
 	die "--nodes '$NODES': expected 1..8"
 [ "$(id -u)" = 0 ] || [ "$CMD" = status ] || die "$CMD needs root"
 
-if [ "$NODES" = 1 ]; then
+if [ -n "$NAME" ]; then
+	[[ $NAME =~ ^[a-z][a-z0-9]{1,7}$ ]] && [ "$NAME" != nn ] ||
+		die "--name '$NAME': expected 2..8 lower-case letters and digits (not 'nn'), e.g. scale"
+	SUBNET=${SUBNET:-10.78.0}
+	[[ $SUBNET =~ ^10\.([0-9]{1,3})\.([0-9]{1,3})$ ]] && [ "$SUBNET" != "$NET" ] ||
+		die "--subnet '$SUBNET': expected 10.B.C (not $NET, the 2-node cluster's)"
+	MODE=multi
+	NS=mpictr-$NAME
+	NET=$SUBNET
+	LOGIN_IF=mpl-$NAME
+	NODE=$NAME
+	CLUSTER=mpictr$NAME
+	PORT=16837
+	ETC=/etc/slurm-mpictr-$NAME
+	SPOOL=/var/spool/slurm-mpictr-$NAME
+	LOG=/var/log/slurm-mpictr-$NAME
+	RUN=/run/slurm-mpictr-$NAME
+elif [ -n "$SUBNET" ]; then
+	die "--subnet needs --name"
+elif [ "$NODES" = 1 ]; then
 	MODE=single
 	ETC=/etc/slurm-mpictr
 	SPOOL=/var/spool/slurm-mpictr
 	LOG=/var/log/slurm-mpictr
 	RUN=/run/slurm-mpictr
+	CLUSTER=mpictr
+	PORT=16817
 else
 	MODE=multi
+	LOGIN_IF=mpictr-login
+	NODE=node
+	CLUSTER=mpictrnn
+	PORT=16817
 	ETC=/etc/slurm-mpictr-nn
 	SPOOL=/var/spool/slurm-mpictr-nn
 	LOG=/var/log/slurm-mpictr-nn
@@ -106,6 +152,10 @@ pid_prog() {
 	case ${1%/*} in
 	/run/slurm-mpictr) conf=/etc/slurm-mpictr/slurm.conf ;;
 	/run/slurm-mpictr-nn) conf=/etc/slurm-mpictr-nn/slurm.conf ;;
+	/run/slurm-mpictr-*) # a named cluster (--name NAME)
+		conf=${1%/*}
+		conf=/etc/slurm-mpictr-${conf#/run/slurm-mpictr-}/slurm.conf
+		;;
 	"$MUNGE_RUN") ;;
 	*) return 1 ;;
 	esac
@@ -161,9 +211,12 @@ start_munge() {
 	die "munged did not answer on $MUNGE_SOCK (log: /var/log/munge/munged-mpictr.log)"
 }
 
-stop_munge_if_unused() {
-	alive /run/slurm-mpictr/slurmd.pid || alive /run/slurm-mpictr/slurmctld.pid ||
-		alive /run/slurm-mpictr-nn/slurmctld.pid.fg || stop_pidfile "$MUNGE_RUN/munged.pid"
+stop_munge_if_unused() { # while any cluster (also a named one) runs, munged stays
+	local f
+	for f in /run/slurm-mpictr/slurmd.pid /run/slurm-mpictr/slurmctld.pid /run/slurm-mpictr-*/slurmctld.pid.fg; do
+		alive "$f" && return 0
+	done
+	stop_pidfile "$MUNGE_RUN/munged.pid"
 }
 
 # ---- stuck slurmstepd ------------------------------------------------------------
@@ -171,7 +224,7 @@ stop_munge_if_unused() {
 # ignoring SIGTERM, its job gone. Kill those of this cluster and remove
 # their PMIx app dirs. A slurmstepd of this cluster listens on
 # SPOOL/NODE_JOB.STEP in this cluster's slurmd spool directory ($SPOOL/d,
-# or $SPOOL/nodeN in nodeN's network namespace): `ss` names the process
+# or $SPOOL/NODEi in node i's network namespace): `ss` names the process
 # that holds each such socket. No process is chosen by its name, so a
 # slurmstepd of another Slurm on the machine (its own spool directory) is
 # never touched.
@@ -182,7 +235,7 @@ our_stepds() { # prints "PID JOB STEP" for each slurmstepd of this cluster
 	else
 		for i in $(seq "$NODES"); do
 			[ -e /run/netns/$NS-n$i ] || continue
-			nsenter --net=/run/netns/$NS-n$i ss -xlpn 2>/dev/null | stepd_sockets "$SPOOL/node$i"
+			nsenter --net=/run/netns/$NS-n$i ss -xlpn 2>/dev/null | stepd_sockets "$SPOOL/$NODE$i"
 		done
 	fi
 }
@@ -223,16 +276,16 @@ write_conf() {
 		nodes="NodeName=$n NodeAddr=127.0.0.1"
 		mkdir -p "$SPOOL/d"
 	else
-		ctld="node1($NET.11)"
-		nodes=$(for i in $(seq "$NODES"); do echo "NodeName=node$i NodeAddr=$NET.1$i"; done)
-		for i in $(seq "$NODES"); do mkdir -p "$SPOOL/node$i"; done
+		ctld="${NODE}1($NET.11)"
+		nodes=$(for i in $(seq "$NODES"); do echo "NodeName=$NODE$i NodeAddr=$NET.1$i"; done)
+		for i in $(seq "$NODES"); do mkdir -p "$SPOOL/$NODE$i"; done
 	fi
 	cat >"$SLURM_CONF.new" <<EOF
 # written by tests/slurm/cluster.sh ($MODE, $NODES node(s))
-ClusterName=mpictr$([ "$MODE" = multi ] && echo nn)
+ClusterName=$CLUSTER
 SlurmctldHost=$ctld
-SlurmctldPort=16817
-SlurmdPort=16818
+SlurmctldPort=$PORT
+SlurmdPort=$((PORT + 1))
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -245,7 +298,7 @@ SlurmdPidFile=$RUN/slurmd$([ "$MODE" = multi ] && echo -%n).pid
 SlurmctldLogFile=$LOG/slurmctld.log
 SlurmdLogFile=$LOG/slurmd$([ "$MODE" = multi ] && echo -%n).log
 SlurmctldDebug=info
-SlurmdDebug=info
+SlurmdDebug=${SLURMD_DEBUG:-info}
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
@@ -304,14 +357,15 @@ install_spank() {
 		install -o root -g root -m 0644 "$f" "$SPANK_DIR/.new.$n"
 		mv -f "$SPANK_DIR/.new.$n" "$SPANK_DIR/$n"
 	done
-	# the pull plugin, for --container-image=docker://... (optional)
-	for n in mpictr-pull.so; do
+	# optional: the pull plugin (--container-image=docker://...), the
+	# verify plugins (signed images, require_signature)
+	for n in mpictr-pull.so mpictr-verify.so mpictr-verify-pgp.so; do
 		f=$FROM/$n
 		[ -f "$f" ] || continue
 		install -o root -g root -m 0644 "$f" "$SPANK_DIR/.new.$n"
 		mv -f "$SPANK_DIR/.new.$n" "$SPANK_DIR/$n"
 	done
-	say "installed $FROM/{mpictr-spank,mpictr-squash,mpictr-pmix}.so in $SPANK_DIR (root's, 0644)"
+	say "installed $FROM/{mpictr-spank,mpictr-squash,mpictr-pmix}.so and the optional plugins it has in $SPANK_DIR (root's, 0644)"
 }
 
 # ---- waiting -------------------------------------------------------------------------
@@ -389,11 +443,11 @@ net_up() {
 		ip -n $NS-sw link set lo up
 		ip -n $NS-sw link add br0 type bridge
 		ip -n $NS-sw link set br0 up
-		# the login side: the host namespace, 10.77.0.1, nothing else routed
-		ip link add mpictr-login type veth peer name login netns $NS-sw
+		# the login side: the host namespace, $NET.1, nothing else routed
+		ip link add $LOGIN_IF type veth peer name login netns $NS-sw
 		ip -n $NS-sw link set login master br0 up
-		ip addr add $NET.1/24 dev mpictr-login
-		ip link set mpictr-login up
+		ip addr add $NET.1/24 dev $LOGIN_IF
+		ip link set $LOGIN_IF up
 	fi
 	for i in $(seq "$NODES"); do
 		[ -e /run/netns/$NS-n$i ] && continue
@@ -407,8 +461,13 @@ net_up() {
 	{
 		echo "127.0.0.1 localhost"
 		echo "$NET.1 login $(hostname -s)"
-		for i in $(seq "$NODES"); do echo "$NET.1$i node$i"; done
+		for i in $(seq "$NODES"); do echo "$NET.1$i $NODE$i"; done
 	} >"$RUN/hosts"
+	# each node's boot id, fixed for the node's life (in_node binds it)
+	for i in $(seq "$NODES"); do
+		cat /proc/sys/kernel/random/uuid >"$RUN/boot_id-$NODE$i"
+		chmod 0444 "$RUN/boot_id-$NODE$i"
+	done
 }
 
 net_down() {
@@ -416,7 +475,7 @@ net_down() {
 	for f in /run/netns/$NS-n*; do
 		[ -e "$f" ] && ip netns del "$(basename "$f")"
 	done
-	ip link del mpictr-login 2>/dev/null || true
+	ip link del $LOGIN_IF 2>/dev/null || true
 	[ -e /run/netns/$NS-sw ] && ip netns del $NS-sw
 	return 0
 }
@@ -424,19 +483,21 @@ net_down() {
 # in_node N CMD...: exec CMD in node N's network namespace (nsenter, not
 # `ip netns exec`, which remounts /sys and hides /sys/fs/cgroup from
 # slurmd), a new UTS namespace (hostname nodeN) and a new mount namespace
-# with private /etc/hosts and /tmp. Everything execs: $! is CMD's PID.
+# with private /etc/hosts, /tmp and boot id. Everything execs: $! is CMD's
+# PID.
 in_node() {
 	local n=$1
 	shift
 	exec setsid nsenter --net=/run/netns/$NS-n"$n" unshare --uts --mount --propagation private \
-		sh -c 'hostname "$0"; mount --bind "$1" /etc/hosts; mount -t tmpfs -o mode=1777 tmpfs /tmp; shift; exec "$@"' \
-		"node$n" "$RUN/hosts" "$@"
+		sh -c 'hostname "$0"; mount --bind "$1" /etc/hosts; mount -t tmpfs -o mode=1777 tmpfs /tmp
+			mount --bind "$2" /proc/sys/kernel/random/boot_id; shift 2; exec "$@"' \
+		"$NODE$n" "$RUN/hosts" "$RUN/boot_id-$NODE$n" "$@"
 }
 
 multi_alive() {
 	local i
 	alive "$RUN/slurmctld.pid.fg" && [ -f "$RUN/nodes" ] && [ "$(cat "$RUN/nodes")" = "$NODES" ] || return 1
-	for i in $(seq "$NODES"); do alive "$RUN/slurmd-node$i.fg.pid" || return 1; done
+	for i in $(seq "$NODES"); do alive "$RUN/slurmd-$NODE$i.fg.pid" || return 1; done
 }
 
 start_multi() {
@@ -452,22 +513,22 @@ start_multi() {
 		(in_node 1 slurmctld -D -f "$SLURM_CONF" </dev/null >"$LOG/slurmctld.stdout" 2>&1) &
 		echo $! >"$RUN/slurmctld.pid.fg"
 		for i in $(seq "$NODES"); do
-			(in_node "$i" slurmd -D -f "$SLURM_CONF" </dev/null >"$LOG/slurmd-node$i.stdout" 2>&1) &
-			echo $! >"$RUN/slurmd-node$i.fg.pid"
+			(in_node "$i" slurmd -D -f "$SLURM_CONF" </dev/null >"$LOG/slurmd-$NODE$i.stdout" 2>&1) &
+			echo $! >"$RUN/slurmd-$NODE$i.fg.pid"
 		done
 	fi
 	write_plugstack
 	wait_idle || die "$NODES-node cluster did not come up"
-	say "$NODES-node cluster up: node1..node$NODES ($NET.11..), login $NET.1, SLURM_CONF=$SLURM_CONF"
+	say "$NODES-node cluster up: ${NODE}1..$NODE$NODES ($NET.11..), login $NET.1, SLURM_CONF=$SLURM_CONF"
 }
 
 stop_multi() {
 	local f
 	[ "${1:-}" = quiet ] || kill_stuck_stepd
-	for f in "$RUN"/slurmd-node*.fg.pid "$RUN/slurmctld.pid.fg"; do
+	for f in "$RUN"/slurmd-"$NODE"*.fg.pid "$RUN/slurmctld.pid.fg"; do
 		[ -e "$f" ] && stop_pidfile "$f"
 	done
-	rm -f "$RUN/slurmctld.pid" "$RUN"/slurmd-node*.pid "$RUN/nodes"
+	rm -f "$RUN/slurmctld.pid" "$RUN"/slurmd-"$NODE"*.pid "$RUN/nodes" "$RUN"/boot_id-*
 	[ "${1:-}" = quiet ] || kill_stuck_stepd all
 	net_down
 }
@@ -484,7 +545,7 @@ start)
 stop)
 	if [ "$MODE" = single ]; then stop_single; else stop_multi; fi
 	stop_munge_if_unused
-	say "$MODE cluster stopped"
+	say "$MODE cluster${NAME:+ $NAME} stopped"
 	;;
 status)
 	if [ "$MODE" = multi ] && ! [ -e /run/netns/$NS-sw ] || ! [ -f "$SLURM_CONF" ]; then

@@ -7,11 +7,15 @@
 #   slurm_multi_up [N]  true when the multi-node cluster has N (default 2)
 #                       usable nodes; run its clients with
 #                       SLURM_CONF=$SLURM_CONF_MULTI
+#   SLURM_CONF_SCALE    the scale cluster (cluster.sh start --nodes 8
+#                       --name scale: scale1..scale8 in namespaces)
+#   slurm_scale_up [N]  true when it has N (default 8) usable nodes
 #
 # Shared directories for multi-node jobs: every node has a private /tmp, so
 # programs and working directories must live elsewhere (e.g. the build tree).
 export SLURM_CONF=${MPICTR_SLURM_CONF:-/etc/slurm-mpictr/slurm.conf}
 SLURM_CONF_MULTI=${MPICTR_SLURM_CONF_MULTI:-/etc/slurm-mpictr-nn/slurm.conf}
+SLURM_CONF_SCALE=${MPICTR_SLURM_CONF_SCALE:-/etc/slurm-mpictr-scale/slurm.conf}
 
 _slurm_usable_nodes() { # CONF
 	[ -r "$1" ] && command -v sinfo >/dev/null || { echo 0; return; }
@@ -20,6 +24,7 @@ _slurm_usable_nodes() { # CONF
 }
 slurm_up() { [ "$(_slurm_usable_nodes "$SLURM_CONF")" -ge 1 ]; }
 slurm_multi_up() { [ "$(_slurm_usable_nodes "$SLURM_CONF_MULTI")" -ge "${1:-2}" ]; }
+slurm_scale_up() { [ "$(_slurm_usable_nodes "$SLURM_CONF_SCALE")" -ge "${1:-8}" ]; }
 
 # The SPANK plugin: cluster.sh's plugstack.conf loads
 # $SPANK_DIR/mpictr-spank.so (optional), a root-owned directory that root
@@ -37,6 +42,21 @@ spank_installed() {
 	for n in mpictr-spank.so mpictr-squash.so mpictr-pmix.so; do
 		cmp -s "$1/$n" "$SPANK_DIR/$n" || return 1
 	done
+	# the verify plugins, where the build has them (signed images)
+	for n in mpictr-verify.so mpictr-verify-pgp.so; do
+		[ ! -f "$1/$n" ] || cmp -s "$1/$n" "$SPANK_DIR/$n" || return 1
+	done
+}
+# spank_in_dirs DIRS PATH: is PATH's real path below one of the
+# colon-separated DIRS (the plugin's image_dirs)?
+spank_in_dirs() {
+	local real d
+	real=$(realpath "$2") || return 1
+	for d in ${1//:/ }; do
+		d=$(realpath -q "$d") || continue
+		[ "$d" = / ] || [ "$real" = "$d" ] || [ "${real#"$d"/}" != "$real" ] && return 0
+	done
+	return 1
 }
 spank_install_cmd() {
 	echo "sudo $(cd "${BASH_SOURCE[0]%/*}" && pwd)/cluster.sh install-spank $(cd "$1" && pwd)"

@@ -99,6 +99,16 @@ START_TEST(test_bind_resolve)
 		"would replace the image root");
 	resolve("/", "/", NULL, "f.conf", NULL, NULL,
 		"'/' (from f.conf) would replace");
+	/* the system directories mpictr mounts itself; below them is fine */
+	resolve("/", "/proc", NULL, NULL, NULL, NULL,
+		"bind destination '/proc' (-B/--bind) would replace the "
+		"container's own /proc");
+	resolve("/", "//sys/", NULL, NULL, NULL, NULL, "'/sys' (-B/--bind)");
+	resolve("/", "/dev", NULL, "f.conf", NULL, NULL,
+		"'/dev' (from f.conf) would replace");
+	resolve("/", "/dev/x", NULL, NULL, "/", "/dev/x", NULL);
+	resolve("/", "/proc/x", NULL, NULL, "/", "/proc/x", NULL);
+	resolve("/", "/device", NULL, NULL, "/", "/device", NULL);
 }
 END_TEST
 

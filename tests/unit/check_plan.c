@@ -27,6 +27,14 @@ static void rec(struct host_facts *f, const char *path, int err, bool dir)
 	pf->real = err ? NULL : xstrdup(path);
 	pf->err = err;
 	pf->is_dir = dir;
+	pf->is_dev = false;
+}
+
+/* A recorded character device (a host device node a user binds). */
+static void rec_dev(struct host_facts *f, const char *path)
+{
+	rec(f, path, 0, false);
+	f->paths[f->npaths - 1].is_dev = true;
 }
 
 /* Host facts of a node with one active mlx5 HCA whose provider the host
@@ -83,6 +91,7 @@ static void facts_fixture(struct host_facts *f)
 	rec(f, "/home/alice/work", 0, true);
 	rec(f, "/data", 0, true);
 	rec(f, "/missing", ENOENT, false);
+	rec_dev(f, "/dev/nvidia0");
 }
 
 static mpictr_config *config_fixture(const char *const *host_env)
@@ -185,6 +194,39 @@ START_TEST(test_plan_mounts)
 	ck_assert_str_eq(p.devices[0].kind, "ib");
 	ck_assert_str_eq(p.devices[0].reason, "mlx5_0 port 1 active");
 	ck_assert(i_dev < i_tmp);
+	plan_free(&p);
+	host_facts_free(&f);
+	mpictr_config_free(cfg);
+}
+END_TEST
+
+/* -B of a host device node: a device bind (keeps dev, nosuid,noexec);
+ * of a directory: nodev. */
+START_TEST(test_plan_user_device_bind)
+{
+	struct host_facts f;
+	struct plan p;
+	mpictr_err *err = NULL;
+	mpictr_config *cfg = config_fixture(plain_env);
+	const struct mount_op *op;
+
+	facts_fixture(&f);
+	ck_assert_int_eq(
+	    mpictr_config_add_bind(cfg, "/dev/nvidia0,/data:/dev/data", NULL),
+	    0);
+	ck_assert_msg(build(cfg, &f, &p, &err) == 0, "%s",
+		      mpictr_err_message(err));
+	op = op_at(&p, "/dev/nvidia0", NULL);
+	ck_assert_ptr_nonnull(op);
+	ck_assert_int_eq(op->kind, MOP_DEV);
+	ck_assert_int_eq(op->who, BIND_USER);
+	ck_assert(!(op->flags & MS_NODEV));
+	ck_assert(op->flags & MS_NOSUID);
+	ck_assert(op->flags & MS_NOEXEC);
+	op = op_at(&p, "/dev/data", NULL);
+	ck_assert_ptr_nonnull(op);
+	ck_assert_int_eq(op->kind, MOP_BIND);
+	ck_assert(op->flags & MS_NODEV);
 	plan_free(&p);
 	host_facts_free(&f);
 	mpictr_config_free(cfg);
@@ -732,6 +774,7 @@ Suite *suite_plan(void)
 
 	tcase_add_test(tc, test_plan_mounts);
 	tcase_add_test(tc, test_plan_shm_site);
+	tcase_add_test(tc, test_plan_user_device_bind);
 	tcase_add_test(tc, test_plan_env_order);
 	tcase_add_test(tc, test_plan_env_scripts_json);
 	tcase_add_test(tc, test_plan_verbs);

@@ -624,6 +624,14 @@ START_TEST(test_create_from_squashfs)
 	ck_assert_str_eq(info.arch, sif_host_arch());
 	image_info_free(&info);
 
+	/* an existing output is refused without force, and kept */
+	ck_assert_int_eq(mpictr_sif_create(out, sqp, o, &err), -1);
+	ck_assert_ptr_nonnull(strstr(mpictr_err_message(err), "--force"));
+	mpictr_err_free(err);
+	err = NULL;
+	ck_assert_int_eq(dir_entries(dir), 3);
+	mpictr_sif_create_opts_set_force(o, 1);
+
 	/* failures leave nothing: a source that is not squashfs */
 	ck_assert_int_eq(mpictr_sif_create(out, def, o, &err), -1);
 	ck_assert_ptr_nonnull(

@@ -245,6 +245,40 @@ START_TEST(test_shm_size)
 }
 END_TEST
 
+/* require_signature and trusted_keys: site file only, paths absolute,
+ * keys accumulate across lines and blanks. */
+START_TEST(test_signature_keys)
+{
+	struct siteconf sc = {0};
+
+	parse_ok(&sc,
+		 "require_signature = yes\ntrusted_keys = /k/a.pem  /k/b.asc\n"
+		 "trusted_keys = /k/c.pem\n",
+		 true);
+	ck_assert_str_eq(sc.require_signature.value, "yes");
+	ck_assert_str_eq(sc.require_signature.origin, "mpictr.conf:1");
+	ck_assert_uint_eq(sc.trusted_keys.n, 3);
+	ck_assert_str_eq(sc.trusted_keys.v[1].value, "/k/b.asc");
+	ck_assert_str_eq(sc.trusted_keys.v[2].origin, "mpictr.conf:3");
+	siteconf_free(&sc);
+	parse_ok(&sc, "require_signature = off\n", true);
+	ck_assert_str_eq(sc.require_signature.value, "no");
+	siteconf_free(&sc);
+	parse_bad("require_signature = maybe\n", true, false,
+		  "mpictr.conf:1: invalid value 'maybe' for "
+		  "'require_signature' (expected yes or no)");
+	parse_bad("trusted_keys = /k/a.pem k.pem\n", true, false,
+		  "mpictr.conf:1: 'trusted_keys' needs an absolute path, not "
+		  "'k.pem'");
+	parse_bad("require_signature = no\n", false, true,
+		  "user.conf:1: 'require_signature' may only be set in the site "
+		  "configuration file");
+	parse_bad("trusted_keys = /home/u/mine.pem\n", false, true,
+		  "user.conf:1: 'trusted_keys' may only be set in the site "
+		  "configuration file");
+}
+END_TEST
+
 /* A user file can add, never lift. */
 START_TEST(test_user_file_rules)
 {
@@ -333,6 +367,17 @@ START_TEST(test_bind_policy)
 			 "(mpictr.conf:1: user_binds = no)");
 	mpictr_err_free(err);
 	siteconf_free(&sc);
+	/* oversubscribe: a boolean, in a user file too */
+	parse_ok(&sc, "oversubscribe = no\n", false);
+	ck_assert_str_eq(sc.oversubscribe.value, "no");
+	ck_assert(!sc.oversubscribe.site);
+	siteconf_free(&sc);
+	parse_ok(&sc, "oversubscribe = yes\n", true);
+	ck_assert_str_eq(sc.oversubscribe.value, "yes");
+	siteconf_free(&sc);
+	parse_bad("oversubscribe = maybe\n", true, false,
+		  "mpictr.conf:1: invalid value 'maybe' for 'oversubscribe' "
+		  "(expected yes or no)");
 	ck_assert(siteconf_path_below("/a/b", "/a"));
 	ck_assert(siteconf_path_below("/a", "/a"));
 	ck_assert(!siteconf_path_below("/ab", "/a"));
@@ -682,6 +727,7 @@ Suite *suite_siteconf(void)
 	tcase_add_test(tc, test_parse_errors);
 	tcase_add_test(tc, test_nul_and_long_lines);
 	tcase_add_test(tc, test_shm_size);
+	tcase_add_test(tc, test_signature_keys);
 	tcase_add_test(tc, test_user_file_rules);
 	tcase_add_test(tc, test_bind_policy);
 	tcase_add_test(tc, test_bind_contains);

@@ -312,7 +312,8 @@ START_TEST(test_spawn_universe)
 	ck_assert_int_eq(pmi_spawn_check(sp, 3, 4, &err), -1);
 	ck_assert_str_eq(mpictr_err_message(err),
 			 "spawn of 2 processes: 3 of the universe's 4 slots "
-			 "are in use (hint: raise it with --universe-size)");
+			 "are in use (hint: raise it with --universe-size, "
+			 "or drop --no-oversubscribe)");
 	mpictr_err_free(err);
 	pmi_spawn_free(sp);
 }
