@@ -842,9 +842,10 @@ static int plan_steps(const struct mpictr_config *cfg,
 	return 0;
 }
 
-int plan_build(const struct mpictr_config *cfg, const struct run_decision *d,
-	       const struct host_facts *facts, const char *run_dir,
-	       struct plan *p, mpictr_err **err)
+static int plan_build_all(const struct mpictr_config *cfg,
+			  const struct run_decision *d,
+			  const struct host_facts *facts, const char *run_dir,
+			  struct plan *p, mpictr_err **err)
 {
 	int rc;
 
@@ -871,6 +872,19 @@ int plan_build(const struct mpictr_config *cfg, const struct run_decision *d,
 	p->facts = facts;
 	rc = plan_steps(cfg, d, run_dir, p, err);
 	p->facts = NULL; /* the caller's; not kept */
+	return rc;
+}
+
+/* A plan that failed is freed (and zeroed: plan_free again is harmless),
+ * so no caller leaks what was built before the error. */
+int plan_build(const struct mpictr_config *cfg, const struct run_decision *d,
+	       const struct host_facts *facts, const char *run_dir,
+	       struct plan *p, mpictr_err **err)
+{
+	int rc = plan_build_all(cfg, d, facts, run_dir, p, err);
+
+	if (rc < 0)
+		plan_free(p);
 	return rc;
 }
 
