@@ -816,28 +816,13 @@ START_TEST(test_probe_missing)
 }
 END_TEST
 
-/* Are the conformance images there? Without ../shared (a fresh clone)
- * their checks are left out with one line saying so; under CI (CI=true)
- * they always run, so a CI without them fails. */
+/* The conformance checks (testutil.h): 7 tests and 4 loops. */
 static bool have_conformance(void)
 {
-	cleanup_free char *dir = conf_path("");
-	struct stat st;
-	const char *ci = getenv("CI");
-	int n;
-
-	if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
-		return true;
-	if (ci && strcmp(ci, "true") == 0)
-		return true;
-	n = (int)(ARRAY_SIZE(list_golden) + ARRAY_SIZE(info_golden) +
-		  ARRAY_SIZE(malformed) + ARRAY_SIZE(probe_cases)) +
-	    7;
-	fprintf(stderr,
-		"check_sif: %d conformance checks skipped: no '%s' (the SIF "
-		"conformance images, in ../shared beside the tree)\n",
-		n, dir);
-	return false;
+	return test_have_conformance(
+	    "check_sif", (int)(ARRAY_SIZE(list_golden) + ARRAY_SIZE(info_golden) +
+			       ARRAY_SIZE(malformed) + ARRAY_SIZE(probe_cases)) +
+			     7);
 }
 
 Suite *suite_sif(void);
