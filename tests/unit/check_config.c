@@ -1,5 +1,7 @@
 /* check_config.c - config setters and the -B/--bind parser. */
 #include <check.h>
+#include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,6 +146,71 @@ START_TEST(test_setters)
 }
 END_TEST
 
+/* The string setters: a missing config or value, the setter's own rule
+ * (each message exact, with its errno), and a valid value kept as given. */
+typedef int (*str_setter)(mpictr_config *, const char *, mpictr_err **);
+
+static void setter_fails(str_setter set, mpictr_config *cfg, const char *value,
+			 int errnum, const char *msg)
+{
+	mpictr_err *err = NULL;
+
+	ck_assert_int_eq(set(cfg, value, &err), -1);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_str_eq(mpictr_err_message(err), msg);
+	ck_assert_int_eq(mpictr_err_errno(err), errnum);
+	mpictr_err_free(err);
+}
+
+START_TEST(test_string_setters)
+{
+	static const struct {
+		str_setter set;
+		size_t at;	  /* the field a valid value lands in */
+		const char *what; /* "missing WHAT" for a NULL value */
+		const char *bad;  /* a value the setter refuses */
+		const char *msg;  /* what it says of it */
+		const char *good, *good2;
+	} t[] = {
+	    {mpictr_config_set_image, offsetof(mpictr_config, image),
+	     "image path", "", "empty image path", "x.sif", "y.sif"},
+	    {mpictr_config_set_pwd, offsetof(mpictr_config, pwd), "directory",
+	     "rel", "invalid --pwd 'rel': not an absolute path", "/w", "/v"},
+	    {mpictr_config_set_devices, offsetof(mpictr_config, devices),
+	     "device list", "",
+	     "invalid --devices '': empty (use none, all or a comma list)",
+	     "gpu", "none"},
+	    {mpictr_config_set_bind_to, offsetof(mpictr_config, bind_to),
+	     "binding policy", "socket",
+	     "invalid --bind-to 'socket' (expected core or none)", "core",
+	     "none"},
+	    {mpictr_config_set_overlay, offsetof(mpictr_config, overlay_dir),
+	     "overlay directory", "", "invalid --overlay '': empty path",
+	     "./o/", "/o"},
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		mpictr_config *cfg = mpictr_config_new();
+		char *missing = NULL, **field;
+
+		setter_fails(t[i].set, NULL, t[i].good, EINVAL,
+			     "missing config: Invalid argument");
+		missing = xasprintf("missing %s: Invalid argument", t[i].what);
+		setter_fails(t[i].set, cfg, NULL, EINVAL, missing);
+		free(missing);
+		setter_fails(t[i].set, cfg, t[i].bad, 0, t[i].msg);
+		field = (char **)((char *)cfg + t[i].at);
+		ck_assert_ptr_null(*field);
+		ck_assert_int_eq(t[i].set(cfg, t[i].good, NULL), 0);
+		ck_assert_str_eq(*field, t[i].good);
+		/* a second value replaces the first */
+		ck_assert_int_eq(t[i].set(cfg, t[i].good2, NULL), 0);
+		ck_assert_str_eq(*field, t[i].good2);
+		mpictr_config_free(cfg);
+	}
+}
+END_TEST
+
 static void push_value(void *data, const char *value)
 {
 	strv_push(data, value);
@@ -204,13 +271,11 @@ START_TEST(test_option_rows)
 	ck_assert_int_eq(mpictr_config_set_flag(c, MPICTR_FLAG_GPU, 1, NULL),
 			 0);
 	ck_assert(c->gpu);
-	ck_assert_int_eq(mpictr_config_set_flag(c, MPICTR_FLAG_TRANSPORT_ENV,
-						0, NULL),
-			 0);
+	ck_assert_int_eq(
+	    mpictr_config_set_flag(c, MPICTR_FLAG_TRANSPORT_ENV, 0, NULL), 0);
 	ck_assert(!c->transport_env && c->transport_env_set);
-	ck_assert_int_lt(mpictr_config_set_flag(c, (enum mpictr_flag)99, 1,
-						NULL),
-			 0);
+	ck_assert_int_lt(
+	    mpictr_config_set_flag(c, (enum mpictr_flag)99, 1, NULL), 0);
 	for (size_t i = 0; i < config_nopts; i++)
 		if (strcmp(config_opts[i].option, "--profile") == 0)
 			prof = &config_opts[i];
@@ -235,6 +300,7 @@ Suite *suite_config(void)
 	tcase_add_test(tc, test_bind_errors);
 	tcase_add_test(tc, test_bind_resolve);
 	tcase_add_test(tc, test_setters);
+	tcase_add_test(tc, test_string_setters);
 	tcase_add_test(tc, test_container_options);
 	tcase_add_test(tc, test_option_rows);
 	suite_add_tcase(s, tc);
