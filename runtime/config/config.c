@@ -55,17 +55,37 @@ static int check_arg(const void *p, const char *what, mpictr_err **err)
 	return 0;
 }
 
+/* A setter's own rule for its value: 0, or -1 with *err set. */
+typedef int (*str_rule)(const char *value, mpictr_err **err);
+
+/* The one body of the plain string setters: cfg and value given ("missing
+ * WHAT" otherwise), the setter's rule, then a copy of value replaces the
+ * string at offset AT of the config. */
+static int set_str(mpictr_config *cfg, size_t at, const char *value,
+		   const char *what, str_rule rule, mpictr_err **err)
+{
+	char **field;
+
+	if (check_arg(cfg, "config", err) < 0 ||
+	    check_arg(value, what, err) < 0 || rule(value, err) < 0)
+		return -1;
+	field = (char **)((char *)cfg + at);
+	free(*field);
+	*field = xstrdup(value);
+	return 0;
+}
+
+#define OPT_AT(field) offsetof(struct mpictr_config, field)
+
+static int image_rule(const char *path, mpictr_err **err)
+{
+	return *path ? 0 : err_set(err, 0, "empty image path");
+}
+
 MPICTR_PUBLIC int mpictr_config_set_image(mpictr_config *cfg, const char *path,
 					  mpictr_err **err)
 {
-	if (check_arg(cfg, "config", err) < 0 ||
-	    check_arg(path, "image path", err) < 0)
-		return -1;
-	if (!*path)
-		return err_set(err, 0, "empty image path");
-	free(cfg->image);
-	cfg->image = xstrdup(path);
-	return 0;
+	return set_str(cfg, OPT_AT(image), path, "image path", image_rule, err);
 }
 
 static int set_argv(mpictr_config *cfg, int argc, char *const argv[],
@@ -161,18 +181,18 @@ mpictr_config_set_instance_origin(mpictr_config *cfg, const char *origin,
 	return 0;
 }
 
-MPICTR_PUBLIC int mpictr_config_set_pwd(mpictr_config *cfg, const char *dir,
-					mpictr_err **err)
+static int pwd_rule(const char *dir, mpictr_err **err)
 {
-	if (check_arg(cfg, "config", err) < 0 ||
-	    check_arg(dir, "directory", err) < 0)
-		return -1;
 	if (dir[0] != '/')
 		return err_set(err, 0,
 			       "invalid --pwd '%s': not an absolute path", dir);
-	free(cfg->pwd);
-	cfg->pwd = xstrdup(dir);
 	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_config_set_pwd(mpictr_config *cfg, const char *dir,
+					mpictr_err **err)
+{
+	return set_str(cfg, OPT_AT(pwd), dir, "directory", pwd_rule, err);
 }
 
 MPICTR_PUBLIC int mpictr_config_set_host_env(mpictr_config *cfg,
@@ -185,8 +205,6 @@ MPICTR_PUBLIC int mpictr_config_set_host_env(mpictr_config *cfg,
 	cfg->host_env = strv_dup(envp);
 	return 0;
 }
-
-#define OPT_AT(field) offsetof(struct mpictr_config, field)
 
 /* In the order an instance names a refused option (the first given). */
 const struct config_opt config_opts[] = {
@@ -397,18 +415,28 @@ MPICTR_PUBLIC int mpictr_config_set_universe_size(mpictr_config *cfg, int n,
 	return 0;
 }
 
+static int devices_rule(const char *spec, mpictr_err **err)
+{
+	return *spec ? 0
+		     : err_set(err, 0,
+			       "invalid --devices '': empty (use "
+			       "none, all or a comma list)");
+}
+
 MPICTR_PUBLIC int mpictr_config_set_devices(mpictr_config *cfg,
 					    const char *spec, mpictr_err **err)
 {
-	if (check_arg(cfg, "config", err) < 0 ||
-	    check_arg(spec, "device list", err) < 0)
-		return -1;
-	if (!*spec)
+	return set_str(cfg, OPT_AT(devices), spec, "device list", devices_rule,
+		       err);
+}
+
+static int bind_to_rule(const char *policy, mpictr_err **err)
+{
+	if (strcmp(policy, "none") && strcmp(policy, "core"))
 		return err_set(err, 0,
-			       "invalid --devices '': empty (use "
-			       "none, all or a comma list)");
-	free(cfg->devices);
-	cfg->devices = xstrdup(spec);
+			       "invalid --bind-to '%s' (expected core or "
+			       "none)",
+			       policy);
 	return 0;
 }
 
@@ -416,30 +444,20 @@ MPICTR_PUBLIC int mpictr_config_set_bind_to(mpictr_config *cfg,
 					    const char *policy,
 					    mpictr_err **err)
 {
-	if (check_arg(cfg, "config", err) < 0 ||
-	    check_arg(policy, "binding policy", err) < 0)
-		return -1;
-	if (strcmp(policy, "none") && strcmp(policy, "core"))
-		return err_set(err, 0,
-			       "invalid --bind-to '%s' (expected core or "
-			       "none)",
-			       policy);
-	free(cfg->bind_to);
-	cfg->bind_to = xstrdup(policy);
-	return 0;
+	return set_str(cfg, OPT_AT(bind_to), policy, "binding policy",
+		       bind_to_rule, err);
+}
+
+static int overlay_rule(const char *dir, mpictr_err **err)
+{
+	return *dir ? 0 : err_set(err, 0, "invalid --overlay '': empty path");
 }
 
 MPICTR_PUBLIC int mpictr_config_set_overlay(mpictr_config *cfg, const char *dir,
 					    mpictr_err **err)
 {
-	if (check_arg(cfg, "config", err) < 0 ||
-	    check_arg(dir, "overlay directory", err) < 0)
-		return -1;
-	if (!*dir)
-		return err_set(err, 0, "invalid --overlay '': empty path");
-	free(cfg->overlay_dir);
-	cfg->overlay_dir = xstrdup(dir);
-	return 0;
+	return set_str(cfg, OPT_AT(overlay_dir), dir, "overlay directory",
+		       overlay_rule, err);
 }
 
 MPICTR_PUBLIC int mpictr_config_set_home(mpictr_config *cfg, const char *spec,
