@@ -357,6 +357,16 @@ static char *error_words(const struct sink *s)
 	return out;
 }
 
+/* Append "NAME=VALUE" (VALUE URL-escaped) and then sep to url. */
+static void query_param(CURL *h, struct strbuf *url, const char *name,
+			const char *value, const char *sep)
+{
+	char *esc = curl_easy_escape(h, value, 0);
+
+	sb_printf(url, "%s=%s%s", name, esc, sep);
+	curl_free(esc);
+}
+
 /* GET a token from the challenge's realm (with Basic credentials when we
  * have some) and make it our Authorization. */
 static int bearer_token(struct client *cl, CURL *h,
@@ -364,34 +374,23 @@ static int bearer_token(struct client *cl, CURL *h,
 {
 	struct strbuf url = STRBUF_INIT;
 	cleanup_free char *u = NULL, *basic = NULL, *words = NULL;
+	cleanup_free char *scope = NULL;
 	struct sink s = {.fd = -1, .max = TOKEN_MAX, .cl = cl};
 	struct resp r = {0};
 	const char *tok;
 	json_t *root;
 	int have, rc;
-	char *esc;
 
 	have = cred_lookup(cl, err);
 	if (have < 0)
 		return -1;
+	if (!ch->scope)
+		scope = xasprintf("repository:%s:pull", cl->ref->repository);
 	sb_puts(&url, ch->realm);
 	sb_putc(&url, strchr(ch->realm, '?') ? '&' : '?');
-	if (ch->service) {
-		esc = curl_easy_escape(h, ch->service, 0);
-		sb_printf(&url, "service=%s&", esc);
-		curl_free(esc);
-	}
-	if (ch->scope) {
-		esc = curl_easy_escape(h, ch->scope, 0);
-		sb_printf(&url, "scope=%s", esc);
-		curl_free(esc);
-	} else {
-		cleanup_free char *sc =
-		    xasprintf("repository:%s:pull", cl->ref->repository);
-		esc = curl_easy_escape(h, sc, 0);
-		sb_printf(&url, "scope=%s", esc);
-		curl_free(esc);
-	}
+	if (ch->service)
+		query_param(h, &url, "service", ch->service, "&");
+	query_param(h, &url, "scope", ch->scope ? ch->scope : scope, "");
 	u = sb_steal(&url);
 	if (have)
 		basic = basic_authz(&cl->cred);
