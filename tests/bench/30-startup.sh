@@ -12,22 +12,11 @@
 # Knobs: MPICTR_BENCH_QUICK=1 (fewer rounds), BENCH_STARTUP_ROUNDS (30;
 # quick 10), BENCH_DOCS=0 (do not write docs/).
 set -u
-ROOT=${MPICTR_TEST_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-HERE=$ROOT/tests/bench
-MPICTR=$ROOT/build/mpictr
-IMG=$ROOT/build/images
-QUICK=${MPICTR_BENCH_QUICK:-0}
-ROUNDS=${BENCH_STARTUP_ROUNDS:-$([ "$QUICK" = 1 ] && echo 10 || echo 30)}
-JSON=$ROOT/build/bench/30-startup.json
-OUT=$ROOT/build/bench/30-startup.md
-DOC=$ROOT/docs/bench-startup.md
-mkdir -p "$ROOT/build/bench"
-
-[ -x "$MPICTR" ] || { echo "30-startup: build $MPICTR first (make)"; exit 1; }
-"$ROOT/tests/images/build.sh" "$IMG" tiny >/dev/null ||
-	{ echo "30-startup: building the tiny image failed"; exit 1; }
-
 . "$(dirname "$0")/lib.sh"
+ROUNDS=${BENCH_STARTUP_ROUNDS:-$([ "$QUICK" = 1 ] && echo 10 || echo 30)}
+DOC=$ROOT/docs/bench-startup.md
+bench_built
+bench_image tiny
 
 V=$W/variants
 {

@@ -16,19 +16,10 @@
 # Knobs: MPICTR_BENCH_QUICK=1, BENCH_WRITABLE_ROUNDS (30; quick 6),
 # BENCH_DOCS=0 (do not write docs/).
 set -u
-ROOT=${MPICTR_TEST_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-HERE=$ROOT/tests/bench
-MPICTR=$ROOT/build/mpictr
-IMG=$ROOT/build/images
-QUICK=${MPICTR_BENCH_QUICK:-0}
-ROUNDS=${BENCH_WRITABLE_ROUNDS:-$([ "$QUICK" = 1 ] && echo 6 || echo 30)}
-JSON=$ROOT/build/bench/37-writable.json
-OUT=$ROOT/build/bench/37-writable.md
-DOC=$ROOT/docs/bench-writable.md
-mkdir -p "$ROOT/build/bench"
-
 . "$(dirname "$0")/lib.sh"
-bench_mpi 37-writable
+ROUNDS=${BENCH_WRITABLE_ROUNDS:-$([ "$QUICK" = 1 ] && echo 6 || echo 30)}
+DOC=$ROOT/docs/bench-writable.md
+bench_mpi
 [ -x "$BIN/hello" ] || { echo "37-writable: $BIN/hello missing"; exit 1; }
 
 WALK="i=0; while [ \$i -lt 20 ]; do find /usr /etc /opt /lib -type f -size -64k -exec cat {} +; i=\$((i + 1)); done"
@@ -73,5 +64,5 @@ if bad:
         print("  %s: %s" % (n, (V[n]["errors"] or ["?"])[0]))
     sys.exit(1)
 EOF
-[ "${BENCH_DOCS:-1}" = 1 ] && cp "$OUT" "$DOC"
+bench_doc "$DOC"
 exit 0

@@ -42,7 +42,7 @@ OUTD=$ROOT/build/bench
 mkdir -p "$OUTD"
 
 . "$(dirname "$0")/lib.sh"
-bench_mpi 50-launch
+bench_mpi
 for p in pingpong alltoall hello; do
 	[ -x "$BIN/$p" ] || { echo "50-launch: $BIN/$p missing"; exit 1; }
 done

@@ -27,7 +27,7 @@ OUTD=$ROOT/build/bench
 mkdir -p "$OUTD"
 
 . "$(dirname "$0")/lib.sh"
-bench_mpi 87-hybrid
+bench_mpi
 
 {
 	echo "native mpirun -n 8 --oversubscribe $BIN/hello"

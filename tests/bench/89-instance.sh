@@ -23,7 +23,7 @@ QUICK=${MPICTR_BENCH_QUICK:-0}
 ROUNDS=${BENCH_INSTANCE_ROUNDS:-$([ "$QUICK" = 1 ] && echo 4 || echo 10)}
 . "$ROOT/tests/slurm/env.sh"
 . "$(dirname "$0")/lib.sh"
-bench_mpi 89-instance
+bench_mpi
 mkdir -p "$ROOT/build/bench"
 
 NAME=bench$$

@@ -10,24 +10,12 @@
 # build/bench/92-pull-cache.md (and docs/bench-pull-cache.md unless
 # BENCH_DOCS=0). Knobs: MPICTR_BENCH_QUICK=1, BENCH_PULL_ROUNDS (20; quick 5).
 set -u
-ROOT=${MPICTR_TEST_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-HERE=$ROOT/tests/bench
-MPICTR=$ROOT/build/mpictr
-QUICK=${MPICTR_BENCH_QUICK:-0}
+. "$(dirname "$0")/lib.sh"
 ROUNDS=${BENCH_PULL_ROUNDS:-$([ "$QUICK" = 1 ] && echo 5 || echo 20)}
-OUT=$ROOT/build/bench/92-pull-cache.md
 DOC=$ROOT/docs/bench-pull-cache.md
-mkdir -p "$ROOT/build/bench"
-for t in docker-registry skopeo umoci python3; do
-	command -v "$t" >/dev/null || { echo "92-pull-cache: needs $t; skipped"; exit 0; }
-done
-[ -x "$MPICTR" ] || { echo "92-pull-cache: build $MPICTR first (make)"; exit 1; }
-
-. "$HERE/lib.sh"
-T_TMP=$W
-RW=$W/reg
-. "$ROOT/tests/integration/registry.sh"
-trap 'reg_cleanup; rm -rf "$W"' EXIT
+bench_needs docker-registry skopeo umoci python3
+bench_built
+bench_registry
 [ ${#AS[@]} -gt 0 ] && chmod 0755 "$W"
 reg_start p plain >/dev/null || { echo "92-pull-cache: docker-registry did not start"; exit 1; }
 PAYLOAD_MB=64 img_busybox "$W/bb" && push "$W/bb" "$REG_p/test/busybox:1" ||
@@ -81,12 +69,5 @@ if bad:
     print("92-pull-cache: failed runs: %s (%s)" % (bad, V[bad[0]]["errors"][:1]))
     sys.exit(1)
 EOF
-if [ "${BENCH_DOCS:-1}" = 1 ]; then
-	{
-		echo "# Benchmark: a pull once the image is cached (tests/bench/92-pull-cache.sh)"
-		echo
-		echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') by \`make bench\` (\`bash tests/bench/92-pull-cache.sh\`)."
-		echo
-		cat "$OUT"
-	} >"$DOC"
-fi
+bench_doc "$DOC" "# Benchmark: a pull once the image is cached (tests/bench/92-pull-cache.sh)" "" \
+	"Measured $(date -u '+%Y-%m-%d %H:%M UTC') by \`make bench\` (\`bash tests/bench/92-pull-cache.sh\`)."
