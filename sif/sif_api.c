@@ -16,17 +16,24 @@
 #include "sif/verify.h"
 #include "common/util.h"
 
-MPICTR_PUBLIC int mpictr_sif_list(const char *path, char **out,
-				  mpictr_err **err)
+/* The image at path loaded, in *out as fmt writes it. */
+static int load_format(const char *path, char **out,
+		       char *(*fmt)(const struct sif_image *), mpictr_err **err)
 {
 	struct sif_image img;
 
 	*out = NULL;
 	if (sif_load(path, &img, err) < 0)
 		return -1;
-	*out = sif_format_list(&img);
+	*out = fmt(&img);
 	sif_image_free(&img);
 	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_sif_list(const char *path, char **out,
+				  mpictr_err **err)
+{
+	return load_format(path, out, sif_format_list, err);
 }
 
 MPICTR_PUBLIC int mpictr_sif_info(const char *path, uint32_t id, char **out,
@@ -45,14 +52,7 @@ MPICTR_PUBLIC int mpictr_sif_info(const char *path, uint32_t id, char **out,
 MPICTR_PUBLIC int mpictr_sif_header(const char *path, char **out,
 				    mpictr_err **err)
 {
-	struct sif_image img;
-
-	*out = NULL;
-	if (sif_load(path, &img, err) < 0)
-		return -1;
-	*out = sif_format_header(&img);
-	sif_image_free(&img);
-	return 0;
+	return load_format(path, out, sif_format_header, err);
 }
 
 /* ---- create ---- */
