@@ -148,16 +148,22 @@ static bool ours(const pmix_proc_t *proc)
 	return proc && PMIX_CHECK_NSPACE(proc->nspace, g.nspace);
 }
 
+/* A client's event to the glue: of one of our ranks, or of another
+ * namespace's process (a spawned job) where the glue wants those. */
+static void client_event(const pmix_proc_t *proc, enum pmi_rank_ev ev)
+{
+	if (ours(proc))
+		g.hooks.rank_event(g.hooks.ctx, proc->rank, ev);
+	else if (proc && g.hooks.proc_event)
+		g.hooks.proc_event(g.hooks.ctx, proc->nspace, proc->rank, ev);
+}
+
 static pmix_status_t on_client_connected(const pmix_proc_t *proc,
 					 void *server_object,
 					 pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
 	/* A notification: 4.2 passes no cbfunc. */
-	if (ours(proc))
-		g.hooks.rank_event(g.hooks.ctx, proc->rank, RANK_EV_CONNECTED);
-	else if (proc && g.hooks.proc_event)
-		g.hooks.proc_event(g.hooks.ctx, proc->nspace, proc->rank,
-				   RANK_EV_CONNECTED);
+	client_event(proc, RANK_EV_CONNECTED);
 	if (cbfunc)
 		cbfunc(PMIX_SUCCESS, cbdata);
 	return PMIX_SUCCESS;
@@ -169,11 +175,7 @@ static pmix_status_t on_client_finalized(const pmix_proc_t *proc,
 {
 	/* The client waits in PMIx_Finalize until we return, so the glue
 	 * learns of it before the rank can exit. */
-	if (ours(proc))
-		g.hooks.rank_event(g.hooks.ctx, proc->rank, RANK_EV_FINALIZED);
-	else if (proc && g.hooks.proc_event)
-		g.hooks.proc_event(g.hooks.ctx, proc->nspace, proc->rank,
-				   RANK_EV_FINALIZED);
+	client_event(proc, RANK_EV_FINALIZED);
 	return PMIX_OPERATION_SUCCEEDED;
 }
 
