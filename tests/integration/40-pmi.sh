@@ -89,6 +89,21 @@ exec "$@"
 SH
 chmod +x "$T_TMP/leave_early"
 
+# mpi_ends LABEL EXT NLEAVE: what every MPI's programs (*.EXT) must pass
+# after their own tests: alltoall, MPI_Abort, a rank failing or leaving
+# with 0 before MPI_Init (of NLEAVE ranks), no private tmpdir left.
+mpi_ends() {
+	local l=$1 x=$2
+	ok "$l alltoall -n 4" prints_ok alltoall 4 "$O" "$T_TMP/alltoall.$x" 5 65536
+	ok "$l MPI_Abort(7) in rank 1 ends the job with 7 within 5 s" \
+		ends_with 7 5 4 "$O" "$T_TMP/abort.$x"
+	ok "$l: a rank failing before MPI_Init ends the job with its status" \
+		ends_with 3 10 2 "$O" "$T_TMP/leave_early" 1 3 "$T_TMP/hello.$x"
+	ok "$l: a rank leaving with 0 before MPI_Init ends the job with 1" \
+		ends_with 1 10 "$3" "$O" "$T_TMP/leave_early" 0 0 "$T_TMP/hello.$x"
+	ok "no private tmpdir left after the $l runs" base_empty
+}
+
 if [ $OMPI = 1 ]; then
 	for n in 1 2 4; do
 		ok "open mpi hello -n $n: sizes, universe, allreduce" hello_ok $n "$O" "$T_TMP/hello.ompi"
@@ -103,14 +118,7 @@ if [ $OMPI = 1 ]; then
 		prints_ok pingpong 2 "$O" "$T_TMP/pingpong.ompi" 5 1048576
 	ok "open mpi hello -n 4 with self+vader only" with_env OMPI_MCA_pml=ob1 \
 		OMPI_MCA_btl=self,vader -- hello_ok 4 "$O" "$T_TMP/hello.ompi"
-	ok "open mpi alltoall -n 4" prints_ok alltoall 4 "$O" "$T_TMP/alltoall.ompi" 5 65536
-	ok "open mpi MPI_Abort(7) in rank 1 ends the job with 7 within 5 s" \
-		ends_with 7 5 4 "$O" "$T_TMP/abort.ompi"
-	ok "open mpi: a rank failing before MPI_Init ends the job with its status" \
-		ends_with 3 10 2 "$O" "$T_TMP/leave_early" 1 3 "$T_TMP/hello.ompi"
-	ok "open mpi: a rank leaving with 0 before MPI_Init ends the job with 1" \
-		ends_with 1 10 2 "$O" "$T_TMP/leave_early" 0 0 "$T_TMP/hello.ompi"
-	ok "no private tmpdir left after the open mpi runs" base_empty
+	mpi_ends "open mpi" ompi 2
 else
 	need "open mpi tests" "mpicc (Open MPI) missing"
 fi
@@ -118,14 +126,7 @@ fi
 if [ $MPICH = 1 ]; then
 	ok "mpich hello -n 4: sizes, universe, allreduce" hello_ok 4 "$O" "$T_TMP/hello.mpich"
 	ok "mpich ping-pong -n 2" prints_ok pingpong 2 "$O" "$T_TMP/pingpong.mpich" 5 1048576
-	ok "mpich alltoall -n 4" prints_ok alltoall 4 "$O" "$T_TMP/alltoall.mpich" 5 65536
-	ok "mpich MPI_Abort(7) in rank 1 ends the job with 7 within 5 s" \
-		ends_with 7 5 4 "$O" "$T_TMP/abort.mpich"
-	ok "mpich: a rank failing before MPI_Init ends the job with its status" \
-		ends_with 3 10 2 "$O" "$T_TMP/leave_early" 1 3 "$T_TMP/hello.mpich"
-	ok "mpich: a rank leaving with 0 before MPI_Init ends the job with 1" \
-		ends_with 1 10 4 "$O" "$T_TMP/leave_early" 0 0 "$T_TMP/hello.mpich"
-	ok "no private tmpdir left after the mpich runs" base_empty
+	mpi_ends mpich mpich 4
 else
 	need "mpich tests" "mpicc.mpich missing"
 fi

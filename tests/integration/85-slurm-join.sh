@@ -208,35 +208,36 @@ else
 fi
 
 # ---- failures: nothing left behind -------------------------------------------------------
-scancel_step() {
-	srun --job-name="$NAME-scancel" -O -n 4 "$MPICTR" "$W/tiny.sif" sh -c "$NSCMD; exec sleep 60" >"$W/out.scancel" 2>&1 &
-	local pid=$! i j
+# running_step TAG SECS: in the background, srun -n 4 of the tiny image,
+# each task printing its namespaces and sleeping SECS; once all four have
+# printed (or after 30 s), STEP_PID is srun's pid and STEP_JOB its job id;
+# fails when the job is not there.
+running_step() {
+	local i
+	srun --job-name="$NAME-$1" -O -n 4 "$MPICTR" "$W/tiny.sif" sh -c "$NSCMD; exec sleep $2" >"$W/out.$1" 2>&1 &
+	STEP_PID=$!
 	for i in $(seq 300); do
-		[ "$(grep -c '^NS ' "$W/out.scancel")" = 4 ] && break
+		[ "$(grep -c '^NS ' "$W/out.$1")" = 4 ] && break
 		sleep 0.1
 	done
-	j=$(squeue -h -n "$NAME-scancel" -o %i)
-	[ -n "$j" ] || return 1
-	scancel "$j.0"
-	wait $pid
-	clean "$j"
+	STEP_JOB=$(squeue -h -n "$NAME-$1" -o %i)
+	[ -n "$STEP_JOB" ]
+}
+scancel_step() {
+	running_step scancel 60 || return 1
+	scancel "$STEP_JOB.0"
+	wait "$STEP_PID"
+	clean "$STEP_JOB"
 }
 ok "scancel of a running step: no keeper, holder, FUSE worker or socket left" scancel_step
 
 pkill_tasks() {
 	# pkill -f aimed at the tasks also hits the keeper and holder (they
 	# carry the first task's command line): all must end cleanly
-	srun --job-name="$NAME-pkill" -O -n 4 "$MPICTR" "$W/tiny.sif" sh -c "$NSCMD; exec sleep 61" >"$W/out.pkill" 2>&1 &
-	local pid=$! i j
-	for i in $(seq 300); do
-		[ "$(grep -c '^NS ' "$W/out.pkill")" = 4 ] && break
-		sleep 0.1
-	done
-	j=$(squeue -h -n "$NAME-pkill" -o %i)
-	[ -n "$j" ] || return 1
+	running_step pkill 61 || return 1
 	pkill -TERM -u "$MYUID" -f "$W/tiny.sif sh -c" || return 1
-	wait $pid
-	clean "$j"
+	wait "$STEP_PID"
+	clean "$STEP_JOB"
 }
 ok "pkill -f of the tasks' command line (keeper included): nothing left" pkill_tasks
 
