@@ -1,7 +1,8 @@
 /* siteconf.c - parse mpictr.conf and user config files into struct
  * siteconf, and check user binds against the site's rules. Pure apart from
  * siteconf_load() reading the file; the format is documented in
- * docs/admin.md and mpictr(1).
+ * docs/admin.md and mpictr(1). Every key is a row of siteconf_keys: the
+ * parser, merging, freeing and siteconf_container_digest() follow it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,6 +12,250 @@
 #include "common/error.h"
 #include "config/siteconf.h"
 #include "common/util.h"
+
+/* ---- validators (site_key.check) -------------------------------------- */
+
+static int check_bool(const struct site_key *k, const char *v, char **out,
+		      char **why)
+{
+	static const char *const yes[] = {"yes", "true", "on", "1"};
+	static const char *const no[] = {"no", "false", "off", "0"};
+
+	for (size_t i = 0; i < ARRAY_SIZE(yes); i++) {
+		if (strcmp(v, yes[i]) == 0) {
+			*out = xstrdup("yes");
+			return 0;
+		}
+		if (strcmp(v, no[i]) == 0) {
+			*out = xstrdup("no");
+			return 0;
+		}
+	}
+	*why = xasprintf("invalid value '%s' for '%s' (expected yes or no)", v,
+			 k->name);
+	return -1;
+}
+
+/* A lock: yes sets it, no clears it. */
+static int check_lock(const struct site_key *k, const char *v, char **out,
+		      char **why)
+{
+	if (check_bool(k, v, out, why) < 0)
+		return -1;
+	if (strcmp(*out, "yes") == 0)
+		return 0;
+	free(*out);
+	*out = NULL;
+	return 1;
+}
+
+static int check_on_off(const struct site_key *k, const char *v, char **out,
+			char **why)
+{
+	(void)out;
+	if (strcmp(v, "on") && strcmp(v, "off")) {
+		*why = xasprintf("invalid value '%s' for '%s' (expected on or "
+				 "off)",
+				 v, k->name);
+		return -1;
+	}
+	return 0;
+}
+
+static int check_mpi_abi(const struct site_key *k, const char *v, char **out,
+			 char **why)
+{
+	if (strcmp(v, "enforce") && strcmp(v, "warn")) {
+		*why = xasprintf("invalid value '%s' for '%s' (expected "
+				 "enforce or warn)",
+				 v, k->name);
+		return -1;
+	}
+	*out = xstrdup(strcmp(v, "warn") == 0 ? "yes" : "no");
+	return 0;
+}
+
+static int check_env(const struct site_key *k, const char *v, char **out,
+		     char **why)
+{
+	const char *eq = strchr(v, '=');
+
+	(void)out;
+	if (!eq || !env_name_valid(v, (size_t)(eq - v))) {
+		*why = xasprintf("invalid '%s' value '%s' (expected "
+				 "NAME=VALUE, NAME of letters, digits and "
+				 "'_')",
+				 k->name, v);
+		return -1;
+	}
+	return 0;
+}
+
+static int check_abs(const struct site_key *k, const char *v, char **out,
+		     char **why)
+{
+	(void)out;
+	if (v[0] != '/') {
+		*why = xasprintf("'%s' needs an absolute path, not '%s'",
+				 k->name, v);
+		return -1;
+	}
+	return 0;
+}
+
+/* An absolute path, stored without trailing slashes. */
+static int check_prefix(const struct site_key *k, const char *v, char **out,
+			char **why)
+{
+	size_t l;
+
+	if (check_abs(k, v, out, why) < 0)
+		return -1;
+	*out = xstrdup(v);
+	l = strlen(*out);
+	while (l > 1 && (*out)[l - 1] == '/')
+		(*out)[--l] = '\0';
+	return 0;
+}
+
+static int check_bind(const struct site_key *k, const char *v, char **out,
+		      char **why)
+{
+	struct bind_spec *b = NULL;
+	size_t n = 0;
+	mpictr_err *e = NULL;
+
+	(void)k;
+	(void)out;
+	if (bind_parse(v, &b, &n, &e) < 0) {
+		*why = xstrdup(mpictr_err_message(e));
+		mpictr_err_free(e);
+		return -1;
+	}
+	for (size_t i = 0; i < n && !*why; i++)
+		if (b[i].src[0] != '/')
+			*why = xasprintf("bind source '%s' is not an absolute "
+					 "path",
+					 b[i].src);
+	bind_specs_free(b, n);
+	return *why ? -1 : 0;
+}
+
+/* Is v a size as siteconf_parse_size takes it? */
+static bool size_ok(const char *v)
+{
+	unsigned long long bytes;
+	unsigned pct;
+
+	return siteconf_parse_size(v, &bytes, &pct) == 0;
+}
+
+static int check_size(const struct site_key *k, const char *v, char **out,
+		      char **why)
+{
+	(void)out;
+	if (size_ok(v))
+		return 0;
+	*why = xasprintf("invalid value '%s' for '%s' (expected a size such "
+			 "as 512m or 8g: a number of bytes with an optional "
+			 "k, m or g suffix; or a percentage from 1%% to 100%% "
+			 "of the memory the job may use)",
+			 v, k->name);
+	return -1;
+}
+
+static int check_tmpfs_size(const struct site_key *k, const char *v, char **out,
+			    char **why)
+{
+	(void)out;
+	if (size_ok(v))
+		return 0;
+	*why = xasprintf("invalid value '%s' for '%s' (a size as for "
+			 "'shm_size': 512m, 8g or a percentage such as 25%%)",
+			 v, k->name);
+	return -1;
+}
+
+/* ---- the table -------------------------------------------------------- */
+
+#define G(f) false, offsetof(struct siteconf, f)
+#define P(f) true, offsetof(struct site_profile, f)
+
+/* {name, kind, section and field, site_only, container, once, lock,
+ * check, example}. container: what planning makes part of the container
+ * (its mounts, sizes, devices, the image it accepts, the policy its binds
+ * are checked against, the environment it is given) is in; only the
+ * profile's description, the image cache of `mpictr pull` (the image is
+ * keyed by its real path) and oversubscribe (like --no-oversubscribe:
+ * MPI_Comm_spawn's limit, not the container) are out. */
+const struct site_key siteconf_keys[] = {
+    {"bind", SITE_KEY_LIST, G(binds), false, true, false, NULL, check_bind,
+     "/srv"},
+    {"env", SITE_KEY_LIST, G(env), false, true, false, NULL, check_env,
+     "SITE=1"},
+    {"devices", SITE_KEY_ITEM, G(devices), false, true, false, "lock_devices",
+     NULL, "none"},
+    {"lock_devices", SITE_KEY_ITEM, G(lock_devices), true, true, false, NULL,
+     check_lock, "yes"},
+    {"transport_env", SITE_KEY_ITEM, G(transport_env), false, true, false,
+     "lock_transport_env", check_on_off, "off"},
+    {"lock_transport_env", SITE_KEY_ITEM, G(lock_transport_env), true, true,
+     false, NULL, check_lock, "yes"},
+    {"user_binds", SITE_KEY_ITEM, G(user_binds), true, true, false, NULL,
+     check_bool, "no"},
+    {"allow_bind", SITE_KEY_LIST, G(allow_binds), true, true, false, NULL,
+     check_prefix, "/home"},
+    {"deny_bind", SITE_KEY_LIST, G(deny_binds), true, true, false, NULL,
+     check_prefix, "/etc"},
+    {"writable_tmpfs_size", SITE_KEY_ITEM, G(writable_tmpfs_size), true, true,
+     false, NULL, check_tmpfs_size, "64m"},
+    {"shm_size", SITE_KEY_ITEM, G(shm_size), true, true, false, NULL,
+     check_size, "25%"},
+    {"cache_dir", SITE_KEY_ITEM, G(cache_dir), true, false, false, NULL,
+     check_abs, "/var/cache/mpictr"},
+    {"tmp_size", SITE_KEY_ITEM, G(tmp_size), true, true, false, NULL,
+     check_size, "1g"},
+    {"require_signature", SITE_KEY_ITEM, G(require_signature), true, true,
+     false, NULL, check_bool, "yes"},
+    {"trusted_keys", SITE_KEY_WORDS, G(trusted_keys), true, true, false, NULL,
+     check_abs, "/etc/mpictr/a.pub /etc/mpictr/b.pub"},
+    {"oversubscribe", SITE_KEY_ITEM, G(oversubscribe), false, false, false,
+     NULL, check_bool, "no"},
+    {"description", SITE_KEY_TEXT, P(description), false, false, false, NULL,
+     NULL, "host MPI"},
+    {"bind", SITE_KEY_LIST, P(binds), false, true, false, NULL, check_bind,
+     "/opt/mpi:/opt/mpi:ro"},
+    {"env", SITE_KEY_LIST, P(env), false, true, false, NULL, check_env,
+     "MPI=1"},
+    {"env_prepend", SITE_KEY_LIST, P(env_prepend), false, true, false, NULL,
+     check_env, "PATH=/opt/mpi/bin"},
+    {"mpi", SITE_KEY_ITEM, P(mpi), false, true, true, NULL, check_abs,
+     "/opt/mpi/lib/libmpi.so.40"},
+    {"mpi_dep", SITE_KEY_LIST, P(mpi_deps), false, true, false, NULL, check_abs,
+     "/opt/mpi/lib/libhwloc.so.15"},
+    {"mpi_abi", SITE_KEY_FLAG, P(mpi_warn), false, true, false, NULL,
+     check_mpi_abi, "warn"},
+};
+const size_t siteconf_nkeys = ARRAY_SIZE(siteconf_keys);
+
+#undef G
+#undef P
+
+static const struct site_key *key_find(const char *name, bool profile)
+{
+	for (size_t i = 0; i < siteconf_nkeys; i++)
+		if (siteconf_keys[i].profile == profile &&
+		    strcmp(siteconf_keys[i].name, name) == 0)
+			return &siteconf_keys[i];
+	return NULL;
+}
+
+void *siteconf_key_field(const void *base, const struct site_key *k)
+{
+	return (char *)base + k->offset;
+}
+
+/* ---- values of the keys ----------------------------------------------- */
 
 static void item_free(struct site_item *it)
 {
@@ -27,36 +272,45 @@ static void items_free(struct site_items *v)
 	memset(v, 0, sizeof(*v));
 }
 
+/* Free the fields of the keys of one section (base: sc or a profile). */
+static void keys_free(void *base, bool profile)
+{
+	for (size_t i = 0; i < siteconf_nkeys; i++) {
+		const struct site_key *k = &siteconf_keys[i];
+		void *f = siteconf_key_field(base, k);
+
+		if (k->profile != profile)
+			continue;
+		switch (k->kind) {
+		case SITE_KEY_ITEM:
+			item_free(f);
+			break;
+		case SITE_KEY_LIST:
+		case SITE_KEY_WORDS:
+			items_free(f);
+			break;
+		case SITE_KEY_TEXT:
+			free(*(char **)f);
+			*(char **)f = NULL;
+			break;
+		case SITE_KEY_FLAG:
+		default:
+			*(bool *)f = false;
+			break;
+		}
+	}
+}
+
 static void profile_free(struct site_profile *p)
 {
 	free(p->name);
 	free(p->origin);
-	free(p->description);
-	items_free(&p->binds);
-	items_free(&p->env);
-	items_free(&p->env_prepend);
-	item_free(&p->mpi);
-	items_free(&p->mpi_deps);
+	keys_free(p, true);
 }
 
 void siteconf_free(struct siteconf *sc)
 {
-	items_free(&sc->binds);
-	items_free(&sc->env);
-	item_free(&sc->devices);
-	item_free(&sc->lock_devices);
-	item_free(&sc->transport_env);
-	item_free(&sc->lock_transport_env);
-	item_free(&sc->user_binds);
-	items_free(&sc->allow_binds);
-	items_free(&sc->deny_binds);
-	item_free(&sc->shm_size);
-	item_free(&sc->tmp_size);
-	item_free(&sc->writable_tmpfs_size);
-	item_free(&sc->require_signature);
-	items_free(&sc->trusted_keys);
-	item_free(&sc->oversubscribe);
-	item_free(&sc->cache_dir);
+	keys_free(sc, false);
 	for (size_t i = 0; i < sc->nprofiles; i++)
 		profile_free(&sc->profiles[i]);
 	free(sc->profiles);
@@ -99,6 +353,55 @@ static void item_move(struct site_item *dst, struct site_item *src)
 	item_free(dst);
 	*dst = *src;
 	memset(src, 0, sizeof(*src));
+}
+
+static uint64_t digest_items(uint64_t h, const struct site_items *it)
+{
+	h = fnv1a_u64(h, it->n);
+	for (size_t i = 0; i < it->n; i++)
+		h = fnv1a_str(h, it->v[i].value);
+	return h;
+}
+
+static uint64_t digest_keys(uint64_t h, const void *base, bool profile)
+{
+	for (size_t i = 0; i < siteconf_nkeys; i++) {
+		const struct site_key *k = &siteconf_keys[i];
+		const void *f = siteconf_key_field(base, k);
+
+		if (k->profile != profile || !k->container)
+			continue;
+		h = fnv1a_str(h, k->name);
+		switch (k->kind) {
+		case SITE_KEY_ITEM:
+			h = fnv1a_str(h, ((const struct site_item *)f)->value);
+			break;
+		case SITE_KEY_LIST:
+		case SITE_KEY_WORDS:
+			h = digest_items(h, f);
+			break;
+		case SITE_KEY_TEXT:
+			h = fnv1a_str(h, *(char *const *)f);
+			break;
+		case SITE_KEY_FLAG:
+		default:
+			h = fnv1a_u64(h, *(const bool *)f);
+			break;
+		}
+	}
+	return h;
+}
+
+uint64_t siteconf_container_digest(const struct siteconf *sc)
+{
+	uint64_t h = digest_keys(FNV1A_INIT, sc, false);
+
+	h = fnv1a_u64(h, sc->nprofiles);
+	for (size_t i = 0; i < sc->nprofiles; i++) {
+		h = fnv1a_str(h, sc->profiles[i].name);
+		h = digest_keys(h, &sc->profiles[i], true);
+	}
+	return h;
 }
 
 const struct site_profile *siteconf_profile(const struct siteconf *sc,
@@ -148,264 +451,85 @@ perr(struct parser *ps, mpictr_err **err, const char *fmt, ...)
 	return err_set(err, 0, "%s:%u: %s", ps->fname, ps->line, msg);
 }
 
-static int parse_bool(struct parser *ps, const char *key, const char *v,
-		      bool *out, mpictr_err **err)
+/* Check one value of k and store it in field f. */
+static int key_value(struct parser *ps, const struct site_key *k, void *f,
+		     const char *v, mpictr_err **err)
 {
-	static const char *const yes[] = {"yes", "true", "on", "1"};
-	static const char *const no[] = {"no", "false", "off", "0"};
+	cleanup_free char *out = NULL, *why = NULL;
+	int rc = k->check ? k->check(k, v, &out, &why) : 0;
 
-	for (size_t i = 0; i < ARRAY_SIZE(yes); i++) {
-		if (strcmp(v, yes[i]) == 0) {
-			*out = true;
-			return 0;
-		}
-		if (strcmp(v, no[i]) == 0) {
-			*out = false;
-			return 0;
-		}
+	if (rc < 0)
+		return perr(ps, err, "%s", why);
+	if (k->lock) {
+		const struct site_item *lock =
+		    siteconf_key_field(ps->base, key_find(k->lock, false));
+		if (lock->value)
+			return perr(ps, err, "'%s' is locked by the site (%s)",
+				    k->name, lock->origin);
 	}
-	return perr(ps, err, "invalid value '%s' for '%s' (expected yes or no)",
-		    v, key);
-}
-
-static int check_env(struct parser *ps, const char *key, const char *v,
-		     mpictr_err **err)
-{
-	const char *eq = strchr(v, '=');
-
-	if (!eq || !env_name_valid(v, (size_t)(eq - v)))
+	if (k->once && ((struct site_item *)f)->value)
 		return perr(ps, err,
-			    "invalid '%s' value '%s' (expected NAME=VALUE, "
-			    "NAME of letters, digits and '_')",
-			    key, v);
-	return 0;
-}
-
-static int check_abs(struct parser *ps, const char *key, const char *v,
-		     mpictr_err **err)
-{
-	if (v[0] != '/')
-		return perr(ps, err, "'%s' needs an absolute path, not '%s'",
-			    key, v);
-	return 0;
-}
-
-static int check_bind(struct parser *ps, const char *v, mpictr_err **err)
-{
-	struct bind_spec *b = NULL;
-	size_t n = 0;
-	mpictr_err *e = NULL;
-	int rc = 0;
-
-	if (bind_parse(v, &b, &n, &e) < 0) {
-		rc = perr(ps, err, "%s", mpictr_err_message(e));
-		mpictr_err_free(e);
-		return rc;
+			    "'%s' given twice in profile '%s' (first "
+			    "at %s)",
+			    k->name, ps->prof->name,
+			    ((struct site_item *)f)->origin);
+	if (!out)
+		out = xstrdup(v);
+	switch (k->kind) {
+	case SITE_KEY_ITEM:
+		if (rc == 1)
+			item_free(f);
+		else
+			item_set(f, out, ps->origin, ps->site);
+		break;
+	case SITE_KEY_LIST:
+	case SITE_KEY_WORDS:
+		items_add(f, out, ps->origin, ps->site);
+		break;
+	case SITE_KEY_TEXT:
+		free(*(char **)f);
+		*(char **)f = xstrdup(out);
+		break;
+	case SITE_KEY_FLAG:
+	default:
+		*(bool *)f = strcmp(out, "yes") == 0;
+		break;
 	}
-	for (size_t i = 0; i < n && rc == 0; i++)
-		if (b[i].src[0] != '/')
-			rc = perr(ps, err,
-				  "bind source '%s' is not an absolute path",
-				  b[i].src);
-	bind_specs_free(b, n);
-	return rc;
+	return 0;
 }
 
-/* Is v a size as siteconf_parse_size takes it? */
-static bool size_ok(const char *v)
+static int key_line(struct parser *ps, const char *key, const char *v,
+		    mpictr_err **err)
 {
-	unsigned long long bytes;
-	unsigned pct;
+	const struct site_key *k = key_find(key, ps->prof != NULL);
+	void *f;
 
-	return siteconf_parse_size(v, &bytes, &pct) == 0;
-}
+	if (!k && ps->prof)
+		return perr(ps, err, "unknown key '%s' in profile '%s'", key,
+			    ps->prof->name);
+	if (!k && key_find(key, true))
+		return perr(ps, err, "'%s' belongs in a [profile NAME] section",
+			    key);
+	if (!k)
+		return perr(ps, err, "unknown key '%s'", key);
+	if (k->site_only && !ps->site)
+		return perr(ps, err,
+			    "'%s' may only be set in the site configuration "
+			    "file",
+			    key);
+	f = siteconf_key_field(ps->prof ? (void *)ps->prof : (void *)&ps->add,
+			       k);
+	if (k->kind == SITE_KEY_WORDS) {
+		cleanup_free char *copy = xstrdup(v);
+		char *save = NULL, *tok;
 
-/* require_signature = yes|no, trusted_keys = FILE... (absolute paths,
- * separated by blanks; the key may be repeated). */
-static int signature_key(struct parser *ps, const char *key, const char *v,
-			 mpictr_err **err)
-{
-	struct siteconf *a = &ps->add;
-	cleanup_free char *copy = NULL;
-	char *save = NULL, *tok;
-	bool b;
-
-	if (key[0] == 'r') {
-		if (parse_bool(ps, key, v, &b, err) < 0)
-			return -1;
-		item_set(&a->require_signature, b ? "yes" : "no", ps->origin,
-			 true);
+		for (tok = strtok_r(copy, " \t", &save); tok;
+		     tok = strtok_r(NULL, " \t", &save))
+			if (key_value(ps, k, f, tok, err) < 0)
+				return -1;
 		return 0;
 	}
-	copy = xstrdup(v);
-	for (tok = strtok_r(copy, " \t", &save); tok;
-	     tok = strtok_r(NULL, " \t", &save)) {
-		if (check_abs(ps, key, tok, err) < 0)
-			return -1;
-		items_add(&a->trusted_keys, tok, ps->origin, true);
-	}
-	return 0;
-}
-
-/* A key of the global part. */
-static int global_key(struct parser *ps, const char *key, const char *v,
-		      mpictr_err **err)
-{
-	struct siteconf *a = &ps->add;
-	static const char *const site_only[] = {
-	    "lock_devices",	 "lock_transport_env", "user_binds",
-	    "allow_bind",	 "deny_bind",	       "shm_size",
-	    "tmp_size",		 "cache_dir",	       "writable_tmpfs_size",
-	    "require_signature", "trusted_keys"};
-	bool b;
-
-	for (size_t i = 0; i < ARRAY_SIZE(site_only); i++)
-		if (!ps->site && strcmp(key, site_only[i]) == 0)
-			return perr(ps, err,
-				    "'%s' may only be set in the site "
-				    "configuration file",
-				    key);
-	if (strcmp(key, "bind") == 0) {
-		if (check_bind(ps, v, err) < 0)
-			return -1;
-		items_add(&a->binds, v, ps->origin, ps->site);
-	} else if (strcmp(key, "env") == 0) {
-		if (check_env(ps, key, v, err) < 0)
-			return -1;
-		items_add(&a->env, v, ps->origin, ps->site);
-	} else if (strcmp(key, "devices") == 0) {
-		if (ps->base->lock_devices.value)
-			return perr(ps, err,
-				    "'devices' is locked by the site (%s)",
-				    ps->base->lock_devices.origin);
-		item_set(&a->devices, v, ps->origin, ps->site);
-	} else if (strcmp(key, "transport_env") == 0) {
-		if (strcmp(v, "on") && strcmp(v, "off"))
-			return perr(ps, err,
-				    "invalid value '%s' for 'transport_env' "
-				    "(expected on or off)",
-				    v);
-		if (ps->base->lock_transport_env.value)
-			return perr(
-			    ps, err,
-			    "'transport_env' is locked by the site (%s)",
-			    ps->base->lock_transport_env.origin);
-		item_set(&a->transport_env, v, ps->origin, ps->site);
-	} else if (strcmp(key, "lock_devices") == 0 ||
-		   strcmp(key, "lock_transport_env") == 0) {
-		struct site_item *it =
-		    key[5] == 'd' ? &a->lock_devices : &a->lock_transport_env;
-		if (parse_bool(ps, key, v, &b, err) < 0)
-			return -1;
-		if (b)
-			item_set(it, "yes", ps->origin, true);
-		else
-			item_free(it);
-	} else if (strcmp(key, "user_binds") == 0 ||
-		   strcmp(key, "oversubscribe") == 0) {
-		if (parse_bool(ps, key, v, &b, err) < 0)
-			return -1;
-		item_set(key[0] == 'u' ? &a->user_binds : &a->oversubscribe,
-			 b ? "yes" : "no", ps->origin,
-			 key[0] == 'u' || ps->site);
-	} else if (strcmp(key, "allow_bind") == 0 ||
-		   strcmp(key, "deny_bind") == 0) {
-		cleanup_free char *clean = NULL;
-		size_t l;
-		if (check_abs(ps, key, v, err) < 0)
-			return -1;
-		clean = xstrdup(v);
-		l = strlen(clean);
-		while (l > 1 && clean[l - 1] == '/')
-			clean[--l] = '\0';
-		items_add(key[0] == 'a' ? &a->allow_binds : &a->deny_binds,
-			  clean, ps->origin, true);
-	} else if (strcmp(key, "shm_size") == 0 ||
-		   strcmp(key, "tmp_size") == 0) {
-		unsigned long long bytes;
-		unsigned pct;
-		if (siteconf_parse_size(v, &bytes, &pct) < 0)
-			return perr(ps, err,
-				    "invalid value '%s' for '%s' "
-				    "(expected a size such as 512m or 8g: a "
-				    "number of bytes with an optional k, m or "
-				    "g suffix; or a percentage from 1%% to "
-				    "100%% of the memory the job may use)",
-				    v, key);
-		item_set(key[0] == 's' ? &a->shm_size : &a->tmp_size, v,
-			 ps->origin, true);
-	} else if (strcmp(key, "writable_tmpfs_size") == 0) {
-		if (!size_ok(v))
-			return perr(ps, err,
-				    "invalid value '%s' for '%s' (a size as "
-				    "for 'shm_size': 512m, 8g or a percentage "
-				    "such as 25%%)",
-				    v, key);
-		item_set(&a->writable_tmpfs_size, v, ps->origin, true);
-	} else if (strcmp(key, "cache_dir") == 0) {
-		/* a shared image cache for `mpictr pull` (pull/cache.h) */
-		if (check_abs(ps, key, v, err) < 0)
-			return -1;
-		item_set(&a->cache_dir, v, ps->origin, true);
-	} else if (strcmp(key, "require_signature") == 0 ||
-		   strcmp(key, "trusted_keys") == 0) {
-		return signature_key(ps, key, v, err);
-	} else {
-		static const char *const pkeys[] = {
-		    "description", "env_prepend", "mpi", "mpi_dep", "mpi_abi"};
-		for (size_t i = 0; i < ARRAY_SIZE(pkeys); i++)
-			if (strcmp(key, pkeys[i]) == 0)
-				return perr(ps, err,
-					    "'%s' belongs in a [profile NAME] "
-					    "section",
-					    key);
-		return perr(ps, err, "unknown key '%s'", key);
-	}
-	return 0;
-}
-
-static int profile_key(struct parser *ps, const char *key, const char *v,
-		       mpictr_err **err)
-{
-	struct site_profile *p = ps->prof;
-
-	if (strcmp(key, "description") == 0) {
-		free(p->description);
-		p->description = xstrdup(v);
-	} else if (strcmp(key, "bind") == 0) {
-		if (check_bind(ps, v, err) < 0)
-			return -1;
-		items_add(&p->binds, v, ps->origin, ps->site);
-	} else if (strcmp(key, "env") == 0 || strcmp(key, "env_prepend") == 0) {
-		if (check_env(ps, key, v, err) < 0)
-			return -1;
-		items_add(key[3] ? &p->env_prepend : &p->env, v, ps->origin,
-			  ps->site);
-	} else if (strcmp(key, "mpi") == 0) {
-		if (check_abs(ps, key, v, err) < 0)
-			return -1;
-		if (p->mpi.value)
-			return perr(ps, err,
-				    "'mpi' given twice in profile '%s' (first "
-				    "at %s)",
-				    p->name, p->mpi.origin);
-		item_set(&p->mpi, v, ps->origin, ps->site);
-	} else if (strcmp(key, "mpi_dep") == 0) {
-		if (check_abs(ps, key, v, err) < 0)
-			return -1;
-		items_add(&p->mpi_deps, v, ps->origin, ps->site);
-	} else if (strcmp(key, "mpi_abi") == 0) {
-		if (strcmp(v, "enforce") && strcmp(v, "warn"))
-			return perr(ps, err,
-				    "invalid value '%s' for 'mpi_abi' "
-				    "(expected enforce or warn)",
-				    v);
-		p->mpi_warn = strcmp(v, "warn") == 0;
-	} else {
-		return perr(ps, err, "unknown key '%s' in profile '%s'", key,
-			    p->name);
-	}
-	return 0;
+	return key_value(ps, k, f, v, err);
 }
 
 static int section(struct parser *ps, char *s, size_t n, mpictr_err **err)
@@ -450,6 +574,17 @@ static int section(struct parser *ps, char *s, size_t n, mpictr_err **err)
 	return 0;
 }
 
+/* May key be empty (free text)? In either section: a profile key given in
+ * the global part gets the message that says where it belongs. */
+static bool empty_ok(const char *key)
+{
+	for (size_t i = 0; i < siteconf_nkeys; i++)
+		if (siteconf_keys[i].kind == SITE_KEY_TEXT &&
+		    strcmp(siteconf_keys[i].name, key) == 0)
+			return true;
+	return false;
+}
+
 static int parse_line(struct parser *ps, char *s, mpictr_err **err)
 {
 	size_t n;
@@ -481,31 +616,26 @@ static int parse_line(struct parser *ps, char *s, mpictr_err **err)
 		return perr(ps, err, "invalid key '%s'", key);
 	v = eq + 1;
 	v += strspn(v, " \t");
-	if (!*v && strcmp(key, "description"))
+	if (!*v && !empty_ok(key))
 		return perr(ps, err, "empty value for '%s'", key);
-	return ps->prof ? profile_key(ps, key, v, err)
-			: global_key(ps, key, v, err);
+	return key_line(ps, key, v, err);
 }
 
 /* Append what the parser collected to sc. */
 static void merge(struct siteconf *sc, struct siteconf *a)
 {
-	items_move(&sc->binds, &a->binds);
-	items_move(&sc->env, &a->env);
-	item_move(&sc->devices, &a->devices);
-	item_move(&sc->lock_devices, &a->lock_devices);
-	item_move(&sc->transport_env, &a->transport_env);
-	item_move(&sc->lock_transport_env, &a->lock_transport_env);
-	item_move(&sc->user_binds, &a->user_binds);
-	items_move(&sc->allow_binds, &a->allow_binds);
-	items_move(&sc->deny_binds, &a->deny_binds);
-	item_move(&sc->shm_size, &a->shm_size);
-	item_move(&sc->tmp_size, &a->tmp_size);
-	item_move(&sc->writable_tmpfs_size, &a->writable_tmpfs_size);
-	item_move(&sc->require_signature, &a->require_signature);
-	items_move(&sc->trusted_keys, &a->trusted_keys);
-	item_move(&sc->oversubscribe, &a->oversubscribe);
-	item_move(&sc->cache_dir, &a->cache_dir);
+	for (size_t i = 0; i < siteconf_nkeys; i++) {
+		const struct site_key *k = &siteconf_keys[i];
+
+		if (k->profile)
+			continue;
+		if (k->kind == SITE_KEY_ITEM)
+			item_move(siteconf_key_field(sc, k),
+				  siteconf_key_field(a, k));
+		else
+			items_move(siteconf_key_field(sc, k),
+				   siteconf_key_field(a, k));
+	}
 	if (a->nprofiles) {
 		sc->profiles =
 		    xrealloc(sc->profiles, (sc->nprofiles + a->nprofiles) *

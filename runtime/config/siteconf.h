@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "mpictr.h"
 
@@ -89,6 +90,48 @@ int siteconf_parse(struct siteconf *sc, const char *text, size_t len,
 int siteconf_load(struct siteconf *sc, const char *path, bool site,
 		  mpictr_err **err);
 void siteconf_free(struct siteconf *sc);
+
+/* ---- the keys ----------------------------------------------------------
+ *
+ * Every key of the files, declared once: the parser, merging, freeing and
+ * the digest of what decides the container are all driven by this table
+ * (a key cannot be parsed yet forgotten by the digest). */
+enum site_key_kind {
+	SITE_KEY_ITEM,	/* struct site_item: the last value wins */
+	SITE_KEY_LIST,	/* struct site_items: every value, in order */
+	SITE_KEY_WORDS, /* struct site_items: each blank-separated word */
+	SITE_KEY_TEXT,	/* char *: free text, may be empty (profiles) */
+	SITE_KEY_FLAG,	/* bool: the checked value is "yes" (profiles) */
+};
+
+struct site_key {
+	const char *name; /* as written in the file */
+	enum site_key_kind kind;
+	bool profile; /* of a [profile NAME] section, else of the global part */
+	size_t offset;	/* of its field in struct siteconf or site_profile */
+	bool site_only; /* an error in a user file */
+	/* decides the container: tasks whose files differ in it never
+	 * share one (siteconf_container_digest) */
+	bool container;
+	bool once;	  /* given twice in a section is an error */
+	const char *lock; /* the key that locks it (set by an earlier file) */
+	/* Check value v: 0 valid, *out the value to store (NULL: v itself;
+	 * the caller frees); 1 valid and clears the key; -1 invalid, *why
+	 * the message (the caller frees). NULL: any value. */
+	int (*check)(const struct site_key *k, const char *v, char **out,
+		     char **why);
+	const char *example; /* a valid value (tests, docs) */
+};
+
+extern const struct site_key siteconf_keys[];
+extern const size_t siteconf_nkeys;
+
+/* The field of key k in sc (a global key) or in a struct site_profile
+ * (k->profile). */
+void *siteconf_key_field(const void *base, const struct site_key *k);
+/* Digest of every key that decides the container (names and values, the
+ * profiles' names and their keys). Origins do not count. */
+uint64_t siteconf_container_digest(const struct siteconf *sc);
 
 /* The profile called name, or NULL. */
 const struct site_profile *siteconf_profile(const struct siteconf *sc,

@@ -321,7 +321,8 @@ int rendezvous_dir(char *const *env, char **out, bool notice, mpictr_err **err)
  * whose containers would differ must not share one: the key covers a
  * digest of the task's inputs to plan_build() that decide the container
  * (the options, as config.h's option table declares them; config files,
- * the working directory, HOME and the other variables planning reads),
+ * the keys of the config files that siteconf's key table declares so, the
+ * working directory, HOME and the other variables planning reads),
  * cheap enough to compute before the keeper answers; and a task checks
  * that its own plan, once built, has the keeper's rendezvous_plan_digest()
  * (which covers the same options, through plan.options_digest, and what
@@ -330,21 +331,12 @@ int rendezvous_dir(char *const *env, char **out, bool notice, mpictr_err **err)
  * environment and the start directory inside: container_exec() takes them
  * from the task's own plan. */
 
-static uint64_t fnv_items(uint64_t h, const struct site_items *it)
-{
-	h = fnv1a_u64(h, it->n);
-	for (size_t i = 0; i < it->n; i++)
-		h = fnv1a_str(h, it->v[i].value);
-	return h;
-}
-
 uint64_t rendezvous_inputs_digest(const struct mpictr_config *cfg)
 {
 	static const char *const vars[] = {"HOME", "PMIX_SERVER_TMPDIR",
 					   "MPICTR_SYSROOT"};
 	static const char *const set[] = {"PMI_FD", "PMIX_SERVER_URI41",
 					  "PMIX_SERVER_URI4"};
-	const struct siteconf *sc = &cfg->site;
 	cleanup_free char *cwd = getcwd(NULL, 0);
 	uint64_t h = FNV1A_INIT;
 
@@ -356,27 +348,9 @@ uint64_t rendezvous_inputs_digest(const struct mpictr_config *cfg)
 		h = fnv1a_str(h, env_get(cfg->host_env, vars[i]));
 	for (size_t i = 0; i < sizeof(set) / sizeof(set[0]); i++)
 		h = fnv1a_u64(h, env_get(cfg->host_env, set[i]) != NULL);
-	/* The site file and user config files (--config, MPICTR_CONF). */
-	h = fnv_items(h, &sc->binds);
-	h = fnv_items(h, &sc->env);
-	h = fnv_items(h, &sc->allow_binds);
-	h = fnv_items(h, &sc->deny_binds);
-	h = fnv1a_str(h, sc->devices.value);
-	h = fnv1a_str(h, sc->lock_devices.value);
-	h = fnv1a_str(h, sc->transport_env.value);
-	h = fnv1a_str(h, sc->lock_transport_env.value);
-	h = fnv1a_str(h, sc->user_binds.value);
-	for (size_t i = 0; i < sc->nprofiles; i++) {
-		const struct site_profile *pr = &sc->profiles[i];
-
-		h = fnv1a_str(h, pr->name);
-		h = fnv_items(h, &pr->binds);
-		h = fnv_items(h, &pr->env);
-		h = fnv_items(h, &pr->env_prepend);
-		h = fnv1a_str(h, pr->mpi.value);
-		h = fnv_items(h, &pr->mpi_deps);
-		h = fnv1a_u64(h, pr->mpi_warn);
-	}
+	/* The site file and user config files (--config, MPICTR_CONF): every
+	 * key of siteconf's table that decides the container. */
+	h = fnv1a_u64(h, siteconf_container_digest(&cfg->site));
 	return h;
 }
 

@@ -64,6 +64,7 @@ struct spank_opts {
 	char *image, *mounts, *workdir, *env, *name, *save;
 	bool no_entrypoint, entrypoint;
 	bool writable, readonly, remap_root, mount_home, no_mount_home;
+	bool dry_run; /* --container-dry-run: print the plan, run nothing */
 	char **image_dirs; /* site policy (plugin argument image_dirs=) */
 	/* The options' prefix (plugin argument prefix=, default
 	 * "container"): another one lets the plugin load beside Pyxis. */
@@ -105,6 +106,7 @@ enum {
 	OPT_MOUNT_HOME,
 	OPT_NO_MOUNT_HOME,
 	OPT_SAVE,
+	OPT_DRY_RUN,
 };
 
 static const char *opt_name(int val);
@@ -145,6 +147,9 @@ static int opt_cb(int val, const char *arg, int remote)
 		return 0;
 	case OPT_SAVE:
 		return opt_store(&opts.save, opt_name(OPT_SAVE), arg);
+	case OPT_DRY_RUN:
+		opts.dry_run = true;
+		return 0;
 	default:
 		return -1;
 	}
@@ -187,6 +192,10 @@ static struct spank_option spank_opts[] = {
      "[mpictr] after the step, save the named container as a squashfs "
      "image at PATH (first node)",
      1, OPT_SAVE, opt_cb},
+    {"container-dry-run", NULL,
+     "[mpictr] each task prints its plan as JSON (as mpictr --dry-run: "
+     "environment, mounts) and runs nothing",
+     0, OPT_DRY_RUN, opt_cb},
     SPANK_OPTIONS_TABLE_END};
 
 /* The names the options are registered under: "container" in each
@@ -449,6 +458,13 @@ static int opts_conflict(void)
 			    !opts.name ? "saves a named container: give --"
 					 "container-name too"
 				       : "PATH must be absolute");
+		return -1;
+	}
+	if (opts.dry_run && opts.save) {
+		slurm_error("mpictr: --%s runs nothing: --%s=%s would save "
+			    "nothing",
+			    opt_name(OPT_DRY_RUN), opt_name(OPT_SAVE),
+			    opts.save);
 		return -1;
 	}
 	if (!opts.image && (opts.writable || opts.readonly || opts.remap_root ||
@@ -803,6 +819,60 @@ static void single_task_key(spank_t sp, uint32_t step, char ***env)
 	}
 }
 
+/* --container-dry-run: the plan of this task as JSON on its stdout, what
+ * `mpictr --dry-run` shows for the same command in the same task (its
+ * environment, the launcher's variables, the site file). A named
+ * container: the plan of the running one, else of the container this
+ * task would start. Nothing is started, joined or run. */
+static int task_dry_run(spank_t sp, char **host, uint32_t step, int argc,
+			char **argv, mpictr_err **e)
+{
+	mpictr_config *cfg = NULL;
+	cleanup_free char *json = NULL;
+	int rc;
+
+	/* slurmstepd applies SLURM_RLIMIT_* and removes them from the task's
+	 * environment after slurm_spank_task_init: the task never has them
+	 * (nor has `mpictr --dry-run` in it) */
+	for (size_t i = 0; host[i];) {
+		const char *eq = strchr(host[i], '=');
+		cleanup_free char *name =
+		    eq && strncmp(host[i], "SLURM_RLIMIT_", 13) == 0
+			? xstrndup(host[i], (size_t)(eq - host[i]))
+			: NULL;
+
+		if (name)
+			env_unset(&host, name);
+		else
+			i++;
+	}
+	if (opts.name && step != SLURM_BATCH_SCRIPT) {
+		uint32_t job = 0;
+		cleanup_free char *ref = NULL;
+
+		spank_get_item(sp, S_JOB_ID, &job);
+		ref = xasprintf("instance://%u.%s", job, opts.name);
+		cfg = named_config(host, ref, false, step, argc, argv, e);
+		rc = cfg ? mpictr_plan_json(cfg, &json, e) : -1;
+		if (rc == 0 || !opts.image || !err_starts(*e, "no instance '"))
+			goto out;
+		mpictr_err_free(*e);
+		*e = NULL;
+		mpictr_config_free(cfg);
+		cfg = named_config(host, opts.image, true, step, argc, argv, e);
+	} else {
+		cfg = task_config(host, opts.image, true, step, argc, argv, e);
+	}
+	rc = cfg ? mpictr_plan_json(cfg, &json, e) : -1;
+out:
+	mpictr_config_free(cfg);
+	if (rc == 0 && (fputs(json, stdout) == EOF ||
+			fputc('\n', stdout) == EOF || fflush(stdout) == EOF))
+		rc = err_set(e, errno, "--%s: write the plan",
+			     opt_name(OPT_DRY_RUN));
+	return rc;
+}
+
 /* Join the node's container; on failure, *e says why. */
 static int task_enter(spank_t sp, uint32_t step, mpictr_err **e)
 {
@@ -819,6 +889,11 @@ static int task_enter(spank_t sp, uint32_t step, mpictr_err **e)
 	}
 	host = strv_dup(job_env);
 	single_task_key(sp, step, &host);
+	if (opts.dry_run) {
+		rc = task_dry_run(sp, host, step, argc, argv, e);
+		strv_free(host);
+		return rc;
+	}
 	if (opts.name && step != SLURM_BATCH_SCRIPT) {
 		rc = join_named_checked(sp, host, step, argc, argv, &env,
 					&program, e);
@@ -872,6 +947,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		mpictr_err_free(e);
 		_exit(code);
 	}
+	if (opts.dry_run)
+		_exit(0); /* the plan is printed: the command does not run */
 	return 0;
 }
 
@@ -925,7 +1002,7 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 	pid_t pid;
 	int status;
 
-	if (!opts.save || !opts.name || !spank_remote(sp))
+	if (!opts.save || !opts.name || opts.dry_run || !spank_remote(sp))
 		return 0;
 	spank_get_item(sp, S_JOB_STEPID, &step);
 	spank_get_item(sp, S_JOB_NODEID, &node);

@@ -135,6 +135,33 @@ multiopt() {
 	gone
 }
 ok "tasks of a step with different options (--contain, -B x:y:ro) never share a container" multiopt
+# Tasks of one step whose site files differ in a key that decides the
+# container (shm_size: the join key's digest once missed it, and task 1
+# joined task 0's keeper, only to fail its plan check): each gets its own
+# container with its own /dev/shm. MPICTR_TEST_SITE_CONF stands in for
+# the site file (only where /etc/mpictr/mpictr.conf is absent).
+sitediff() {
+	local v="SLURM_JOB_ID=$JOB SLURM_STEP_ID=31 SLURM_NODEID=0 SLURM_STEP_TASKS_PER_NODE=2" p rc=0
+	echo "shm_size = 8m" >"$T_TMP/site8.conf" && echo "shm_size = 16m" >"$T_TMP/site16.conf" || return 1
+	env $v SLURM_PROCID=0 SLURM_LOCALID=0 MPICTR_TEST_SITE_CONF="$T_TMP/site8.conf" "$MPICTR" "$I" \
+		sh -c "$nsline; df -k /dev/shm | tail -n 1; echo UP; exec sleep 3" >"$T_TMP/s0" 2>&1 &
+	for _ in $(seq 100); do grep -q UP "$T_TMP/s0" && break; sleep 0.1; done
+	env $v SLURM_PROCID=1 SLURM_LOCALID=1 MPICTR_TEST_SITE_CONF="$T_TMP/site16.conf" "$MPICTR" "$I" \
+		sh -c "$nsline; df -k /dev/shm | tail -n 1" >"$T_TMP/s1" 2>&1 || rc=$?
+	wait
+	cat "$T_TMP/s0" "$T_TMP/s1"
+	[ "$rc" = 0 ] || { echo "task 1 exited $rc"; return 1; }
+	grep -qE '^[^ ]+ +8192 ' "$T_TMP/s0" && grep -qE '^[^ ]+ +16384 ' "$T_TMP/s1" || { echo "a /dev/shm of the other site file"; return 1; }
+	[ "$(head -n 1 "$T_TMP/s0")" != "$(head -n 1 "$T_TMP/s1")" ] || { echo "one user and mount namespace for both"; return 1; }
+	# each keeper waits for the other task: stop them
+	for p in $(marked_procs | cut -d' ' -f1); do kill -TERM "$p" 2>/dev/null; done
+	gone
+}
+if [ -e /etc/mpictr/mpictr.conf ]; then
+	need "tasks of a step with different site files" "no /etc/mpictr/mpictr.conf (MPICTR_TEST_SITE_CONF is ignored beside it)"
+else
+	ok "tasks of a step whose site files differ in shm_size never share a container" sitediff
+fi
 # A program in another container of the user sees the step's keeper socket
 # through the /tmp bind: the keeper hands it nothing and it takes no rank
 # slot (issue 23 item 7: it got the namespaces, and the step's last task

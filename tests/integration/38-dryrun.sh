@@ -7,7 +7,8 @@
 # tests/fixtures/mkfakesys.sh), so the transport variables depend on the
 # local rank and the local size. Modes: the single process, -n (shared and
 # --no-share), join (by hand, under srun and under mpirun: hybrid), node
-# daemon (srun --mpi=pmix mpictr -n), an instance.
+# daemon (srun --mpi=pmix mpictr -n), the SPANK plugin (srun
+# --container-image, --container-dry-run), an instance.
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/slurm/env.sh"
 
@@ -100,6 +101,38 @@ if slurm_up && have_fuse; then
 	ok "node daemon mode (srun --mpi=pmix mpictr -n 2): the dry-run is rank 0's run" daemon
 else
 	need "srun: join and node daemon mode" "the single-node Slurm of tests/slurm/cluster.sh and /dev/fuse"
+fi
+
+# The SPANK plugin: `srun --container-dry-run --container-image=IMG CMD`
+# prints each task's plan; the same srun without it runs CMD. They are two
+# steps of one allocation: the variables that two plain steps' tasks see
+# differently (step id, ports) may differ, nothing else
+# (dryrun-diff.py --vary-from).
+spank_dirs() { sed -nE "s|^[a-z]+ +$SPANK_DIR/mpictr-spank.so .*image_dirs=([^ ]+).*|\1|p" "${SLURM_CONF%/*}/plugstack.conf" 2>/dev/null; }
+if slurm_up && have_fuse && spank_ready && [ -n "$(spank_dirs)" ] && [ -f "$ROOT/build/plugins/mpictr-spank.so" ] &&
+	spank_installed "$ROOT/build/plugins"; then
+	spank() {
+		local si=$W/spank.sif k
+		if spank_in_dirs "$(spank_dirs)" "$I"; then si=$I; else cp "$I" "$si" || return 1; fi
+		cat >"$W/spank.sh" <<-EOF
+			set -e
+			srun -N 1 -n 2 -o '$W/plain1.%t' sh -c 'cat /proc/self/environ'
+			srun -N 1 -n 2 -o '$W/plain2.%t' sh -c 'cat /proc/self/environ'
+			srun -N 1 -n 2 -o '$W/dry.p%t' --container-dry-run --container-image='$si' sh -c "$(probe 'p\$SLURM_LOCALID')"
+			srun -N 1 -n 2 --container-image='$si' sh -c "$(probe 'p\$SLURM_LOCALID')"
+		EOF
+		$T salloc -N 1 -n 2 bash "$W/spank.sh" || return 1
+		for k in 0 1; do
+			[ -s "$W/env.p$k" ] || { echo "task $k wrote nothing"; return 1; }
+			python3 "$ROOT/tests/tools/dryrun-diff.py" --vary-from "$W/plain1.$k" "$W/plain2.$k" \
+				"$W/dry.p$k" "$W/env.p$k" "$W/mnt.p$k" | sed "s/^/task $k: /"
+			[ "${PIPESTATUS[0]}" = 0 ] || return 1
+		done
+	}
+	ok "SPANK (srun -n 2 --container-image): each task's --container-dry-run is its run" spank
+else
+	need "SPANK: srun --container-dry-run --container-image" \
+		"the single-node Slurm with this tree's mpictr-spank.so installed (SPANK=1 .../testas.sh; tests/integration/90-spank.sh says how) and /dev/fuse"
 fi
 
 instance() {

@@ -6,7 +6,7 @@
 # the test checks it is that build): `srun --container-image=IMAGE CMD`
 # puts the tasks of a node in one user and mount namespace, exec'd by
 # slurmstepd itself; Open MPI (pmix) and MPICH (pmi2); --container-mounts,
-# -workdir, -env; inert without options; `#SBATCH --container-image`;
+# -workdir, -env, -dry-run; inert without options; `#SBATCH --container-image`;
 # --container-name shared by steps (a later step cannot change its
 # mounts); image_dirs enforced in the task, also when srun's check is
 # bypassed or a symbolic link leads out; failures fail fast with their
@@ -139,6 +139,32 @@ env_step() (
 )
 ok "--container-env=SPANK_T_VAR: the host's value wins over the image's" env_step
 check "... SPANK_T_VAR=host-value inside" test "$(count env '^VAR host-value$')" = 1
+
+# --container-dry-run: each task prints its plan (JSON, as mpictr
+# --dry-run) and runs nothing (tests/integration/38-dryrun.sh compares
+# the plan with the run)
+dry_step() {
+	rm -f "$W/dry-ran"
+	step dry -n 2 -o "$W/out.dry.%t" --container-image="$W/tiny.sif" --container-dry-run \
+		--container-mounts="$W/data:/data:ro" sh -c "touch '$W/dry-ran'"
+}
+dry_plan() { # FILE...: plans of tiny.sif with $W/data bound at /data
+	local f
+	for f in "$@"; do
+		python3 -c 'import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["image"]["path"].endswith("/tiny.sif"), p["image"]
+assert any(m["target"] == "/data" and m["source"] == sys.argv[2] and ",ro," in m["options"] for m in p["mounts"]), p["mounts"]
+assert p["env"], "no environment"' "$f" "$W/data" || return 1
+	done
+}
+ok "srun --container-dry-run -n 2 --container-image=tiny.sif: exits 0" dry_step
+check "... each task printed its plan (the image, the bind)" dry_plan "$W/out.dry.0" "$W/out.dry.1"
+check "... and ran nothing" test ! -e "$W/dry-ran"
+check "... nothing left behind" clean "$(jobid dry)"
+ok_fail "--container-dry-run with --container-save: refused" \
+	step drysave -n 1 --container-image="$W/tiny.sif" --container-name=d --container-save="$W/d.sqfs" --container-dry-run true
+check "... saying why" grep -q "mpictr: --container-dry-run runs nothing: --container-save=$W/d.sqfs would save nothing" "$W/out.drysave"
 
 # ---- failures: fast, with the reason, nothing left -------------------------------------------
 fails_fast() { # SUFFIX PATTERN SRUN-ARGS...: non-zero within 30 s, PATTERN in the output

@@ -2,7 +2,7 @@
 """dryrun-diff.py - does a rank's environment and view of the mounts equal
 what --dry-run of the same command showed? (tests/integration/38-dryrun.sh)
 
-Usage: dryrun-diff.py DRY.json ENVIRON MOUNTINFO
+Usage: dryrun-diff.py [--vary-from ENV_A ENV_B] DRY.json ENVIRON MOUNTINFO
   DRY.json   mpictr's --dry-run output for the command, run by the same
              task of the same launch, so that the launcher's variables are
              the same (the rank's: in launch and node daemon mode rank
@@ -10,6 +10,13 @@ Usage: dryrun-diff.py DRY.json ENVIRON MOUNTINFO
   ENVIRON    the rank's /proc/self/environ (NUL-separated), as a shell in
              the container exported it
   MOUNTINFO  the rank's /proc/self/mountinfo
+  --vary-from ENV_A ENV_B
+             when the dry-run and the rank are two steps of a launch (the
+             SPANK plugin's --container-dry-run): the environments of the
+             same task in two plain steps (/proc/self/environ); the
+             variables that differ between them (the step's id, ports,
+             pids) may differ. Each must be a launcher's (below), else the
+             comparison fails (exit 2).
 
 Prints each difference and exits 1; exits 0 when there is none. What may
 differ, and why (nothing else may):
@@ -57,14 +64,26 @@ def above(d, path):
     return path != d and path.startswith(d.rstrip("/") + "/")
 
 
-def main(dry_path, env_path, mnt_path):
+def varying(a_path, b_path):
+    """The names whose values differ between two steps' environments."""
+    a, b = environ(a_path), environ(b_path)
+    names = {k for k in set(a) | set(b) if a.get(k) != b.get(k)}
+    bad = sorted(k for k in names if not k.startswith(PER_RANK))
+    if bad:
+        print("two steps differ in %s: not a launcher's variable" %
+              ", ".join(bad))
+        sys.exit(2)
+    return names
+
+
+def main(dry_path, env_path, mnt_path, vary=frozenset()):
     with open(dry_path) as f:
         dry = json.load(f)
     want = dict(kv.split("=", 1) for kv in dry["env"])
     got = environ(env_path)
     diffs = []
     for k in sorted(set(want) | set(got)):
-        if k in SHELL or k in ENV_SCRIPTS:
+        if k in SHELL or k in ENV_SCRIPTS or k in vary:
             continue
         if k not in got:
             diffs.append("env: %s=%s in the dry-run, unset in the rank" %
@@ -97,6 +116,11 @@ def main(dry_path, env_path, mnt_path):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4:
+    args = sys.argv[1:]
+    vary = frozenset()
+    if args[:1] == ["--vary-from"] and len(args) == 6:
+        vary = varying(args[1], args[2])
+        args = args[3:]
+    if len(args) != 3:
         sys.exit(__doc__)
-    sys.exit(main(*sys.argv[1:]))
+    sys.exit(main(*args, vary=vary))

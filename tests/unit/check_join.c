@@ -9,6 +9,7 @@
 #include "modes/rendezvous.h"
 #include "host/launcher.h"
 #include "plan/plan.h"
+#include "config/siteconf.h"
 #include "common/util.h"
 
 START_TEST(test_siphash_vectors)
@@ -108,6 +109,34 @@ START_TEST(test_inputs_digest)
 		mpictr_config_free(c);
 	}
 	mpictr_config_free(base);
+	/* and every key of the config files' table that decides it (a task
+	 * with another --config does not share a container that differs) */
+	for (size_t i = 0; i < siteconf_nkeys; i++) {
+		const struct site_key *k = &siteconf_keys[i];
+		mpictr_config *c0 = mpictr_config_new(),
+			      *c = mpictr_config_new();
+		const char *sect = k->profile ? "[profile p]\n" : "";
+		cleanup_free char *text =
+		    xasprintf("%s%s = %s\n", sect, k->name, k->example);
+		mpictr_err *err = NULL;
+
+		ck_assert_int_eq(siteconf_parse(&c0->site, sect, strlen(sect),
+						"a.conf", true, &err),
+				 0);
+		ck_assert_int_eq(siteconf_parse(&c->site, text, strlen(text),
+						"b.conf", true, &err),
+				 0);
+		if (k->container)
+			ck_assert_msg(rendezvous_inputs_digest(c) !=
+					  rendezvous_inputs_digest(c0),
+				      "%s", k->name);
+		else
+			ck_assert_msg(rendezvous_inputs_digest(c) ==
+					  rendezvous_inputs_digest(c0),
+				      "%s", k->name);
+		mpictr_config_free(c0);
+		mpictr_config_free(c);
+	}
 	plan_two_binds(&a, 0, false);
 	plan_two_binds(&b, 0, false);
 	b.options_digest = 1;

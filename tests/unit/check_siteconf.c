@@ -717,6 +717,217 @@ START_TEST(test_elf_soname_malformed)
 }
 END_TEST
 
+/* "[profile p]\n" for a profile key, then "NAME = VALUE\n". */
+static char *key_text(const struct site_key *k, const char *value)
+{
+	return xasprintf("%s%s = %s\n", k->profile ? "[profile p]\n" : "",
+			 k->name, value);
+}
+
+/* The field of k in sc (a profile key: in profile p). */
+static const void *key_field(const struct siteconf *sc,
+			     const struct site_key *k)
+{
+	const struct site_profile *p = siteconf_profile(sc, "p");
+
+	if (!k->profile)
+		return siteconf_key_field(sc, k);
+	ck_assert_ptr_nonnull(p);
+	return siteconf_key_field(p, k);
+}
+
+/* Every key of the table parses its example into its own field, in the
+ * site file; site-only keys are refused in a user file, the others not; a
+ * key of one section only is refused in the other. */
+START_TEST(test_key_table_parses)
+{
+	for (size_t i = 0; i < siteconf_nkeys; i++) {
+		const struct site_key *k = &siteconf_keys[i];
+		cleanup_free char *text = key_text(k, k->example);
+		struct siteconf sc = {0};
+		const void *f;
+		mpictr_err *err = NULL;
+		size_t words = 1;
+
+		for (const char *c = k->example; *c; c++)
+			words += *c == ' ';
+		parse_ok(&sc, text, true);
+		f = key_field(&sc, k);
+		switch (k->kind) {
+		case SITE_KEY_ITEM:
+			ck_assert_msg(((const struct site_item *)f)->value,
+				      "%s", k->name);
+			break;
+		case SITE_KEY_LIST:
+		case SITE_KEY_WORDS:
+			ck_assert_msg(((const struct site_items *)f)->n ==
+					  (k->kind == SITE_KEY_WORDS ? words
+								     : 1),
+				      "%s", k->name);
+			break;
+		case SITE_KEY_TEXT:
+			ck_assert_str_eq(*(char *const *)f, k->example);
+			break;
+		case SITE_KEY_FLAG:
+		default:
+			ck_assert_msg(*(const bool *)f, "%s", k->name);
+			break;
+		}
+		if (k->lock) {
+			bool found = false;
+
+			for (size_t j = 0; j < siteconf_nkeys; j++)
+				found |= !siteconf_keys[j].profile &&
+					 strcmp(siteconf_keys[j].name,
+						k->lock) == 0;
+			ck_assert_msg(found, "%s: lock %s", k->name, k->lock);
+		}
+		siteconf_free(&sc);
+		if (k->site_only) {
+			cleanup_free char *want = xasprintf(
+			    "user.conf:1: '%s' may only be set in the site "
+			    "configuration file",
+			    k->name);
+			parse_bad(text, false, false, want);
+		} else {
+			parse_ok(&sc, text, false);
+			siteconf_free(&sc);
+		}
+		/* the other section */
+		{
+			cleanup_free char *other = xasprintf(
+			    "%s%s = %s\n", k->profile ? "" : "[profile p]\n",
+			    k->name, k->example);
+			bool both = false;
+
+			for (size_t j = 0; j < siteconf_nkeys; j++)
+				both |= siteconf_keys[j].profile !=
+					    k->profile &&
+					strcmp(siteconf_keys[j].name,
+					       k->name) == 0;
+			if (both)
+				continue;
+			ck_assert_int_eq(siteconf_parse(&sc, other,
+							strlen(other),
+							"mpictr.conf", true,
+							&err),
+					 -1);
+			ck_assert_msg(strstr(mpictr_err_message(err),
+					     k->profile ? "belongs in a "
+							: "unknown key"),
+				      "%s: %s", k->name,
+				      mpictr_err_message(err));
+			mpictr_err_free(err);
+			err = NULL;
+			siteconf_free(&sc);
+		}
+	}
+}
+END_TEST
+
+static size_t kind_size(enum site_key_kind kind)
+{
+	switch (kind) {
+	case SITE_KEY_ITEM:
+		return sizeof(struct site_item);
+	case SITE_KEY_LIST:
+	case SITE_KEY_WORDS:
+		return sizeof(struct site_items);
+	case SITE_KEY_TEXT:
+		return sizeof(char *);
+	case SITE_KEY_FLAG:
+	default:
+		return sizeof(bool);
+	}
+}
+
+/* The table's fields cover the structs: every field of struct siteconf
+ * before the profiles, and of struct site_profile after its site flag, is
+ * a key's (a new field without a key fails here). */
+static void check_tiles(bool profile, size_t from, size_t to)
+{
+	size_t at = from;
+
+	for (;;) {
+		const struct site_key *next = NULL;
+
+		for (size_t i = 0; i < siteconf_nkeys; i++)
+			if (siteconf_keys[i].profile == profile &&
+			    siteconf_keys[i].offset >= at &&
+			    (!next || siteconf_keys[i].offset < next->offset))
+				next = &siteconf_keys[i];
+		if (!next)
+			break;
+		ck_assert_msg(next->offset == at,
+			      "%s: a field at offset %zu has no key (next: "
+			      "'%s' at %zu)",
+			      profile ? "profile" : "siteconf", at, next->name,
+			      next->offset);
+		at = next->offset + kind_size(next->kind);
+	}
+	ck_assert_msg(at <= to && to - at < sizeof(void *),
+		      "%s: fields from offset %zu to %zu have no key",
+		      profile ? "profile" : "siteconf", at, to);
+}
+
+START_TEST(test_key_table_fields)
+{
+	check_tiles(false, 0, offsetof(struct siteconf, profiles));
+	check_tiles(true, offsetof(struct site_profile, description),
+		    sizeof(struct site_profile));
+}
+END_TEST
+
+/* Two configurations that differ in a key that decides the container have
+ * different digests, whatever the key; one that does not decide it does
+ * not change the digest; nor does where a value was set. */
+START_TEST(test_container_digest)
+{
+	struct siteconf base = {0}, pbase = {0}, a = {0}, b = {0};
+	uint64_t d0, p0;
+	size_t ndeciding = 0;
+
+	parse_ok(&pbase, "[profile p]\n", true);
+	d0 = siteconf_container_digest(&base);
+	p0 = siteconf_container_digest(&pbase);
+	ck_assert_uint_ne(d0, p0);
+	for (size_t i = 0; i < siteconf_nkeys; i++) {
+		const struct site_key *k = &siteconf_keys[i];
+		cleanup_free char *text = key_text(k, k->example);
+		struct siteconf sc = {0};
+		uint64_t d;
+
+		parse_ok(&sc, text, true);
+		d = siteconf_container_digest(&sc);
+		if (k->container)
+			ck_assert_msg(d != (k->profile ? p0 : d0), "%s",
+				      k->name);
+		else
+			ck_assert_msg(d == (k->profile ? p0 : d0), "%s",
+				      k->name);
+		ndeciding += k->container;
+		siteconf_free(&sc);
+	}
+	ck_assert_uint_gt(ndeciding, 0);
+	/* the sizes, the signature policy: once forgotten by a hand list */
+	parse_ok(&a, "shm_size = 1g\n", true);
+	parse_ok(&b, "shm_size = 2g\n", true);
+	ck_assert_uint_ne(siteconf_container_digest(&a),
+			  siteconf_container_digest(&b));
+	siteconf_free(&b);
+	parse_ok(&b, "\n[profile q]\n", true);
+	ck_assert_uint_ne(siteconf_container_digest(&a),
+			  siteconf_container_digest(&b));
+	siteconf_free(&b);
+	parse_ok(&b, "\n\nshm_size = 1g\n", true);
+	ck_assert_uint_eq(siteconf_container_digest(&a),
+			  siteconf_container_digest(&b));
+	siteconf_free(&a);
+	siteconf_free(&b);
+	siteconf_free(&pbase);
+}
+END_TEST
+
 Suite *suite_siteconf(void);
 Suite *suite_siteconf(void)
 {
@@ -725,6 +936,9 @@ Suite *suite_siteconf(void)
 
 	tcase_add_test(tc, test_parse_site);
 	tcase_add_test(tc, test_parse_errors);
+	tcase_add_test(tc, test_key_table_parses);
+	tcase_add_test(tc, test_key_table_fields);
+	tcase_add_test(tc, test_container_digest);
 	tcase_add_test(tc, test_nul_and_long_lines);
 	tcase_add_test(tc, test_shm_size);
 	tcase_add_test(tc, test_signature_keys);
