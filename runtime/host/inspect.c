@@ -225,38 +225,55 @@ static void strv_json(struct strbuf *sb, char *const *v)
 	sb_putc(sb, ']');
 }
 
+/* One "Name: value" line: the image is untrusted, so a control character
+ * in the value (a newline that would forge a line, a terminal escape) is
+ * shown as '?'. */
+static void line_clean(struct strbuf *sb, const char *name, const char *value,
+		       const char *tail)
+{
+	sb_printf(sb, "%s: ", name);
+	for (const unsigned char *p = (const unsigned char *)value; *p; p++)
+		sb_putc(sb, *p < 0x20 || *p == 0x7f ? '?' : (char)*p);
+	sb_printf(sb, "%s\n", tail);
+}
+
 /* One "Name: value" line per field the config has; lists one line per
- * entry. */
+ * entry (Entrypoint and Cmd as one JSON list each). */
 static void oci_text(struct strbuf *sb, const struct oci_config *c)
 {
 	const char *const names[] = {"Entrypoint", "Cmd"};
 	char **const lists[] = {c->entrypoint, c->cmd};
 
 	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		struct strbuf l = STRBUF_INIT;
+		cleanup_free char *t = NULL;
+
 		if (!lists[i])
 			continue;
-		sb_printf(sb, "%s: ", names[i]);
-		strv_json(sb, lists[i]);
-		sb_putc(sb, '\n');
+		strv_json(&l, lists[i]);
+		t = sb_steal(&l);
+		line_clean(sb, names[i], t, "");
 	}
 	for (size_t i = 0; c->env && c->env[i]; i++)
-		sb_printf(sb, "Env: %s\n", c->env[i]);
+		line_clean(sb, "Env", c->env[i], "");
 	if (c->workdir)
-		sb_printf(sb, "WorkingDir: %s\n", c->workdir);
+		line_clean(sb, "WorkingDir", c->workdir, "");
 	if (c->user)
-		sb_printf(sb, "User: %s%s\n", c->user,
-			  oci_config_user_nonroot(c)
-			      ? " (ignored: you run as yourself)"
-			      : "");
+		line_clean(sb, "User", c->user,
+			   oci_config_user_nonroot(c)
+			       ? " (ignored: you run as yourself)"
+			       : "");
 	for (size_t i = 0; c->exposed_ports && c->exposed_ports[i]; i++)
-		sb_printf(sb, "ExposedPorts: %s\n", c->exposed_ports[i]);
+		line_clean(sb, "ExposedPorts", c->exposed_ports[i], "");
 	for (size_t i = 0; c->volumes && c->volumes[i]; i++)
-		sb_printf(sb, "Volumes: %s\n", c->volumes[i]);
+		line_clean(sb, "Volumes", c->volumes[i], "");
 	if (c->stop_signal)
-		sb_printf(sb, "StopSignal: %s\n", c->stop_signal);
-	for (size_t i = 0; c->label_keys && c->label_keys[i]; i++)
-		sb_printf(sb, "Labels: %s=%s\n", c->label_keys[i],
-			  c->label_values[i]);
+		line_clean(sb, "StopSignal", c->stop_signal, "");
+	for (size_t i = 0; c->label_keys && c->label_keys[i]; i++) {
+		cleanup_free char *kv =
+		    xasprintf("%s=%s", c->label_keys[i], c->label_values[i]);
+		line_clean(sb, "Labels", kv, "");
+	}
 }
 
 static char *as_text(const struct inspect *in)

@@ -958,8 +958,10 @@ static int save_as_user(spank_t sp, const char *name)
 		 : mpictr_instance_save(cfg, name, opts.save, &e);
 	mpictr_config_free(cfg);
 	if (rc < 0) {
+		cleanup_free char *typed = as_typed(mpictr_err_message(e));
+
 		slurm_error("mpictr: --%s=%s: %s", opt_name(OPT_SAVE),
-			    opts.save, mpictr_err_message(e));
+			    opts.save, typed);
 		mpictr_err_free(e);
 		return MPICTR_EXIT_FAILURE;
 	}

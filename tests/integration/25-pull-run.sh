@@ -33,7 +33,8 @@ ok "image with Entrypoint, Cmd, Env, WorkingDir, User" mkimg bb \
 	--config.env PATH=/bin --config.env GREETING=hello --config.env UCX_TLS=from-image \
 	--config.entrypoint /bin/echo --config.cmd default-cmd --config.workingdir /data \
 	--config.user 1000 --config.exposedports 8080/tcp --config.volume /vol \
-	--config.stopsignal SIGINT --config.label 'org.opencontainers.image.title=bb tool'
+	--config.stopsignal SIGINT --config.label 'org.opencontainers.image.title=bb tool' \
+	--config.label "org.x.nl=a$(printf '\nEnv: FORGED')"
 ok "pull it" $T "$MPICTR" pull -q oci:bb:latest bb.sif
 
 # inspect reads the config the pull kept (oci-config.json), field by field.
@@ -51,6 +52,8 @@ check "... Entrypoint, Env, WorkingDir, User (ignored), ExposedPorts, Volumes, S
 	grep -qx "WorkingDir: /data" insp.txt && grep -q "^User: 1000 (ignored" insp.txt &&
 	grep -qx "ExposedPorts: 8080/tcp" insp.txt && grep -qx "Volumes: /vol" insp.txt &&
 	grep -qx "StopSignal: SIGINT" insp.txt && grep -qx "Labels: org.opencontainers.image.title=bb tool" insp.txt'
+check "... a control character in a value is shown as '?' (no forged line)" \
+	sh -c 'grep -qx "Labels: org.x.nl=a?Env: FORGED" insp.txt && ! grep -qx "Env: FORGED" insp.txt'
 # A corrupt oci-config.json (same length, no longer JSON): inspect still
 # shows the image and says what is wrong with the config.
 ok "a SIF with a corrupt oci-config.json" python3 -c '
