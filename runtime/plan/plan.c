@@ -690,10 +690,14 @@ static void plan_argv(const struct mpictr_config *cfg, struct plan *p)
 		for (size_t i = 0; p->oci.entrypoint && p->oci.entrypoint[i];
 		     i++)
 			strv_push(&p->argv, p->oci.entrypoint[i]);
+		/* without arguments, Cmd too is the image's */
+		p->argv_lead = args ? strv_len(p->argv)
+				    : strv_len(p->argv) + strv_len(tail);
 		for (size_t i = 0; tail && tail[i]; i++)
 			strv_push(&p->argv, tail[i]);
 		return;
 	}
+	p->argv_lead = 1;
 	strv_push(&p->argv, "/.singularity.d/runscript");
 	for (size_t i = 0; args && cfg->argv[i]; i++)
 		strv_push(&p->argv, cfg->argv[i]);
