@@ -801,6 +801,24 @@ static int unknown_verb(const char *word, int *code)
 	return 1;
 }
 
+/* `mpictr -n 4 shell IMAGE`: a verb after options, where IMAGE is, and
+ * no file of that name? Then say where verbs go (1 with *code), else 0. */
+static int verb_after_options(const char *word, int *code)
+{
+	if (access(word, F_OK) == 0)
+		return 0;
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(*verbs); i++)
+		if (strcmp(word, verbs[i]) == 0) {
+			*code = usage_error("'%s' after options: the verb "
+					    "comes first ('mpictr %s "
+					    "[OPTIONS] ...'), and there is "
+					    "no image of that name",
+					    word, word);
+			return 1;
+		}
+	return 0;
+}
+
 /* `mpictr [exec|run|shell] ...` and `mpictr -n N ...`. */
 static int cmd_run(int argc, char **argv, enum run_verb verb)
 {
@@ -820,6 +838,9 @@ static int cmd_run(int argc, char **argv, enum run_verb verb)
 	}
 	if (optind < argc && verb == VERB_EXEC && optind == 1 &&
 	    unknown_verb(argv[optind], &code))
+		goto out;
+	if (optind < argc && verb == VERB_EXEC && optind > 1 &&
+	    verb_after_options(argv[optind], &code))
 		goto out;
 	if (set_image_and_command(cfg, argc, argv, verb, &o, &code) == OPT_STOP)
 		goto out;

@@ -2,7 +2,10 @@
  * (ociconfig.h) with a small recursive-descent JSON reader: RFC 8259
  * strict (no trailing commas, no comments, no control characters in
  * strings, \u escapes with surrogate pairs to UTF-8), nesting at most 64
- * deep. Values other than the five fields are checked and skipped. */
+ * deep. Values other than the fields of ociconfig.h are checked and
+ * skipped; Labels, ExposedPorts and Volumes of another type than an
+ * object, StopSignal of another than a string, are skipped too (they only
+ * describe the image). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -264,13 +267,68 @@ static int jstrings(struct jr *j, char ***out)
 	return 0;
 }
 
+/* An object's keys into *keys and, when vals is not NULL, its values
+ * (a string as itself, another value as its JSON text) into *vals; null
+ * or a value of another type gives nothing. */
+static int jkeys(struct jr *j, char ***keys, char ***vals)
+{
+	char **k = NULL, **v = NULL;
+
+	if (jnull(j))
+		return 0;
+	if (!eat(j, '{'))
+		return jvalue(j, 2);
+	k = xcalloc(1, sizeof(*k));
+	v = vals ? xcalloc(1, sizeof(*v)) : NULL;
+	if (!eat(j, '}')) {
+		do {
+			char *s = NULL;
+			const char *at;
+
+			if (jstring(j, &s) < 0)
+				goto bad;
+			strv_push_own(&k, s);
+			if (!eat(j, ':')) {
+				jfail(j, "expected ':'");
+				goto bad;
+			}
+			ws(j);
+			at = j->p;
+			s = NULL;
+			if (vals && j->p < j->end && *j->p == '"') {
+				if (jstring(j, &s) < 0)
+					goto bad;
+			} else if (jvalue(j, 3) < 0) {
+				goto bad;
+			} else if (vals) {
+				s = xstrndup(at, (size_t)(j->p - at));
+			}
+			if (vals)
+				strv_push_own(&v, s);
+		} while (eat(j, ','));
+		if (!eat(j, '}')) {
+			jfail(j, "expected ',' or '}'");
+			goto bad;
+		}
+	}
+	*keys = k;
+	if (vals)
+		*vals = v;
+	return 0;
+bad:
+	strv_free(k);
+	strv_free(v);
+	return -1;
+}
+
 static int field(struct jr *j, const char *key, struct oci_config *c,
 		 unsigned *seen)
 {
-	static const char *const keys[] = {"Entrypoint", "Cmd", "Env",
-					   "WorkingDir", "User"};
+	static const char *const keys[] = {
+	    "Entrypoint", "Cmd",	  "Env",     "WorkingDir", "User",
+	    "StopSignal", "ExposedPorts", "Volumes", "Labels"};
 	char ***lists[] = {&c->entrypoint, &c->cmd, &c->env};
-	char **strs[] = {&c->workdir, &c->user};
+	char **strs[] = {&c->workdir, &c->user, &c->stop_signal};
 
 	for (unsigned i = 0; i < ARRAY_SIZE(keys); i++) {
 		if (strcmp(key, keys[i]) != 0)
@@ -281,7 +339,19 @@ static int field(struct jr *j, const char *key, struct oci_config *c,
 		*seen |= 1u << i;
 		if (i < 3)
 			return jstrings(j, lists[i]);
-		return jnull(j) ? 0 : jstring(j, strs[i - 3]);
+		if (i == 5) { /* describes only: another type is skipped */
+			ws(j);
+			if (j->p < j->end && *j->p == '"')
+				return jstring(j, strs[2]);
+			return jvalue(j, 2);
+		}
+		if (i < 5)
+			return jnull(j) ? 0 : jstring(j, strs[i - 3]);
+		if (i == 6)
+			return jkeys(j, &c->exposed_ports, NULL);
+		if (i == 7)
+			return jkeys(j, &c->volumes, NULL);
+		return jkeys(j, &c->label_keys, &c->label_values);
 	}
 	return jvalue(j, 2);
 }
@@ -326,6 +396,11 @@ void oci_config_free(struct oci_config *c)
 	strv_free(c->env);
 	free(c->workdir);
 	free(c->user);
+	strv_free(c->label_keys);
+	strv_free(c->label_values);
+	strv_free(c->exposed_ports);
+	strv_free(c->volumes);
+	free(c->stop_signal);
 	memset(c, 0, sizeof(*c));
 }
 

@@ -2,9 +2,10 @@
  * directory and the environment use (docs/pull.md "At run time"), read
  * from the SIF's JSON.Generic object "oci-config.json" (the ImageConfig:
  * {"Entrypoint": [...], "Cmd": [...], "Env": ["K=V"...], "WorkingDir":
- * "...", "User": "..."}). The SIF is untrusted: a small strict JSON
- * reader (no new library in libmpictr), duplicate keys refused, depth and
- * size limited.
+ * "...", "User": "..."}), and for `mpictr inspect` the descriptive ones
+ * (Labels, ExposedPorts, Volumes, StopSignal). The SIF is untrusted: a small
+ * strict JSON reader (no new library in libmpictr), duplicate keys refused,
+ * depth and size limited.
  */
 #ifndef MPICTR_OCICONFIG_H
 #define MPICTR_OCICONFIG_H
@@ -22,6 +23,12 @@ struct oci_config {
 	char **env; /* "NAME=VALUE" entries, as given */
 	char *workdir;
 	char *user;
+	/* Labels: keys and values side by side (a value that is not a
+	 * string, which the spec does not allow, as its JSON text). */
+	char **label_keys, **label_values;
+	char **exposed_ports; /* the keys of ExposedPorts ("80/tcp") */
+	char **volumes;	      /* the keys of Volumes */
+	char *stop_signal;
 };
 
 /* Parse buf[0..len) into *c (zeroed first). name is for messages. */

@@ -123,14 +123,6 @@ static void enroot_env(char ***env, char *const *user_env)
 	}
 }
 
-/* Is p's command the image's runscript (`mpictr run`, the SPANK
- * plugin's --container-entrypoint)? */
-static bool exec_is_runscript(const struct plan *p)
-{
-	return !p->shell && p->argv[0] && p->argv[1] &&
-	       strcmp(p->argv[0], "/.singularity.d/runscript") == 0;
-}
-
 /* The command of a plan, as exec'ed in the container: `mpictr shell`'s
  * shell (the one asked for, else the image's /bin/bash without rc files,
  * as Apptainer, or /bin/sh; interactive); for `mpictr run` of an image
@@ -334,9 +326,13 @@ int container_enter_task(const struct plan *p, char ***env, int userns_fd,
 	own = container_argv(p);
 	if (own)
 		cmd = own;
-	/* The task execs its own argv: p->argv, or with an entrypoint (the
-	 * runscript) p->argv without its first word. */
-	ntail = strv_len(p->argv) - (exec_is_runscript(p) ? 2 : 1);
+	/* The task execs its own argv: p->argv without the words of the
+	 * entrypoint in front of it (the runscript, a pulled image's
+	 * Entrypoint: p->argv_lead); the words of cmd before the task's
+	 * arguments are put in front by the wrapper. */
+	ntail = strv_len(p->argv) > p->argv_lead + 1
+		    ? strv_len(p->argv) - p->argv_lead - 1
+		    : 0;
 	nlead = strv_len(cmd) - 1 - ntail;
 	wrapped = need_env_scripts() || nlead;
 	/* (a command of mpictr's own choosing, own, is run by the wrapper) */

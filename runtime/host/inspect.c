@@ -1,8 +1,11 @@
 /* inspect.c - `mpictr inspect`: what an image says about itself, read
  * without mounting it (imgread.h for the files, sif.h for a SIF's
  * objects): Apptainer's labels, environment scripts and runscript, the
- * image configuration (a SIF's JSON object, Enroot's /etc/environment and
- * /etc/rc), a SIF's definition file and object list. The image is
+ * image configuration (a pulled SIF's oci-config.json, field by field as
+ * the run uses it: Entrypoint, Cmd, Env, WorkingDir, User, and what
+ * describes the image: Labels, ExposedPorts, Volumes, StopSignal; another
+ * SIF JSON object as it is; Enroot's /etc/environment and /etc/rc), a
+ * SIF's definition file and object list. The image is
  * untrusted: sizes are bounded, JSON embedded in --json output only when
  * it is valid JSON (else as a string).
  */
@@ -15,6 +18,7 @@
 
 #include "common/error.h"
 #include "common/util.h"
+#include "config/ociconfig.h"
 #include "host/imgread.h"
 #include "sif/image.h"
 #include "sif/sif.h"
@@ -37,6 +41,10 @@ struct inspect {
 	char *sif_list;
 	struct sif_image sif;
 	bool have_sif;
+	/* oci-config.json parsed (oci_known), or why it is not (oci_bad) */
+	struct oci_config oci;
+	bool oci_known;
+	char *oci_bad;
 };
 
 /* ---- gathering ---------------------------------------------------- */
@@ -111,6 +119,43 @@ static char *sif_object(const struct inspect *in, int fd, int32_t type)
 	return NULL;
 }
 
+/* The SIF's oci-config.json (image_probe found it): its text and its
+ * fields, or why they cannot be read (shown, not fatal: the rest of the
+ * image is still worth seeing). */
+static void gather_oci(struct inspect *in, int fd)
+{
+	uint64_t size = in->img->oci_config_size;
+	mpictr_err *e = NULL;
+	char *buf;
+
+	if (size == 0)
+		return;
+	if (size > OCI_CONFIG_MAX) {
+		in->oci_bad =
+		    xasprintf("oci-config.json: %llu bytes, at "
+			      "most %u",
+			      (unsigned long long)size, OCI_CONFIG_MAX);
+		return;
+	}
+	buf = xmalloc((size_t)size + 1);
+	if (pread_full(fd, buf, (size_t)size,
+		       (off_t)in->img->oci_config_offset) < 0) {
+		in->oci_bad = xasprintf("oci-config.json: read: %s",
+					strerror(errno ? errno : EIO));
+		free(buf);
+		return;
+	}
+	buf[size] = '\0';
+	in->oci_config = buf;
+	if (oci_config_parse(buf, (size_t)size, "oci-config.json", &in->oci,
+			     &e) == 0) {
+		in->oci_known = true;
+	} else {
+		in->oci_bad = xstrdup(mpictr_err_message(e));
+		mpictr_err_free(e);
+	}
+}
+
 static int gather_sif(struct inspect *in, mpictr_err **err)
 {
 	cleanup_close int fd = open(in->img->path, O_RDONLY | O_CLOEXEC);
@@ -121,7 +166,9 @@ static int gather_sif(struct inspect *in, mpictr_err **err)
 		return -1;
 	in->have_sif = true;
 	in->deffile = sif_object(in, fd, SIF_DATA_DEFFILE);
-	in->oci_config = sif_object(in, fd, SIF_DATA_GENERIC_JSON);
+	gather_oci(in, fd);
+	if (!in->oci_config)
+		in->oci_config = sif_object(in, fd, SIF_DATA_GENERIC_JSON);
 	if (!in->labels)
 		in->labels = sif_object(in, fd, SIF_DATA_LABELS);
 	in->sif_list = sif_format_list(&in->sif);
@@ -142,6 +189,8 @@ static void inspect_free(struct inspect *in)
 	free(in->enroot_env);
 	free(in->enroot_rc);
 	free(in->sif_list);
+	oci_config_free(&in->oci);
+	free(in->oci_bad);
 	if (in->have_sif)
 		sif_image_free(&in->sif);
 }
@@ -159,6 +208,74 @@ static void text_section(struct strbuf *sb, const char *title, const char *text)
 		sb_putc(sb, '\n');
 }
 
+/* A list as JSON (unambiguous with spaces and quotes), as `docker
+ * inspect` shows Entrypoint and Cmd. */
+static void strv_json(struct strbuf *sb, char *const *v)
+{
+	if (!v) {
+		sb_puts(sb, "null");
+		return;
+	}
+	sb_putc(sb, '[');
+	for (size_t i = 0; v[i]; i++) {
+		if (i)
+			sb_puts(sb, ", ");
+		sb_json_str(sb, v[i]);
+	}
+	sb_putc(sb, ']');
+}
+
+/* One "Name: value" line: the image is untrusted, so a control character
+ * in the value (a newline that would forge a line, a terminal escape) is
+ * shown as '?'. */
+static void line_clean(struct strbuf *sb, const char *name, const char *value,
+		       const char *tail)
+{
+	sb_printf(sb, "%s: ", name);
+	for (const unsigned char *p = (const unsigned char *)value; *p; p++)
+		sb_putc(sb, *p < 0x20 || *p == 0x7f ? '?' : (char)*p);
+	sb_printf(sb, "%s\n", tail);
+}
+
+/* One "Name: value" line per field the config has; lists one line per
+ * entry (Entrypoint and Cmd as one JSON list each). */
+static void oci_text(struct strbuf *sb, const struct oci_config *c)
+{
+	const char *const names[] = {"Entrypoint", "Cmd"};
+	char **const lists[] = {c->entrypoint, c->cmd};
+
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		struct strbuf l = STRBUF_INIT;
+		cleanup_free char *t = NULL;
+
+		if (!lists[i])
+			continue;
+		strv_json(&l, lists[i]);
+		t = sb_steal(&l);
+		line_clean(sb, names[i], t, "");
+	}
+	for (size_t i = 0; c->env && c->env[i]; i++)
+		line_clean(sb, "Env", c->env[i], "");
+	if (c->workdir)
+		line_clean(sb, "WorkingDir", c->workdir, "");
+	if (c->user)
+		line_clean(sb, "User", c->user,
+			   oci_config_user_nonroot(c)
+			       ? " (ignored: you run as yourself)"
+			       : "");
+	for (size_t i = 0; c->exposed_ports && c->exposed_ports[i]; i++)
+		line_clean(sb, "ExposedPorts", c->exposed_ports[i], "");
+	for (size_t i = 0; c->volumes && c->volumes[i]; i++)
+		line_clean(sb, "Volumes", c->volumes[i], "");
+	if (c->stop_signal)
+		line_clean(sb, "StopSignal", c->stop_signal, "");
+	for (size_t i = 0; c->label_keys && c->label_keys[i]; i++) {
+		cleanup_free char *kv =
+		    xasprintf("%s=%s", c->label_keys[i], c->label_values[i]);
+		line_clean(sb, "Labels", kv, "");
+	}
+}
+
 static char *as_text(const struct inspect *in)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -172,7 +289,18 @@ static char *as_text(const struct inspect *in)
 		text_section(&sb, t, in->env[i].text);
 	}
 	text_section(&sb, "runscript", in->runscript);
-	text_section(&sb, "image config (SIF JSON object)", in->oci_config);
+	if (in->oci_known) {
+		sb_puts(&sb, "== image config (oci-config.json) ==\n");
+		oci_text(&sb, &in->oci);
+	} else if (in->oci_bad) {
+		cleanup_free char *t =
+		    xasprintf("image config (oci-config.json, unreadable: %s)",
+			      in->oci_bad);
+		text_section(&sb, t, in->oci_config ? in->oci_config : "");
+	} else {
+		text_section(&sb, "image config (SIF JSON object)",
+			     in->oci_config);
+	}
 	text_section(&sb, "environment: /etc/environment (Enroot)",
 		     in->enroot_env);
 	text_section(&sb, "entrypoint: /etc/rc (Enroot)", in->enroot_rc);
@@ -226,6 +354,52 @@ static void json_sif_objects(struct strbuf *sb, const struct inspect *in)
 	sb_puts(sb, in->sif.ndescs ? "\n  ]" : "]");
 }
 
+/* "oci": the fields of oci-config.json (the names of --dry-run's
+ * image_config where they are the same), or null. */
+static void oci_json(struct strbuf *sb, const struct inspect *in)
+{
+	const struct oci_config *c = &in->oci;
+
+	sb_puts(sb, ", \"oci\": ");
+	if (!in->oci_known) {
+		sb_puts(sb, "null");
+		return;
+	}
+	sb_puts(sb, "{\"entrypoint\": ");
+	strv_json(sb, c->entrypoint);
+	sb_puts(sb, ", \"cmd\": ");
+	strv_json(sb, c->cmd);
+	sb_puts(sb, ", \"env\": ");
+	strv_json(sb, c->env);
+	sb_puts(sb, ", \"working_dir\": ");
+	sb_json_str(sb, c->workdir);
+	sb_puts(sb, ", \"user\": ");
+	sb_json_str(sb, c->user);
+	sb_printf(sb, ", \"user_ignored\": %s",
+		  oci_config_user_nonroot(c) ? "true" : "false");
+	sb_puts(sb, ", \"exposed_ports\": ");
+	strv_json(sb, c->exposed_ports);
+	sb_puts(sb, ", \"volumes\": ");
+	strv_json(sb, c->volumes);
+	sb_puts(sb, ", \"stop_signal\": ");
+	sb_json_str(sb, c->stop_signal);
+	sb_puts(sb, ", \"labels\": ");
+	if (!c->label_keys) {
+		sb_puts(sb, "null");
+	} else {
+		sb_putc(sb, '{');
+		for (size_t i = 0; c->label_keys[i]; i++) {
+			if (i)
+				sb_puts(sb, ", ");
+			sb_json_str(sb, c->label_keys[i]);
+			sb_puts(sb, ": ");
+			sb_json_str(sb, c->label_values[i]);
+		}
+		sb_putc(sb, '}');
+	}
+	sb_putc(sb, '}');
+}
+
 static char *as_json(const struct inspect *in)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -247,6 +421,9 @@ static char *as_json(const struct inspect *in)
 	json_str_or_null(&sb, "runscript", in->runscript);
 	sb_puts(&sb, ",\n  \"config\": {\"sif_json\": ");
 	json_embed(&sb, in->oci_config);
+	oci_json(&sb, in);
+	sb_puts(&sb, ", \"oci_error\": ");
+	sb_json_str(&sb, in->oci_bad);
 	sb_puts(&sb, ", \"enroot_environment\": ");
 	if (in->enroot_env)
 		sb_json_str(&sb, in->enroot_env);

@@ -690,10 +690,14 @@ static void plan_argv(const struct mpictr_config *cfg, struct plan *p)
 		for (size_t i = 0; p->oci.entrypoint && p->oci.entrypoint[i];
 		     i++)
 			strv_push(&p->argv, p->oci.entrypoint[i]);
+		/* without arguments, Cmd too is the image's */
+		p->argv_lead = args ? strv_len(p->argv)
+				    : strv_len(p->argv) + strv_len(tail);
 		for (size_t i = 0; tail && tail[i]; i++)
 			strv_push(&p->argv, tail[i]);
 		return;
 	}
+	p->argv_lead = 1;
 	strv_push(&p->argv, "/.singularity.d/runscript");
 	for (size_t i = 0; args && cfg->argv[i]; i++)
 		strv_push(&p->argv, cfg->argv[i]);
@@ -863,6 +867,15 @@ static int plan_build_all(const struct mpictr_config *cfg,
 			       "rejects ranks whose uid differs from the "
 			       "server's (hint: --fakeroot is for single "
 			       "processes)");
+	if (cfg->shell && run_mode_serves_pmi(d->mode) && cfg->nranks > 1)
+		return err_set(err, 0,
+			       "'mpictr shell' starts one interactive shell, "
+			       "not -n %d (%d shells would share one "
+			       "terminal; hint: mpictr -n %d IMAGE COMMAND "
+			       "runs ranks, and a shell beside them is "
+			       "'mpictr shell instance://NAME' of an "
+			       "instance the ranks run in)",
+			       cfg->nranks, cfg->nranks, cfg->nranks);
 	if (cfg->fakeroot && d->outer_pmi)
 		return err_set(err, 0,
 			       "--fakeroot cannot be used under a PMI server "
@@ -1079,6 +1092,16 @@ char *plan_to_json(const struct plan *p)
 
 	sb_puts(&sb, "{\n  \"command\": ");
 	json_strv(&sb, p->argv);
+	/* `mpictr shell`: the shell is chosen in the container (--shell,
+	 * else the image's /bin/bash --norc, else /bin/sh; with -i). */
+	sb_puts(&sb, ",\n  \"shell\": ");
+	if (p->shell) {
+		sb_puts(&sb, "{\"path\": ");
+		sb_json_str(&sb, p->shell_path);
+		sb_puts(&sb, ", \"interactive\": true}");
+	} else {
+		sb_puts(&sb, "null");
+	}
 	sb_printf(&sb, ",\n  \"mode\": \"%s\",\n  \"launch\": ",
 		  run_mode_name(p->mode));
 	sb_json_str(&sb, p->launch);

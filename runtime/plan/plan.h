@@ -65,6 +65,10 @@ struct plan {
 	char **env_scripts;	/* paths inside the image, sourced in order */
 	bool env_scripts_known; /* false: decided at run time */
 	char **argv;		/* the command as the user asked for it */
+	/* Words of argv before the user's own command (`run`: the runscript,
+	 * or a pulled image's Entrypoint): a launcher that execs the user's
+	 * argv itself (the SPANK plugin) gets them put in front. */
+	size_t argv_lead;
 	/* The image config of a pulled image (facts.h), copied: argv of
 	 * `run` came from its Entrypoint/Cmd, cwd from WorkingDir, image_env
 	 * (its Env, valid names only) was applied over the host's. */

@@ -115,15 +115,15 @@ static int opt_cb(int val, const char *arg, int remote)
 {
 	switch (val) {
 	case OPT_IMAGE:
-		return opt_store(&opts.image, "container-image", arg);
+		return opt_store(&opts.image, opt_name(OPT_IMAGE), arg);
 	case OPT_MOUNTS:
-		return opt_store(&opts.mounts, "container-mounts", arg);
+		return opt_store(&opts.mounts, opt_name(OPT_MOUNTS), arg);
 	case OPT_WORKDIR:
-		return opt_store(&opts.workdir, "container-workdir", arg);
+		return opt_store(&opts.workdir, opt_name(OPT_WORKDIR), arg);
 	case OPT_ENV:
-		return opt_store(&opts.env, "container-env", arg);
+		return opt_store(&opts.env, opt_name(OPT_ENV), arg);
 	case OPT_NAME:
-		return opt_store(&opts.name, "container-name", arg);
+		return opt_store(&opts.name, opt_name(OPT_NAME), arg);
 	case OPT_NO_EP:
 		opts.no_entrypoint = true;
 		return 0;
@@ -321,13 +321,13 @@ static void image_dirs_error(const char *real)
 		sb_printf(&sb, "%s%s", i ? ":" : "", opts.image_dirs[i]);
 	dirs = sb_steal(&sb);
 	if (strcmp(real, opts.image) != 0)
-		slurm_error("mpictr: --container-image '%s' (really '%s'): "
+		slurm_error("mpictr: --%s '%s' (really '%s'): "
 			    "images must come from %s (the site's image_dirs)",
-			    opts.image, real, dirs);
+			    opt_name(OPT_IMAGE), opts.image, real, dirs);
 	else
-		slurm_error("mpictr: --container-image '%s': images must come "
+		slurm_error("mpictr: --%s '%s': images must come "
 			    "from %s (the site's image_dirs)",
-			    opts.image, dirs);
+			    opt_name(OPT_IMAGE), opts.image, dirs);
 }
 
 /* A registry image (docker://..., Pyxis's REGISTRY#IMAGE): parsed here;
@@ -340,21 +340,21 @@ static int check_pull_source(void)
 	mpictr_err *e = NULL;
 
 	if (opts.no_registry) {
-		slurm_error("mpictr: --container-image '%s': the site allows "
+		slurm_error("mpictr: --%s '%s': the site allows "
 			    "no registry images (registry_images=no)",
-			    opts.image);
+			    opt_name(OPT_IMAGE), opts.image);
 		return -1;
 	}
 	if (image_ref_parse(opts.image, &ref, &e) < 0) {
-		slurm_error("mpictr: --container-image: %s",
+		slurm_error("mpictr: --%s: %s", opt_name(OPT_IMAGE),
 			    mpictr_err_message(e));
 		mpictr_err_free(e);
 		return -1;
 	}
 	if (ref.transport != IMAGE_REF_DOCKER) {
-		slurm_error("mpictr: --container-image '%s': a local source; "
+		slurm_error("mpictr: --%s '%s': a local source; "
 			    "write a SIF with 'mpictr pull' first",
-			    opts.image);
+			    opt_name(OPT_IMAGE), opts.image);
 		image_ref_free(&ref);
 		return -1;
 	}
@@ -389,7 +389,7 @@ static int check_image(void)
 	fd = open(opts.image, O_PATH | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		slurm_error(
-		    "mpictr: --container-image '%s': %s%s", opts.image,
+		    "mpictr: --%s '%s': %s%s", opt_name(OPT_IMAGE), opts.image,
 		    strerror(errno),
 		    strstr(opts.image, "://") ||
 			    (opts.image[0] != '/' && opts.image[0] != '.')
@@ -399,16 +399,16 @@ static int check_image(void)
 		return -1;
 	}
 	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-		slurm_error("mpictr: --container-image '%s': not a file or "
+		slurm_error("mpictr: --%s '%s': not a file or "
 			    "directory",
-			    opts.image);
+			    opt_name(OPT_IMAGE), opts.image);
 		return -1;
 	}
 	real = fd_path_dup(fd);
 	if (!real || real[0] != '/') {
-		slurm_error("mpictr: --container-image '%s': cannot tell its "
+		slurm_error("mpictr: --%s '%s': cannot tell its "
 			    "real path",
-			    opts.image);
+			    opt_name(OPT_IMAGE), opts.image);
 		return -1;
 	}
 	if (!image_allowed(real)) {
@@ -453,11 +453,14 @@ static int opts_conflict(void)
 		return -1;
 	}
 	if (opts.save && (!opts.name || opts.save[0] != '/')) {
-		slurm_error("mpictr: --%s=%s: %s", opt_name(OPT_SAVE),
-			    opts.save,
-			    !opts.name ? "saves a named container: give --"
-					 "container-name too"
-				       : "PATH must be absolute");
+		if (!opts.name)
+			slurm_error("mpictr: --%s=%s: saves a named "
+				    "container: give --%s too",
+				    opt_name(OPT_SAVE), opts.save,
+				    opt_name(OPT_NAME));
+		else
+			slurm_error("mpictr: --%s=%s: PATH must be absolute",
+				    opt_name(OPT_SAVE), opts.save);
 		return -1;
 	}
 	if (opts.dry_run && opts.save) {
@@ -487,10 +490,10 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	if (!enabled())
 		return 0;
 	if (opts.name && !name_ok(opts.name)) {
-		slurm_error("mpictr: --container-name '%s': at most 20 of "
+		slurm_error("mpictr: --%s '%s': at most 20 of "
 			    "A-Z a-z 0-9 _ . -, starting with a letter or "
 			    "digit",
-			    opts.name);
+			    opt_name(OPT_NAME), opts.name);
 		if (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR)
 			exit(1);
 		return -1;
@@ -508,15 +511,58 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	return 0;
 }
 
+/* libmpictr's messages name the CLI's options; the user of the plugin
+ * typed the plugin's (with the site's prefix): "--fakeroot" becomes
+ * "--container-remap-root", and so on, where the name stands alone (not
+ * part of a longer option). A new string. */
+static char *as_typed(const char *msg)
+{
+	static const struct {
+		const char *cli;
+		int val;
+	} names[] = {
+	    {"--fakeroot", OPT_REMAP_ROOT},
+	    {"--writable-tmpfs", OPT_WRITABLE},
+	    {"--no-home", OPT_NO_MOUNT_HOME},
+	    {"--pwd", OPT_WORKDIR},
+	};
+	struct strbuf sb = STRBUF_INIT;
+	const char *p = msg;
+
+	while (*p) {
+		bool start = p == msg ||
+			     !(isalnum((unsigned char)p[-1]) || p[-1] == '-');
+		size_t i = ARRAY_SIZE(names), n = 0;
+
+		for (size_t k = 0; start && k < ARRAY_SIZE(names); k++) {
+			n = strlen(names[k].cli);
+			if (strncmp(p, names[k].cli, n) == 0 &&
+			    !isalnum((unsigned char)p[n]) && p[n] != '-') {
+				i = k;
+				break;
+			}
+		}
+		if (i < ARRAY_SIZE(names)) {
+			sb_printf(&sb, "--%s", opt_name(names[i].val));
+			p += n;
+		} else {
+			sb_putc(&sb, *p++);
+		}
+	}
+	return sb_steal(&sb);
+}
+
 /* The log sink of libmpictr in the task: warnings and errors to the
  * task's stderr through Slurm's log. */
 static void log_to_slurm(enum mpictr_log_level level, const char *line,
 			 void *data)
 {
+	cleanup_free char *typed = as_typed(line);
+
 	if (level <= MPICTR_LOG_ERROR)
-		slurm_error("mpictr: %s", line);
+		slurm_error("mpictr: %s", typed);
 	else
-		slurm_spank_log("mpictr: %s", line);
+		slurm_spank_log("mpictr: %s", typed);
 }
 
 /* --container-env: the host's values of these names win over the
@@ -664,9 +710,9 @@ static int join_named(spank_t sp, char **host, uint32_t step, int argc,
 		mpictr_err_free(*e);
 		*e = NULL;
 		if (mono_ms() > deadline) {
-			slurm_error("mpictr: --container-name=%s: the "
+			slurm_error("mpictr: --%s=%s: the "
 				    "container '%s' did not come up",
-				    opts.name, name);
+				    opt_name(OPT_NAME), opts.name, name);
 			return -1;
 		}
 		usleep(20000);
@@ -704,6 +750,7 @@ static struct mount_want *mounts_wanted(mpictr_err **e)
 	struct mount_want *w;
 	size_t nb = 0;
 	cleanup_free char *cwd = getcwd(NULL, 0);
+	cleanup_free char *what = xasprintf("--%s", opt_name(OPT_MOUNTS));
 
 	if (bind_parse(opts.mounts, &b, &nb, e) < 0)
 		return NULL;
@@ -713,12 +760,11 @@ static struct mount_want *mounts_wanted(mpictr_err **e)
 
 		w[i].spec = xasprintf("%s:%s", b[i].src, b[i].dst);
 		w[i].ro = b[i].ro;
-		if (bind_resolve(&b[i], cwd, "--container-mounts", &w[i].src,
-				 &w[i].dst, e) < 0 ||
+		if (bind_resolve(&b[i], cwd, what, &w[i].src, &w[i].dst, e) <
+			0 ||
 		    stat(w[i].src, &st) < 0) {
 			if (!*e)
-				err_set(e, errno, "--container-mounts '%s'",
-					w[i].spec);
+				err_set(e, errno, "%s '%s'", what, w[i].spec);
 			bind_specs_free(b, nb);
 			mounts_free(w);
 			return NULL;
@@ -742,14 +788,16 @@ static int mounts_present(const struct mount_want *w, const char *inst)
 		    (!w[i].ro || (statvfs(w[i].dst, &vfs) == 0 &&
 				  (vfs.f_flag & ST_RDONLY))))
 			continue;
-		slurm_error("mpictr: --container-mounts '%s%s': not a mount of "
-			    "the container '%s' (--container-name=%s), which "
+		slurm_error("mpictr: --%s '%s%s': not a mount of "
+			    "the container '%s' (--%s=%s), which "
 			    "an earlier step of this job started with other "
 			    "mounts; a step that joins a running container "
 			    "cannot add or change its mounts: give them to "
 			    "the job's first step with this name, or use "
-			    "another --container-name",
-			    w[i].spec, w[i].ro ? ":ro" : "", inst, opts.name);
+			    "another --%s",
+			    opt_name(OPT_MOUNTS), w[i].spec,
+			    w[i].ro ? ":ro" : "", inst, opt_name(OPT_NAME),
+			    opts.name, opt_name(OPT_NAME));
 		return -1;
 	}
 	return 0;
@@ -942,8 +990,12 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		/* Never let slurmstepd exec the command half-way in. */
 		int code = e ? mpictr_err_exit_code(e) : MPICTR_EXIT_FAILURE;
 
-		if (e)
-			slurm_error("mpictr: %s", mpictr_err_message(e));
+		if (e) {
+			char *typed = as_typed(mpictr_err_message(e));
+
+			slurm_error("mpictr: %s", typed);
+			free(typed);
+		}
 		mpictr_err_free(e);
 		_exit(code);
 	}
@@ -983,8 +1035,10 @@ static int save_as_user(spank_t sp, const char *name)
 		 : mpictr_instance_save(cfg, name, opts.save, &e);
 	mpictr_config_free(cfg);
 	if (rc < 0) {
+		cleanup_free char *typed = as_typed(mpictr_err_message(e));
+
 		slurm_error("mpictr: --%s=%s: %s", opt_name(OPT_SAVE),
-			    opts.save, mpictr_err_message(e));
+			    opts.save, typed);
 		mpictr_err_free(e);
 		return MPICTR_EXIT_FAILURE;
 	}

@@ -32,8 +32,39 @@ ok "image with Entrypoint, Cmd, Env, WorkingDir, User" mkimg bb \
 	'for l in sh echo env pwd cat; do ln -s busybox $l; done' \
 	--config.env PATH=/bin --config.env GREETING=hello --config.env UCX_TLS=from-image \
 	--config.entrypoint /bin/echo --config.cmd default-cmd --config.workingdir /data \
-	--config.user 1000
+	--config.user 1000 --config.exposedports 8080/tcp --config.volume /vol \
+	--config.stopsignal SIGINT --config.label 'org.opencontainers.image.title=bb tool' \
+	--config.label "org.x.nl=a$(printf '\nEnv: FORGED')"
 ok "pull it" $T "$MPICTR" pull -q oci:bb:latest bb.sif
+
+# inspect reads the config the pull kept (oci-config.json), field by field.
+ok "inspect --json: the image config's fields" sh -c "$T '$MPICTR' inspect --json bb.sif >insp.json"
+check "... Entrypoint, Cmd, Env, WorkingDir, User, ExposedPorts, Volumes, StopSignal, Labels" \
+	jq -e '.config.oci as $o | $o.entrypoint == ["/bin/echo"] and $o.cmd == ["default-cmd"] and
+		$o.env == ["PATH=/bin", "GREETING=hello", "UCX_TLS=from-image"] and $o.working_dir == "/data" and
+		$o.user == "1000" and $o.user_ignored and $o.exposed_ports == ["8080/tcp"] and $o.volumes == ["/vol"] and
+		$o.stop_signal == "SIGINT" and $o.labels["org.opencontainers.image.title"] == "bb tool" and
+		.config.oci_error == null and .labels["org.opencontainers.image.title"] == "bb tool"' insp.json
+ok "inspect (text): one line per field" sh -c "$T '$MPICTR' inspect bb.sif >insp.txt"
+check "... Entrypoint, Env, WorkingDir, User (ignored), ExposedPorts, Volumes, StopSignal, Labels" sh -c '
+	grep -qx "== image config (oci-config.json) ==" insp.txt && grep -qx "Entrypoint: \[\"/bin/echo\"\]" insp.txt &&
+	grep -qx "Cmd: \[\"default-cmd\"\]" insp.txt && grep -qx "Env: GREETING=hello" insp.txt &&
+	grep -qx "WorkingDir: /data" insp.txt && grep -q "^User: 1000 (ignored" insp.txt &&
+	grep -qx "ExposedPorts: 8080/tcp" insp.txt && grep -qx "Volumes: /vol" insp.txt &&
+	grep -qx "StopSignal: SIGINT" insp.txt && grep -qx "Labels: org.opencontainers.image.title=bb tool" insp.txt'
+check "... a control character in a value is shown as '?' (no forged line)" \
+	sh -c 'grep -qx "Labels: org.x.nl=a?Env: FORGED" insp.txt && ! grep -qx "Env: FORGED" insp.txt'
+# A corrupt oci-config.json (same length, no longer JSON): inspect still
+# shows the image and says what is wrong with the config.
+ok "a SIF with a corrupt oci-config.json" python3 -c '
+import sys
+b = open("bb.sif", "rb").read(); o = b"\"WorkingDir\":\"/data\""
+assert b.count(o) == 1
+open("badcfg.sif", "wb").write(b.replace(o, b"\"WorkingDir\":/data\"\""))'
+ok "... inspect --json: the error, the raw text, the rest of the image" \
+	sh -c "$T '$MPICTR' inspect --json badcfg.sif | jq -e '(.config.oci_error | test(\"oci-config.json: invalid JSON\")) and .config.oci == null and (.config.sif_json | type) == \"string\" and (.runscript | test(\"/bin/echo\"))'"
+ok "... inspect (text) says it is unreadable" \
+	sh -c "$T '$MPICTR' inspect badcfg.sif | grep -q '^== image config (oci-config.json, unreadable: oci-config.json: invalid JSON'"
 
 ok "run: Entrypoint + Cmd" sh -c "$T '$MPICTR' run bb.sif 2>&1 | grep -qx default-cmd"
 ok "run ARGS: Entrypoint + the arguments" sh -c "$T '$MPICTR' run bb.sif a 'b c' | grep -qx 'a b c'"
@@ -89,6 +120,8 @@ ok "image without /bin/sh" mkimg nosh ':' \
 	--config.entrypoint /bin/busybox --config.entrypoint echo --config.cmd no-shell-needed \
 	--config.env GREETING=nosh
 ok "pull it" $T "$MPICTR" pull -q oci:nosh:latest nosh.sif
+ok "inspect: an Entrypoint of two words, no Cmd label or port" sh -c "$T '$MPICTR' inspect --json nosh.sif |
+	jq -e '.config.oci.entrypoint == [\"/bin/busybox\", \"echo\"] and .config.oci.exposed_ports == null and .config.oci.labels == null'"
 ok "run without a shell in the image" sh -c "$T '$MPICTR' run nosh.sif | grep -qx no-shell-needed"
 ok "... with the image's Env" sh -c "$T '$MPICTR' exec nosh.sif /bin/busybox env | grep -qx GREETING=nosh"
 ok "run ARGS without a shell" sh -c "$T '$MPICTR' run nosh.sif 1 2 | grep -qx '1 2'"

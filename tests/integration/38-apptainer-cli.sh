@@ -51,6 +51,21 @@ check "... the shell's exit status is mpictr's" grep -q '^status 7' "$T_TMP/sh.o
 ok "shell --shell /bin/ash" bash -c "$T python3 '$T_TMP/ptydrive.py' '$MPICTR' shell --shell /bin/ash '$SIF' | grep -q '^status 7'"
 ok_status "shell IMAGE COMMAND: exit 255 with a hint" 255 "$MPICTR" shell "$SIF" ls
 ok_status "--shell outside 'shell': exit 255" 255 "$MPICTR" --shell /bin/sh "$SIF" true
+# Several ranks of an interactive shell make no sense: refused before
+# anything starts (no shell prompt), under --dry-run too.
+ok_status "shell -n 4: exit 255" 255 $T "$MPICTR" shell -n 4 "$SIF" </dev/null
+cp "$T_OUT" "$T_TMP/last"
+check "... says why and what to use" grep -q "'mpictr shell' starts one interactive shell, not -n 4 .*hint: mpictr -n 4 IMAGE COMMAND" "$T_TMP/last"
+check "... and started no shell" sh -c "! grep -q 'mpictr tiny.sif:' '$T_TMP/last'"
+ok_status "shell -n 4 --dry-run: exit 255 too" 255 $T "$MPICTR" shell -n 4 --dry-run "$SIF"
+ok "shell -n 1 --dry-run: one shell is fine" sh -c "$T '$MPICTR' shell -n 1 --dry-run '$SIF' | jq -e '.shell.interactive' >/dev/null"
+ok "shell --dry-run: the plan says a shell (chosen in the image), exec says none" \
+	sh -c "$T '$MPICTR' shell --dry-run '$SIF' | jq -e '.shell == {\"path\": null, \"interactive\": true} and .mode == \"single\"' >/dev/null &&
+		$T '$MPICTR' shell --shell /bin/ash --dry-run '$SIF' | jq -e '.shell.path == \"/bin/ash\"' >/dev/null &&
+		$T '$MPICTR' exec --dry-run '$SIF' true | jq -e '.shell == null' >/dev/null"
+ok_status "-n 4 shell IMAGE (the verb after options): exit 255" 255 $T "$MPICTR" -n 4 shell "$SIF" </dev/null
+cp "$T_OUT" "$T_TMP/last"
+check "... says the verb comes first" grep -q "'shell' after options: the verb comes first ('mpictr shell \[OPTIONS\] ...')" "$T_TMP/last"
 
 # ---- inspect ---------------------------------------------------------
 for f in tiny.sif tiny.sqfs tiny; do

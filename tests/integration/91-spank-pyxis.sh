@@ -6,11 +6,13 @@
 # another job does not see it; --container-name alone without a container
 # says so; --container-writable / --container-readonly,
 # --container-remap-root, --[no-]container-mount-home,
-# --container-entrypoint, --container-save; nothing is left after the
-# job; and the plugin
+# --container-entrypoint (a pulled image's Entrypoint + the command, as
+# Pyxis), --container-save; nothing is left after the job; libmpictr's
+# messages name the plugin's options; and the plugin
 # argument prefix= renames the options so that the plugin loads beside
 # Pyxis (shown on the client side with a private plugstack.conf that
-# also loads a plugin registering Pyxis's option names).
+# also loads a plugin registering Pyxis's option names), its messages
+# naming the options as typed (--mpictr-image).
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/slurm/env.sh"
 . "$ROOT/tests/integration/slurm-steps.sh"
@@ -102,6 +104,39 @@ ok "--container-entrypoint: the command runs through the image's runscript" \
 ok "--no-container-entrypoint (the default): the command alone" \
 	bash -c "$T srun -n 1 --container-image='$W/tiny.sif' --no-container-entrypoint echo a b | grep -qx 'a b'"
 
+# libmpictr's messages name the plugin's options, not the CLI's.
+ok_fail "--container-remap-root under --mpi=pmix: refused" $T srun -n 1 --mpi=pmix --container-image="$W/tiny.sif" --container-remap-root true
+cp "$T_OUT" "$W/last"
+check "... naming --container-remap-root (not the CLI's --fakeroot)" \
+	sh -c "grep -q 'mpictr: --container-remap-root cannot be used under a PMI server.*hint: drop --container-remap-root' '$W/last' && ! grep -q -- '--fakeroot' '$W/last'"
+
+# ---- a pulled image's Entrypoint, as Pyxis runs it ----------------------------
+# ep.sif: busybox, Entrypoint ["/bin/echo", "EP"], Cmd ["default-cmd"], Env
+# GREETING=hello, pulled from a local OCI layout (no network).
+if command -v umoci >/dev/null && command -v busybox >/dev/null; then
+	mkep() {
+		umoci init --layout ep && umoci new --image ep:latest &&
+			umoci unpack --rootless --image ep:latest ep.b >/dev/null &&
+			mkdir -p ep.b/rootfs/bin && cp "$(command -v busybox)" ep.b/rootfs/bin/ &&
+			(cd ep.b/rootfs/bin && for l in sh echo env; do ln -s busybox $l; done) &&
+			umoci repack --image ep:latest ep.b &&
+			umoci config --image ep:latest --config.entrypoint /bin/echo --config.entrypoint EP \
+				--config.cmd default-cmd --config.env PATH=/bin --config.env GREETING=hello &&
+			$T "$MPICTR" pull -q oci:ep:latest "$W/ep.sif"
+	}
+	ok "a pulled image with an Entrypoint" mkep
+	ok "--container-entrypoint CMD: the image's Entrypoint + CMD" \
+		bash -c "$T srun -n 1 --container-image='$W/ep.sif' --container-entrypoint echo a b | grep -qx 'EP echo a b'"
+	ok "--no-container-entrypoint CMD: CMD alone" \
+		bash -c "$T srun -n 1 --container-image='$W/ep.sif' --no-container-entrypoint echo a b | grep -qx 'a b'"
+	ok "neither (the default, as Pyxis's): CMD alone, with the image's Env" \
+		bash -c "$T srun -n 1 --container-image='$W/ep.sif' env | grep -qx GREETING=hello"
+	ok "--container-entrypoint with --container-name: Entrypoint + CMD in the named container" \
+		bash -c "$T srun -n 1 --container-image='$W/ep.sif' --container-name=ep --container-entrypoint echo n | grep -qx 'EP echo n'"
+else
+	need "a pulled image's Entrypoint under the plugin" "umoci or busybox not installed"
+fi
+
 # ---- beside Pyxis: prefix= ---------------------------------------------------
 # A stand-in for Pyxis: a SPANK plugin named pyxis registering its options.
 cat >"$W/pyxis.c" <<'EOF'
@@ -128,6 +163,20 @@ if cc -shared -fPIC -o "$W/pyxis.so" "$W/pyxis.c" 2>"$W/cc.out"; then
 	printf 'required %s\noptional %s/mpictr-spank.so image_dirs=/var/tmp prefix=mpictr\n' "$W/pyxis.so" "$SPANK_DIR" >"$W/conf/plugstack.conf"
 	ok "prefix=mpictr beside a plugin with Pyxis's option names: srun loads both, no collision" \
 		bash -c "SLURM_CONF='$W/conf/slurm.conf' srun --help >'$W/help' 2>&1; SLURM_CONF='$W/conf/slurm.conf' $T srun -n 1 true >'$W/run' 2>&1 && ! grep -q 'provided by both' '$W/help' '$W/run' && grep -q -- '--container-image' '$W/help' && grep -q -- '--mpictr-image' '$W/help' && grep -q -- '--mpictr-name' '$W/help' && grep -q -- '--no-mpictr-entrypoint' '$W/help' && grep -q -- '--mpictr-writable' '$W/help'"
+	# the plugin's messages name the options as the user typed them
+	ok_fail "prefix=mpictr: a missing --mpictr-image is refused in srun" \
+		env SLURM_CONF="$W/conf/slurm.conf" $T srun -n 1 --mpictr-image="$W/none.sif" true
+	cp "$T_OUT" "$W/last"
+	check "... naming --mpictr-image, never --container-image" \
+		sh -c "grep -q \"mpictr: --mpictr-image '$W/none.sif': No such file or directory\" '$W/last' && ! grep -q -- '--container-' '$W/last'"
+	ok_fail "prefix=mpictr: a bad --mpictr-name is refused" \
+		env SLURM_CONF="$W/conf/slurm.conf" $T srun -n 1 --mpictr-image="$W/img.sqfs" --mpictr-name='bad name' true
+	cp "$T_OUT" "$W/last"
+	check "... naming --mpictr-name" grep -q "mpictr: --mpictr-name 'bad name': at most 20" "$W/last"
+	ok_fail "prefix=mpictr: --mpictr-save without --mpictr-name is refused" \
+		env SLURM_CONF="$W/conf/slurm.conf" $T srun -n 1 --mpictr-image="$W/img.sqfs" --mpictr-save="$W/x.sqfs" true
+	cp "$T_OUT" "$W/last"
+	check "... asking for --mpictr-name" grep -q "mpictr: --mpictr-save=$W/x.sqfs: saves a named container: give --mpictr-name too" "$W/last"
 	printf 'required %s\noptional %s/mpictr-spank.so image_dirs=/var/tmp\n' "$W/pyxis.so" "$SPANK_DIR" >"$W/conf/plugstack.conf"
 	ok "... without prefix= the names collide (what the argument is for)" \
 		bash -c "SLURM_CONF='$W/conf/slurm.conf' $T srun -n 1 true 2>&1 | grep -q 'option \"container-image\" provided by both'"

@@ -121,11 +121,19 @@ START_TEST(test_oci_config)
 	    "\"Entrypoint\": null, \"Cmd\": [\"sh\", \"-c\", \"x\\\"y\"], "
 	    "\"Labels\": {\"a\": [1, 2.5e3, true, {}]}, "
 	    "\"WorkingDir\": \"/w\", \"User\": \"0:0\"} ";
+	static const char described[] =
+	    "{\"ExposedPorts\": {\"80/tcp\": {}, \"53/udp\": {}}, "
+	    "\"Volumes\": {\"/data\": {}}, \"StopSignal\": \"SIGINT\", "
+	    "\"Labels\": {\"a\": \"1\", \"b\": \"x y\"}, \"User\": \"1000\"}";
+	static const char odd[] = "{\"StopSignal\": 9, \"Volumes\": [\"/v\"], "
+				  "\"Entrypoint\": [\"e\"]}";
 	static const char *const bad[] = {
 	    "", "[]", "{", "{\"Cmd\": [1]}", "{\"Env\": \"x\"}",
 	    "{\"Cmd\": [], \"Cmd\": []}", "{\"a\": 1,}", "{\"a\": 01}",
 	    "{\"a\": \"\\ud800\"}", "{\"a\": \"x\ty\"}", "{} x",
 	    "{\"a\": \"\\u0000\"}",
+	    "{\"Labels\": {\"a\" \"b\"}}", "{\"Labels\": {\"a\": }}",
+	    "{\"ExposedPorts\": {\"80/tcp\": {}, }}",
 	};
 	struct oci_config c;
 	mpictr_err *err = NULL;
@@ -136,6 +144,30 @@ START_TEST(test_oci_config)
 	ck_assert_str_eq(c.env[1], "X=a\xc3\xa9\xf0\x9f\x98\x80");
 	ck_assert_str_eq(c.workdir, "/w");
 	ck_assert(!oci_config_user_nonroot(&c));
+	/* a label value that is not a string comes as its JSON text */
+	ck_assert_str_eq(c.label_keys[0], "a");
+	ck_assert_str_eq(c.label_values[0], "[1, 2.5e3, true, {}]");
+	ck_assert_ptr_null(c.label_keys[1]);
+	ck_assert_ptr_null(c.exposed_ports);
+	oci_config_free(&c);
+	/* what only describes the image, of another type: skipped */
+	ck_assert_int_eq(oci_config_parse(odd, strlen(odd), "t", &c, &err), 0);
+	ck_assert_ptr_null(c.stop_signal);
+	ck_assert_ptr_null(c.volumes);
+	ck_assert_str_eq(c.entrypoint[0], "e");
+	oci_config_free(&c);
+	ck_assert_int_eq(oci_config_parse(described, strlen(described), "t",
+					  &c, &err),
+			 0);
+	ck_assert_str_eq(c.exposed_ports[0], "80/tcp");
+	ck_assert_str_eq(c.exposed_ports[1], "53/udp");
+	ck_assert_ptr_null(c.exposed_ports[2]);
+	ck_assert_str_eq(c.volumes[0], "/data");
+	ck_assert_str_eq(c.stop_signal, "SIGINT");
+	ck_assert_str_eq(c.label_keys[1], "b");
+	ck_assert_str_eq(c.label_values[1], "x y");
+	ck_assert_ptr_null(c.label_keys[2]);
+	ck_assert(oci_config_user_nonroot(&c));
 	oci_config_free(&c);
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		ck_assert_msg(oci_config_parse(bad[i], strlen(bad[i]), "t", &c,

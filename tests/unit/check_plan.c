@@ -766,6 +766,76 @@ START_TEST(test_plan_ranks)
 }
 END_TEST
 
+/* `run` and the plugin's --container-entrypoint: the words put in front
+ * of the user's command (argv_lead): the runscript, or a pulled image's
+ * Entrypoint (and its Cmd when there are no arguments). */
+START_TEST(test_plan_argv_lead)
+{
+	static char *const args[] = {"echo", "a", NULL};
+	static char *const ep[] = {"/bin/echo", "EP", NULL};
+	static char *const cmd[] = {"default-cmd", NULL};
+	struct host_facts f;
+	struct plan p;
+	mpictr_config *cfg = config_fixture(plain_env);
+
+	facts_fixture(&f);
+	ck_assert_int_eq(build(cfg, &f, &p, NULL), 0);
+	ck_assert_uint_eq(p.argv_lead, 0);
+	plan_free(&p);
+	ck_assert_int_eq(mpictr_config_set_runscript(cfg, 2, args, NULL), 0);
+	ck_assert_int_eq(build(cfg, &f, &p, NULL), 0);
+	ck_assert_str_eq(p.argv[0], "/.singularity.d/runscript");
+	ck_assert_uint_eq(p.argv_lead, 1);
+	plan_free(&p);
+	f.oci_known = true;
+	f.oci.entrypoint = strv_dup(ep);
+	f.oci.cmd = strv_dup(cmd);
+	ck_assert_int_eq(build(cfg, &f, &p, NULL), 0);
+	ck_assert_uint_eq(strv_len(p.argv), 4);
+	ck_assert_str_eq(p.argv[2], "echo");
+	ck_assert_uint_eq(p.argv_lead, 2);
+	plan_free(&p);
+	ck_assert_int_eq(mpictr_config_set_runscript(cfg, 0, NULL, NULL), 0);
+	ck_assert_int_eq(build(cfg, &f, &p, NULL), 0);
+	ck_assert_str_eq(p.argv[2], "default-cmd");
+	ck_assert_uint_eq(p.argv_lead, 3);
+	plan_free(&p);
+	host_facts_free(&f);
+	mpictr_config_free(cfg);
+}
+END_TEST
+
+/* `mpictr shell`: one interactive shell; -n N > 1 ranks of it refused
+ * (launch and node daemon mode), -n 1 and a single process planned. */
+START_TEST(test_plan_shell_ranks)
+{
+	struct host_facts f;
+	struct plan p;
+	mpictr_config *cfg = config_fixture(plain_env);
+	mpictr_err *err = NULL;
+	static const enum run_mode refused[] = {RUN_LAUNCH, RUN_NODE_DAEMON};
+
+	facts_fixture(&f);
+	ck_assert_int_eq(mpictr_config_set_shell(cfg, NULL, NULL), 0);
+	ck_assert_int_eq(build(cfg, &f, &p, NULL), 0);
+	ck_assert(p.shell);
+	plan_free(&p);
+	ck_assert_int_eq(mpictr_config_set_nranks(cfg, 1, NULL), 0);
+	ck_assert_int_eq(build_mode(cfg, &f, RUN_LAUNCH, &p, NULL), 0);
+	plan_free(&p);
+	ck_assert_int_eq(mpictr_config_set_nranks(cfg, 4, NULL), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(refused); i++) {
+		ck_assert_int_eq(build_mode(cfg, &f, refused[i], &p, &err), -1);
+		ck_assert(strstr(mpictr_err_message(err),
+				 "starts one interactive shell, not -n 4"));
+		mpictr_err_free(err);
+		err = NULL;
+	}
+	host_facts_free(&f);
+	mpictr_config_free(cfg);
+}
+END_TEST
+
 Suite *suite_plan(void);
 Suite *suite_plan(void)
 {
@@ -782,6 +852,8 @@ Suite *suite_plan(void)
 	tcase_add_test(tc, test_plan_mpi_abi);
 	tcase_add_test(tc, test_plan_deterministic);
 	tcase_add_test(tc, test_plan_overlay);
+	tcase_add_test(tc, test_plan_shell_ranks);
+	tcase_add_test(tc, test_plan_argv_lead);
 	tcase_add_test(tc, test_plan_apptainer_env);
 	tcase_add_test(tc, test_plan_ranks);
 	suite_add_tcase(s, tc);
