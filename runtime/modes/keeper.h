@@ -73,7 +73,7 @@ struct keeper_spec {
 	/* A directory of the keeper's, removed with it (or by the sweeper
 	 * when it is killed), or NULL. */
 	const char *dir;
-	/* NULL: join mode's keeper, serving the join protocol below to the
+	/* NULL: join mode's keeper, serving JOIN (wire.h, keeper_join) to the
 	 * tasks of one job: expected of them (the local size;
 	 * LAUNCHER_UNKNOWN: counting mode), digest sent to each
 	 * (rendezvous_plan_digest of plan). */
