@@ -341,6 +341,9 @@ FUZZ_SRCS_fuzz_regauth := runtime/pull/auth.c runtime/common/error.c runtime/com
 FUZZ_CFLAGS_fuzz_regauth := $(shell $(PKG_CONFIG) --cflags jansson)
 FUZZ_LIBS_fuzz_regauth := $(shell $(PKG_CONFIG) --libs jansson)
 $(B)/fuzz/fuzz_regauth: $(FUZZ_SRCS_fuzz_regauth)
+# The keepers' wire protocol: its parsers and receivers (a socketpair).
+FUZZ_SRCS_fuzz_wire := runtime/modes/wire.c runtime/common/error.c runtime/common/util.c
+$(B)/fuzz/fuzz_wire: $(FUZZ_SRCS_fuzz_wire)
 fuzz: $(FUZZERS)
 # Every fuzz target for FUZZ_SECONDS (default 20) on a copy of its seed
 # corpus (CI: .ci/run); a crash or leak fails it and leaves crash-* files.

@@ -13,12 +13,15 @@
  * DIR/inst-NAME.lock (flock) for its whole life: the name is taken while
  * it is held.
  *
- * Requests (one per connection): JOIN gets the holder's namespace fds and
- * the instance's options (its image and what decides the container); the
- * joiner plans its command from its own options (environment, --env,
- * --pwd, the command) and the instance's, mounts nothing and execs as in
- * any mode (exec.c). INFO answers what `instance list` shows; STOP ends it
- * and is answered once everything is gone.
+ * Requests (one per connection, the keeper's protocol of wire.c): JOIN
+ * (no payload) gets the holder's namespace fds, the image's fd and the
+ * instance's options as "key=value\0" items (its image and what decides
+ * the container); the joiner plans its command from its own options
+ * (environment, --env, --pwd, the command) and the instance's, mounts
+ * nothing and execs as in any mode (exec.c). INFO answers what `instance
+ * list` shows; STOP ends it and is answered once everything is gone. A
+ * peer with no valid request within INST_REPLY_MS gets nothing; one in a
+ * container gets EPERM for anything but a JOIN of its own instance.
  *
  * Members are the processes in the instance's user namespace (found in
  * /proc by the namespace's inode, our uid only), except the holder and its
@@ -60,29 +63,16 @@
 #include "sched/jobwatch.h"
 #include "modes/keeper.h"
 #include "modes/rendezvous.h"
+#include "modes/wire.h"
 #include "plan/mode.h"
 #include "plan/plan.h"
 #include "plan/prepare.h"
 #include "common/proc.h"
 #include "common/syscalls.h"
 
-#define INST_MAGIC 0x6d706931u /* "mpi1" */
-#define INST_REPLY_MS 2000     /* keeper: wait this long for a request */
-#define INST_STOP_WAIT_S 30    /* stop: wait this long for the answer */
-#define INST_BLOB_MAX (64 << 10)
-#define INST_UCX_MAX 4096 /* the UCX answer joiners take (inst_spec) */
-
-enum inst_op { INST_JOIN = 1, INST_INFO = 2, INST_STOP = 3 };
-
-struct inst_req {
-	uint32_t magic, op;
-};
-
-struct inst_reply {
-	uint32_t magic;
-	int32_t status; /* 0, or an errno */
-	uint32_t len;	/* bytes of "key=value\0" items that follow */
-};
+#define INST_REPLY_MS 2000  /* keeper: wait this long for a request */
+#define INST_STOP_WAIT_S 30 /* stop: wait this long for the answer */
+#define INST_UCX_MAX 4096   /* the UCX answer joiners take (inst_spec) */
 
 bool instance_is_ref(const char *image)
 {
@@ -196,12 +186,7 @@ struct inst {
 static int inst_reply(int c, int32_t status, const char *blob, size_t len,
 		      const int *fds, int nfds)
 {
-	struct inst_reply r = {
-	    .magic = INST_MAGIC, .status = status, .len = (uint32_t)len};
-
-	if (keeper_send(c, &r, sizeof(r), fds, nfds) < 0)
-		return -1;
-	return len ? write_full(c, blob, len) : 0;
+	return wire_send_reply(c, status, blob, len, fds, nfds, NULL);
 }
 
 static int inst_members(const struct inst *in)
@@ -230,7 +215,7 @@ static char *inst_info(const struct inst *in, size_t *len)
 	return sb_steal(&sb);
 }
 
-/* One connection: its request (INST_STOP: the connection is kept in
+/* One connection: its request (WIRE_STOP: the connection is kept in
  * in->stop_fd, to be answered once everything is gone), or 0. Only the
  * user's own processes on the host are served, and of those in this
  * instance (or nested in it) only a JOIN: a program in a container of
@@ -238,13 +223,14 @@ static char *inst_info(const struct inst *in, size_t *len)
  * list or enter another instance (EPERM). */
 static uint32_t inst_serve_one(struct inst *in, const struct holder *h, int c)
 {
-	struct inst_req q;
+	struct wire_req q;
 	struct ucred cr;
 	socklen_t cl = sizeof(cr);
 	struct timeval tv = {.tv_sec = INST_REPLY_MS / 1000,
 			     .tv_usec = INST_REPLY_MS % 1000 * 1000};
 	cleanup_free char *info = NULL;
 	size_t len;
+	uint32_t op;
 	int where;
 
 	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
@@ -252,31 +238,32 @@ static uint32_t inst_serve_one(struct inst *in, const struct holder *h, int c)
 		return 0; /* never another user's */
 	where = proc_peer_where(c, in->ns_dev, in->ns_ino);
 	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (TEMP_FAILURE_RETRY(recv(c, &q, sizeof(q), MSG_WAITALL)) !=
-		(ssize_t)sizeof(q) ||
-	    q.magic != INST_MAGIC)
-		return 0;
-	if (where != PEER_HOST && (where != PEER_INSIDE || q.op != INST_JOIN)) {
+	setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (wire_recv_req(c, &q, NULL) != 0)
+		return 0; /* no valid request in time: nothing */
+	op = q.op;
+	wire_req_free(&q);
+	if (where != PEER_HOST && (where != PEER_INSIDE || op != WIRE_JOIN)) {
 		log_warn("instance '%s': refused a request of pid %d, which "
 			 "runs in a container",
 			 in->name, (int)cr.pid);
 		inst_reply(c, EPERM, NULL, 0, NULL, 0);
 		return 0;
 	}
-	switch (q.op) {
-	case INST_JOIN:
+	switch (op) {
+	case WIRE_JOIN:
 		inst_reply(c, 0, in->spec, in->spec_len,
 			   (int[]){h->userns, h->mntns, in->image_fd}, 3);
-		return INST_JOIN;
-	case INST_INFO:
+		return WIRE_JOIN;
+	case WIRE_INFO:
 		info = inst_info(in, &len);
 		inst_reply(c, 0, info, len, NULL, 0);
-		return INST_INFO;
-	case INST_STOP:
+		return WIRE_INFO;
+	case WIRE_STOP:
 		in->stop_fd = c;
-		return INST_STOP;
+		return WIRE_STOP;
 	default:
-		inst_reply(c, EINVAL, NULL, 0, NULL, 0);
+		inst_reply(c, EOPNOTSUPP, NULL, 0, NULL, 0);
 		return 0;
 	}
 }
@@ -375,11 +362,11 @@ static void inst_serve(void *data, struct keeper_serve *ks)
 			    accept4(ks->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 			uint32_t op = c >= 0 ? inst_serve_one(in, ks->h, c) : 0;
 
-			if (op == INST_STOP)
+			if (op == WIRE_STOP)
 				break;
 			if (c >= 0)
 				close(c);
-			if (op == INST_JOIN) /* it may not have entered yet */
+			if (op == WIRE_JOIN) /* it may not have entered yet */
 				idle_since = mono_ms();
 		}
 		if (pfd[1].revents || pfd[2].revents)
@@ -439,16 +426,15 @@ static bool clean_stale(const struct inst_paths *p)
 	return stale;
 }
 
-/* Send op to the instance at p: the connection, with the reply header in
- * *r (and fds, when nfds), or -1 with an error naming the instance. */
+/* Send op to the instance at p and receive its reply (*r, with at most
+ * max_fds descriptors; status 0): the connection, or -1 with an error
+ * naming the instance. */
 static int inst_request(const struct inst_paths *p, const char *name,
-			uint32_t op, struct inst_reply *r, int *fds, int nfds,
+			uint32_t op, struct wire_reply *r, int max_fds,
 			int timeout_s, mpictr_err **err)
 {
-	struct inst_req q = {.magic = INST_MAGIC, .op = op};
 	struct timeval tv = {.tv_sec = timeout_s};
-	int c = keeper_connect(p->sock);
-	ssize_t n;
+	int c = keeper_connect(p->sock), rc;
 
 	if (c < 0 && errno == EPERM)
 		return err_set(err, 0,
@@ -478,24 +464,26 @@ static int inst_request(const struct inst_paths *p, const char *name,
 		return err_set(err, errno, "instance '%s': connect to '%s'",
 			       name, p->sock);
 	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (TEMP_FAILURE_RETRY(send(c, &q, sizeof(q), MSG_NOSIGNAL)) !=
-	    (ssize_t)sizeof(q)) {
-		err_set(err, errno, "instance '%s': send the request", name);
+	if (wire_send_req(c, op, NULL, 0, err) < 0) {
+		err_wrap(err, "instance '%s'", name);
 		close(c);
 		return -1;
 	}
-	n = keeper_recv(c, r, sizeof(*r), fds, nfds);
-	if (n != (ssize_t)sizeof(*r) || r->magic != INST_MAGIC ||
-	    r->status != 0 || r->len > INST_BLOB_MAX) {
-		err_set(err,
-			n < 0		? errno
-			: r->status > 0 ? r->status
-					: EPROTO,
-			"instance '%s': no answer from its keeper at '%s'%s",
-			name, p->sock, n == 0 ? " (it ended meanwhile)" : "");
-		for (int i = 0; i < nfds; i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
+	rc = wire_recv_reply(c, max_fds, r, err);
+	if (rc == 1)
+		err_set(err, 0,
+			"instance '%s': no answer from its keeper at '%s' (it "
+			"ended meanwhile)",
+			name, p->sock);
+	else if (rc < 0)
+		err_wrap(err, "instance '%s': the answer of its keeper at '%s'",
+			 name, p->sock);
+	else if (r->status != 0)
+		err_set(err, r->status,
+			"instance '%s': its keeper at '%s' refused the request",
+			name, p->sock);
+	if (rc != 0 || r->status != 0) {
+		wire_reply_free(r);
 		close(c);
 		return -1;
 	}
@@ -503,32 +491,33 @@ static int inst_request(const struct inst_paths *p, const char *name,
 }
 
 /* A request whose reply carries a blob: *blob (NUL-terminated, caller
- * frees) and its length. */
+ * frees), its length, and exactly nfds descriptors into fds. */
 static int inst_query(const struct inst_paths *p, const char *name, uint32_t op,
 		      char **blob, size_t *len, int *fds, int nfds,
 		      mpictr_err **err)
 {
-	struct inst_reply r;
-	int c = inst_request(p, name, op, &r, fds, nfds, INST_STOP_WAIT_S, err);
-	char *b;
+	struct wire_reply r;
+	int c = inst_request(p, name, op, &r, nfds, INST_STOP_WAIT_S, err);
 
 	if (c < 0)
 		return -1;
-	b = xcalloc(1, (size_t)r.len + 1);
-	if (r.len && TEMP_FAILURE_RETRY(recv(c, b, r.len, MSG_WAITALL)) !=
-			 (ssize_t)r.len) {
-		err_set(err, errno ? errno : EPROTO,
-			"instance '%s': read the keeper's answer", name);
-		free(b);
-		close(c);
-		for (int i = 0; i < nfds; i++)
-			if (fds[i] >= 0)
-				close(fds[i]);
+	close(c);
+	if (r.nfds != nfds) {
+		err_set(err, EPROTO,
+			"instance '%s': its keeper sent %d descriptors (%d "
+			"expected)",
+			name, r.nfds, nfds);
+		wire_reply_free(&r);
 		return -1;
 	}
-	close(c);
-	*blob = b;
+	for (int i = 0; i < nfds; i++) {
+		fds[i] = r.fds[i];
+		r.fds[i] = -1;
+	}
+	*blob = r.data;
 	*len = r.len;
+	r.data = NULL;
+	wire_reply_free(&r);
 	return 0;
 }
 
@@ -736,18 +725,18 @@ out:
 static int stop_one(char *const *env, const char *name, mpictr_err **err)
 {
 	struct inst_paths p;
-	struct inst_reply r;
+	struct wire_reply r;
 	struct ucred cr;
 	socklen_t cl = sizeof(cr);
 	int c, pfd = -1;
 
 	if (paths_of(env, name, false, &p, err) < 0)
 		return -1;
-	c = inst_request(&p, name, INST_STOP, &r, NULL, 0, INST_STOP_WAIT_S,
-			 err);
+	c = inst_request(&p, name, WIRE_STOP, &r, 0, INST_STOP_WAIT_S, err);
 	paths_free(&p);
 	if (c < 0)
 		return -1;
+	wire_reply_free(&r);
 	/* Answered once all is gone; wait for the keeper's exit too. */
 	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0)
 		pfd = sys_pidfd_open(cr.pid, 0);
@@ -860,7 +849,7 @@ int instance_list(char *const *env, struct instance_info **out, size_t *n,
 		if (paths_of(env, names[i], false, &p, NULL) < 0)
 			continue;
 		/* Gone meanwhile, or stale (then cleaned): not listed. */
-		if (inst_query(&p, names[i], INST_INFO, &blob, &len, NULL, 0,
+		if (inst_query(&p, names[i], WIRE_INFO, &blob, &len, NULL, 0,
 			       NULL) == 0)
 			info_from_blob(&(*out)[k++], blob, len);
 		free(blob);
@@ -976,7 +965,7 @@ int instance_attach(const struct mpictr_config *cfg, struct instance_attach *a,
 	if (refuse_container_options(cfg, a->name, err) < 0 ||
 	    paths_of(cfg->host_env, a->name, false, &p, err) < 0)
 		return -1;
-	if (inst_query(&p, a->name, INST_JOIN, &blob, &len, fds, 3, err) < 0) {
+	if (inst_query(&p, a->name, WIRE_JOIN, &blob, &len, fds, 3, err) < 0) {
 		paths_free(&p);
 		return -1;
 	}

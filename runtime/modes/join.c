@@ -10,10 +10,11 @@
  * job: a detached process that starts the namespace holder (holder.c)
  * and serves its namespace fds over a Unix socket in a private directory.
  * Every task, the first included, connects, says which local rank of
- * which local size it is, receives the fds (SCM_RIGHTS), joins and execs
- * in place, so the launcher's daemon (slurmstepd, orted or mpirun,
- * hydra_pmi_proxy) stays the rank's parent and PMI_FD, PMI_PORT, the PMIx
- * variables, signals, exit codes and accounting are the launcher's.
+ * which local size it is (one JOIN request, wire.c), receives the verdict
+ * and, when it joins, the fds (SCM_RIGHTS), joins and execs in place, so the
+ * launcher's daemon (slurmstepd, orted or mpirun, hydra_pmi_proxy) stays the
+ * rank's parent and PMI_FD, PMI_PORT, the PMIx variables, signals, exit codes
+ * and accounting are the launcher's.
  *
  * The keeper checks the claims: a local rank claimed twice, a size that
  * differs from the first task's, a rank not below the size, more tasks
@@ -22,8 +23,8 @@
  * job): never a wrong grouping or a wait.
  *
  * Where they meet (the private directory, the keyed name, the digests of
- * what decides the container) is rendezvous.c; the keeper process and its
- * protocol are keeper.c. This file is the task's side.
+ * what decides the container) is rendezvous.c; the keeper process is
+ * keeper.c, the protocol wire.c. This file is the task's side.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -197,24 +198,11 @@ static int join_connect(struct join_ctx *k, long deadline, mpictr_err **err)
 	}
 }
 
-/* Read the keeper's verdict on this task's claim: 0 joined, 1 closed
- * unanswered (an exiting keeper), -1 refused or error. */
-static int join_verdict(int sock, const struct launch_peers *pe,
-			mpictr_err **err)
-{
-	struct keeper_verdict v;
-	int rc = keeper_recv_verdict(sock, &v, err);
-
-	if (rc != 0)
-		return rc;
-	if (v.status != KEEPER_OK)
-		return refused(&v, pe, err);
-	return 0;
-}
-
-/* Receive the namespace fds from the node's keeper. A keeper that is
- * exiting may close a connection it accepted into its backlog unanswered:
- * then connect again (the next keeper starts under the lock). */
+/* Join the node's keeper: one JOIN request with this task's claim, one
+ * answer (keeper_join): the verdict, and the namespace fds when it is
+ * KEEPER_OK. A keeper that is exiting may close a connection it accepted
+ * into its backlog unanswered: then connect again (the next keeper
+ * starts under the lock). */
 static int join_fetch(struct join_ctx *k, const struct launch_peers *pe,
 		      int *userns, int *mntns, struct keeper_answer *a,
 		      mpictr_err **err)
@@ -222,30 +210,23 @@ static int join_fetch(struct join_ctx *k, const struct launch_peers *pe,
 	long deadline = mono_ms() + JOIN_WAIT_S * 1000L;
 
 	for (;;) {
-		int sock = join_connect(k, deadline, err), rc = 1;
+		int sock = join_connect(k, deadline, err), rc;
 
 		if (sock < 0)
 			return -1;
-		/* The claim goes first: the keeper reads it as soon as it
-		 * has sent the fds. A keeper that is exiting may have closed
-		 * the connection already. */
-		if (keeper_send_claim(sock, pe->local_rank, pe->local_size) ==
-		    0)
-			rc = keeper_recv_ns(sock, userns, mntns, a, err);
-		if (rc == 0)
-			rc = join_verdict(sock, pe, err);
+		rc = keeper_join(sock, pe->local_rank, pe->local_size, userns,
+				 mntns, a, err);
 		close(sock);
-		if (rc == 0)
+		if (rc == 0 && a->v.status == KEEPER_OK)
 			return 0;
-		if (*userns >= 0)
-			close(*userns);
-		if (*mntns >= 0)
-			close(*mntns);
-		*userns = *mntns = -1;
-		free(a->ucx);
-		a->ucx = NULL;
+		if (rc == 0) {
+			free(a->ucx);
+			a->ucx = NULL;
+			return refused(&a->v, pe, err);
+		}
 		if (rc < 0)
-			return -1;
+			return err_wrap(err, "join the node's keeper at '%s'",
+					k->sock_path);
 		if (mono_ms() > deadline)
 			return err_set(err, ETIMEDOUT,
 				       "the node's keeper at '%s' closed the "

@@ -3,14 +3,20 @@
  * socket in the user's private rendezvous directory (rendezvous.c). Join
  * mode (join.c) starts one for the tasks of a job on a node; an instance
  * (instance.c) is a keeper with a name and another lifetime (keeper_life)
- * and its own requests on the same socket type.
+ * and its own ops. Both speak one protocol (wire.c): one request from
+ * the client (op, payload), one reply (status, payload, fds).
  *
- * Join mode's keeper checks the claims of the tasks: a local rank claimed
+ * Join mode's keeper serves JOIN: the request carries the task's claim
+ * (local rank, local size), and the keeper checks it: a local rank claimed
  * twice, a size that differs from the first task's, a rank not below the
- * size, more tasks than the size. Each is refused (the task names the
- * launcher and the variables read, exits 255 and the launcher ends the
- * job): never a wrong grouping or a wait. Peers are checked with
- * SO_PEERCRED both ways: another user can never join, nor serve. A lock
+ * size, more tasks than the size. The reply carries the verdict and its
+ * values, the plan's digest and the UCX answer, and the namespace fds only
+ * when the claim is accepted. A refusal makes the task name the launcher
+ * and the variables read and exit 255 (the launcher ends the job): never
+ * a wrong grouping or a wait. A peer that sends no valid request within
+ * JOIN_CLAIM_MS gets nothing and is no member. Peers are checked with
+ * SO_PEERCRED both ways: another user can never join, nor serve; a
+ * process in another container of the user gets nothing. A lock
  * file (flock) elects the task that starts the keeper; a stale socket of a
  * killed keeper is replaced under the same lock.
  *
@@ -45,198 +51,68 @@
 #include "container/holder.h"
 #include "host/launcher.h"
 #include "modes/keeper.h"
+#include "modes/wire.h"
 #include "plan/mode.h"
 
-#define JOIN_MAGIC 0x6d706a34u /* "mpj4" */
-#define JOIN_CLAIM_MS 2000     /* keeper: wait this long for a claim */
-#define JOIN_IDLE_S 60	       /* keeper: no task left, none arriving */
-
-/* The exchange on a connection: the keeper sends a join_msg with the
- * namespace fds and reads the task's claim (join_hello, which the task
- * sends right after connecting); it answers with its verdict
- * (join_verdict_msg), and the task uses the fds only when it is KEEPER_OK. A
- * peer that never claims (an older mpictr, a probe) counts as a member of
- * unknown rank, as before claims existed. */
-struct join_hello {
-	uint32_t magic;
-	uint32_t local_rank, local_size; /* LAUNCHER_UNKNOWN: not given */
-};
-
-struct join_msg {
-	uint32_t magic;
-	int32_t status;	 /* 0: two fds come with it */
-	uint64_t digest; /* keeper_spec.digest */
-	/* The keeper's UCX answer (host_given), so that the node's tasks do
-	 * not each run the UCX query helper: JOIN_UCX_NONE (no devices),
-	 * JOIN_UCX_ASK (not sent: ask yourself), or the length of the string
-	 * that follows the message (at most JOIN_UCX_MAX bytes). */
-	int32_t ucx_len;
-	uint32_t pad;
-};
-
-#define JOIN_UCX_NONE (-1)
-#define JOIN_UCX_ASK (-2)
-#define JOIN_UCX_MAX 4096
-
-struct join_verdict_msg {
-	uint32_t magic;
-	int32_t status; /* a keeper_refusal */
-	uint32_t a, b;	/* its values */
-};
+#define JOIN_CLAIM_MS 2000 /* keeper: wait this long for a request */
+#define JOIN_IDLE_S 60	   /* keeper: no task left, none arriving */
 
 /* ---- the socket --------------------------------------------------------- */
 
-int keeper_send(int sock, const void *buf, size_t len, const int *fds, int nfds)
+/* The task's side of a JOIN (wire.h): one request with the claim, one
+ * reply with the verdict, the digest, the UCX answer and, only when the
+ * verdict is KEEPER_OK, the two namespace fds. */
+int keeper_join(int sock, uint32_t local_rank, uint32_t local_size, int *userns,
+		int *mntns, struct keeper_answer *a, mpictr_err **err)
 {
-	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
-	union {
-		char buf[CMSG_SPACE(3 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-	struct cmsghdr *c;
-
-	if (nfds > 0) {
-		memset(&u, 0, sizeof(u));
-		mh.msg_control = u.buf;
-		mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
-	}
-	return TEMP_FAILURE_RETRY(sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 ? -1
-									: 0;
-}
-
-ssize_t keeper_recv(int sock, void *buf, size_t len, int *fds, int nfds)
-{
-	struct iovec iov = {.iov_base = buf, .iov_len = len};
-	union {
-		char buf[CMSG_SPACE(3 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct msghdr mh = {.msg_iov = &iov,
-			    .msg_iovlen = 1,
-			    .msg_control = u.buf,
-			    .msg_controllen = sizeof(u.buf)};
-	struct cmsghdr *c;
-	ssize_t n = TEMP_FAILURE_RETRY(
-	    recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | MSG_WAITALL));
-
-	for (int i = 0; i < nfds; i++)
-		fds[i] = -1;
-	c = CMSG_FIRSTHDR(&mh);
-	if (n <= 0 || !c || c->cmsg_level != SOL_SOCKET ||
-	    c->cmsg_type != SCM_RIGHTS)
-		return n;
-	for (int i = 0; i < 3; i++) {
-		int fd;
-
-		if (c->cmsg_len < CMSG_LEN((size_t)(i + 1) * sizeof(int)))
-			break;
-		memcpy(&fd, CMSG_DATA(c) + (size_t)i * sizeof(int),
-		       sizeof(int));
-		if (i < nfds)
-			fds[i] = fd;
-		else
-			close(fd); /* more than asked for */
-	}
-	return n;
-}
-
-int keeper_send_claim(int sock, uint32_t local_rank, uint32_t local_size)
-{
-	struct join_hello hi = {.magic = JOIN_MAGIC,
-				.local_rank = local_rank,
+	struct wire_claim cl = {.local_rank = local_rank,
 				.local_size = local_size};
+	struct wire_reply r;
+	struct wire_answer w;
+	int rc;
 
-	return TEMP_FAILURE_RETRY(send(sock, &hi, sizeof(hi), MSG_NOSIGNAL)) ==
-		       sizeof(hi)
-		   ? 0
-		   : -1;
-}
-
-static int send_fds(int sock, uint64_t digest, const struct plan *p, int fd1,
-		    int fd2)
-{
-	const char *ucx = p->ucx_net_devices;
-	size_t len = ucx ? strlen(ucx) : 0;
-	struct join_msg m = {.magic = JOIN_MAGIC, .digest = digest};
-
-	if (!p->ucx_asked || len > JOIN_UCX_MAX)
-		m.ucx_len = JOIN_UCX_ASK;
-	else
-		m.ucx_len = ucx ? (int32_t)len : JOIN_UCX_NONE;
-	cleanup_free char *buf = xmalloc(sizeof(m) + len);
-
-	memcpy(buf, &m, sizeof(m));
-	if (m.ucx_len > 0)
-		memcpy(buf + sizeof(m), ucx, len);
-	return keeper_send(sock, buf, sizeof(m) + (m.ucx_len > 0 ? len : 0),
-			   (int[]){fd1, fd2}, 2);
-}
-
-/* The UCX answer that follows the message m into *a (bounded). */
-static int recv_ucx(int sock, const struct join_msg *m, struct keeper_answer *a,
-		    mpictr_err **err)
-{
-	ssize_t n;
-
-	a->ucx_known = m->ucx_len != JOIN_UCX_ASK;
-	if (m->ucx_len < 0)
-		return m->ucx_len == JOIN_UCX_NONE || m->ucx_len == JOIN_UCX_ASK
-			   ? 0
-			   : err_set(err, EPROTO,
-				     "the node's keeper sent a bad UCX answer");
-	if (m->ucx_len > JOIN_UCX_MAX)
-		return err_set(err, EPROTO,
-			       "the node's keeper sent a UCX answer of %d "
-			       "bytes (at most %d)",
-			       (int)m->ucx_len, JOIN_UCX_MAX);
-	a->ucx = xmalloc((size_t)m->ucx_len + 1);
-	n = m->ucx_len == 0
-		? 0
-		: TEMP_FAILURE_RETRY(
-		      recv(sock, a->ucx, (size_t)m->ucx_len, MSG_WAITALL));
-	if (n != m->ucx_len)
-		return err_set(err, n < 0 ? errno : EPROTO,
-			       "receive the UCX answer of the node's keeper");
-	a->ucx[n] = '\0';
-	if (strlen(a->ucx) != (size_t)n)
-		return err_set(err, EPROTO,
-			       "the node's keeper sent a bad UCX answer");
+	*userns = *mntns = -1;
+	memset(a, 0, sizeof(*a));
+	if (wire_send_req(sock, WIRE_JOIN, &cl, sizeof(cl), NULL) < 0)
+		return errno == EPIPE || errno == ECONNRESET
+			   ? 1 /* a keeper that was exiting closed it */
+			   : err_set(err, errno, "send the claim");
+	rc = wire_recv_reply(sock, 2, &r, err);
+	if (rc == 1)
+		return 1; /* closed unanswered: retry */
+	if (rc < 0)
+		return err_wrap(err, "its answer");
+	if (r.status != 0) {
+		err_set(err, r.status, "the keeper refused the request");
+		goto fail;
+	}
+	if (wire_answer_parse(r.data, r.len, &w, err) < 0) {
+		err_wrap(err, "its answer");
+		goto fail;
+	}
+	if ((w.verdict == KEEPER_OK) != (r.nfds == 2)) {
+		free(w.ucx);
+		err_set(err, EPROTO,
+			"the keeper sent %d namespace fds with verdict "
+			"%d",
+			r.nfds, (int)w.verdict);
+		goto fail;
+	}
+	*a = (struct keeper_answer){
+	    .v = {.status = w.verdict, .a = w.a, .b = w.b},
+	    .digest = w.digest,
+	    .ucx_known = w.ucx_known,
+	    .ucx = w.ucx};
+	if (r.nfds == 2) {
+		*userns = r.fds[0];
+		*mntns = r.fds[1];
+		r.fds[0] = r.fds[1] = -1;
+	}
+	wire_reply_free(&r);
 	return 0;
-}
-
-/* 0: *fd1, *fd2 and the keeper's answer *a received; 1: closed
- * unanswered; -1: error. */
-int keeper_recv_ns(int sock, int *fd1, int *fd2, struct keeper_answer *a,
-		   mpictr_err **err)
-{
-	struct join_msg m;
-	int fds[2];
-	ssize_t n = keeper_recv(sock, &m, sizeof(m), fds, 2);
-
-	*fd1 = fds[0];
-	*fd2 = fds[1];
-	if (n == 0 || (n < 0 && errno == ECONNRESET))
-		return 1; /* a keeper that was exiting closed it: retry */
-	if (n != (ssize_t)sizeof(m) || m.magic != JOIN_MAGIC)
-		return err_set(err, n < 0 ? errno : EPROTO,
-			       "receive the namespaces from the node's keeper");
-	if (m.status != 0)
-		return err_set(err, 0,
-			       "the node's keeper could not set up the "
-			       "container (status %d)",
-			       (int)m.status);
-	if (fds[0] < 0 || fds[1] < 0)
-		return err_set(err, EPROTO,
-			       "the node's keeper sent no "
-			       "namespace fds");
-	a->digest = m.digest;
-	return recv_ucx(sock, &m, a, err);
+fail:
+	wire_reply_free(&r);
+	return -1;
 }
 
 int keeper_connect(const char *path)
@@ -264,21 +140,6 @@ int keeper_connect(const char *path)
 		return -1;
 	}
 	return fd;
-}
-
-int keeper_recv_verdict(int sock, struct keeper_verdict *v, mpictr_err **err)
-{
-	struct join_verdict_msg m;
-	ssize_t n;
-
-	n = TEMP_FAILURE_RETRY(recv(sock, &m, sizeof(m), MSG_WAITALL));
-	if (n == 0 || (n < 0 && errno == ECONNRESET))
-		return 1;
-	if (n != (ssize_t)sizeof(m) || m.magic != JOIN_MAGIC)
-		return err_set(err, n < 0 ? errno : EPROTO,
-			       "receive the verdict of the node's keeper");
-	*v = (struct keeper_verdict){.status = m.status, .a = m.a, .b = m.b};
-	return 0;
 }
 
 /* ---- the keeper process ------------------------------------------------ */
@@ -397,28 +258,49 @@ int keeper_check_claim(uint32_t size, const uint32_t *ranks, uint32_t nranks,
 	return KEEPER_OK;
 }
 
-/* One connecting task: hand it the fds, read its claim, check it, give
- * the verdict. True when it joined. A peer that sends no claim within
- * JOIN_CLAIM_MS (an older mpictr, a probe) joined with no rank to check:
- * it holds the fds. Only the user's processes on the host, or in this
- * very container (a rank of the job joining its own container), are
- * served: a program in another container of the user sees the socket
- * through the /tmp bind and gets nothing (no namespaces, no rank slot). */
+/* Answer a task's JOIN: the verdict, the digest and the UCX answer, the
+ * namespace fds only when the verdict is KEEPER_OK. */
+static int send_answer(int c, const struct keeper *k, const struct holder *h,
+		       int32_t verdict, uint32_t a, uint32_t b)
+{
+	const struct plan *p = k->plan;
+	struct wire_answer w = {.verdict = verdict,
+				.a = a,
+				.b = b,
+				.digest = k->digest,
+				.ucx_known = p->ucx_asked,
+				.ucx = p->ucx_net_devices};
+	size_t len;
+	cleanup_free char *buf = wire_answer_put(&w, &len);
+	bool ok = verdict == KEEPER_OK;
+
+	return wire_send_reply(c, 0, buf, len, (int[]){h->userns, h->mntns},
+			       ok ? 2 : 0, NULL);
+}
+
+/* One connecting task: read its JOIN request (the claim), check the
+ * claim, answer the verdict (wire.h). True when it joined. A peer that
+ * sends no valid request within JOIN_CLAIM_MS (a probe) gets nothing and
+ * is no member: every task of a job runs the same mpictr, which claims.
+ * Only the user's processes on the host, or in this very container (a
+ * rank of the job joining its own container), are served: a program in
+ * another container of the user sees the socket through the /tmp bind
+ * and gets nothing (no namespaces, no rank slot). */
 static bool keeper_serve(struct keeper *k, struct holder *h, struct members *m,
 			 int c, pid_t *pid)
 {
-	struct join_hello hi;
-	struct join_verdict_msg v = {.magic = JOIN_MAGIC, .status = KEEPER_OK};
+	struct wire_req q;
+	struct wire_claim cl;
 	struct ucred cr;
-	socklen_t cl = sizeof(cr);
+	socklen_t crl = sizeof(cr);
 	struct timeval tv = {.tv_sec = JOIN_CLAIM_MS / 1000,
 			     .tv_usec = JOIN_CLAIM_MS % 1000 * 1000};
-	ssize_t n;
-
+	uint32_t a = 0, b = 0;
+	int32_t verdict;
 	struct stat ns;
 	int where;
 
-	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0 ||
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &crl) < 0 ||
 	    cr.uid != getuid() || fstat(h->userns, &ns) < 0)
 		return false;
 	where = proc_peer_where(c, ns.st_dev, ns.st_ino);
@@ -428,22 +310,27 @@ static bool keeper_serve(struct keeper *k, struct holder *h, struct members *m,
 			 (int)cr.pid);
 		return false;
 	}
-	if (send_fds(c, k->digest, k->plan, h->userns, h->mntns) < 0)
-		return false;
-	*pid = cr.pid;
 	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	n = TEMP_FAILURE_RETRY(recv(c, &hi, sizeof(hi), MSG_WAITALL));
-	if (n != (ssize_t)sizeof(hi) || hi.magic != JOIN_MAGIC)
-		return true;
-	v.status = keeper_check_claim(k->expected, m->rank, m->nrank, m->joined,
-				      hi.local_rank, hi.local_size, &v.a, &v.b);
-	if (TEMP_FAILURE_RETRY(send(c, &v, sizeof(v), MSG_NOSIGNAL)) !=
-	    (ssize_t)sizeof(v))
-		return false; /* gone before the verdict: it did not join */
-	if (v.status != KEEPER_OK)
+	setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (wire_recv_req(c, &q, NULL) != 0)
 		return false;
-	if (hi.local_rank != LAUNCHER_UNKNOWN)
-		m->rank[m->nrank++] = hi.local_rank;
+	if (q.op != WIRE_JOIN ||
+	    wire_claim_parse(q.data, q.len, &cl, NULL) < 0) {
+		wire_send_reply(c, q.op != WIRE_JOIN ? EOPNOTSUPP : EINVAL,
+				NULL, 0, NULL, 0, NULL);
+		wire_req_free(&q);
+		return false;
+	}
+	wire_req_free(&q);
+	verdict = keeper_check_claim(k->expected, m->rank, m->nrank, m->joined,
+				     cl.local_rank, cl.local_size, &a, &b);
+	if (send_answer(c, k, h, verdict, a, b) < 0)
+		return false; /* gone before the verdict: it did not join */
+	if (verdict != KEEPER_OK)
+		return false;
+	if (cl.local_rank != LAUNCHER_UNKNOWN)
+		m->rank[m->nrank++] = cl.local_rank;
+	*pid = cr.pid;
 	return true;
 }
 

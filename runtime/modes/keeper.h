@@ -73,7 +73,7 @@ struct keeper_spec {
 	/* A directory of the keeper's, removed with it (or by the sweeper
 	 * when it is killed), or NULL. */
 	const char *dir;
-	/* NULL: join mode's keeper, serving the join protocol below to the
+	/* NULL: join mode's keeper, serving JOIN (wire.h, keeper_join) to the
 	 * tasks of one job: expected of them (the local size;
 	 * LAUNCHER_UNKNOWN: counting mode), digest sent to each
 	 * (rendezvous_plan_digest of plan). */
@@ -95,40 +95,31 @@ bool keeper_lock_current(int lock_fd, const char *path);
 /* Connect to a keeper's socket and check that it runs as our uid: the fd,
  * or -1 with errno (EPERM: another uid). */
 int keeper_connect(const char *path);
-/* Send len bytes of buf with nfds (0..3) descriptors (SCM_RIGHTS): 0 or
- * -1 with errno. */
-int keeper_send(int sock, const void *buf, size_t len, const int *fds,
-		int nfds);
-/* Receive len bytes into buf and up to nfds (0..3) descriptors
- * (close-on-exec; -1 where none came): recvmsg's result. */
-ssize_t keeper_recv(int sock, void *buf, size_t len, int *fds, int nfds);
 
-/* ---- join mode's protocol, the task's side --------------------------------
+/* ---- join mode's JOIN, the task's side ------------------------------------
  *
- * The task sends its claim right after connecting (keeper_send_claim); the
- * keeper sends the namespace fds with its answer (keeper_recv_ns), reads
- * the claim and gives its verdict (keeper_recv_verdict): the task uses the
- * fds only when it is KEEPER_OK. */
-
-/* What the keeper answers besides the fds. */
-struct keeper_answer {
-	uint64_t digest; /* spec's digest */
-	bool ucx_known;
-	char *ucx; /* its UCX answer when ucx_known, or NULL (caller frees) */
-};
+ * One request, one reply (wire.h): the task sends its claim, the keeper
+ * checks it (keeper_check_claim) and answers its verdict, its plan's
+ * digest and UCX answer, and the namespace fds only when the verdict is
+ * KEEPER_OK. */
 
 struct keeper_verdict {
 	int32_t status; /* a keeper_refusal */
 	uint32_t a, b;	/* its values */
 };
 
-/* Send the claim: 0, or -1 with errno. */
-int keeper_send_claim(int sock, uint32_t local_rank, uint32_t local_size);
-/* 0: *userns, *mntns and the keeper's answer *a received; 1: closed
- * unanswered (an exiting keeper); -1: error. */
-int keeper_recv_ns(int sock, int *userns, int *mntns, struct keeper_answer *a,
-		   mpictr_err **err);
-/* The verdict on the claim into *v: 0, 1 closed unanswered, -1 error. */
-int keeper_recv_verdict(int sock, struct keeper_verdict *v, mpictr_err **err);
+/* What the keeper answers. */
+struct keeper_answer {
+	struct keeper_verdict v;
+	uint64_t digest; /* spec's digest */
+	bool ucx_known;
+	char *ucx; /* its UCX answer when ucx_known, or NULL (caller frees) */
+};
+
+/* Send the claim and receive the answer into *a, with *userns and *mntns
+ * when a->v.status is KEEPER_OK (else -1): 0; 1: closed unanswered (an
+ * exiting keeper); -1: error. */
+int keeper_join(int sock, uint32_t local_rank, uint32_t local_size, int *userns,
+		int *mntns, struct keeper_answer *a, mpictr_err **err);
 
 #endif

@@ -40,8 +40,8 @@
 #include "config/config.h"
 #include "container/ns.h"
 #include "modes/instance.h"
-#include "modes/keeper.h"
 #include "modes/save.h"
+#include "modes/wire.h"
 #include "sif/sif_write.h"
 
 #define SAVE_STAGE "/dev/.mpictr-save"
@@ -141,7 +141,7 @@ static void saver(const struct instance_attach *a, int sock, int wfd)
 	if (stage_build(a->userns, a->mntns, &e) < 0 ||
 	    (stage = open(SAVE_STAGE, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) <
 		0 ||
-	    keeper_send(sock, "s", 1, &stage, 1) < 0) {
+	    wire_send_reply(sock, 0, NULL, 0, &stage, 1, &e) < 0) {
 		if (!e)
 			err_set(&e, errno, "hand the stage over");
 		relay_send(wfd, e);
@@ -161,12 +161,23 @@ static int pack(int sock, const char *name, const char *path, mpictr_err **err)
 {
 	cleanup_free char *src = NULL;
 	cleanup_close int fd = -1;
-	char c;
+	struct wire_reply r;
+	int rc = wire_recv_reply(sock, 1, &r, err);
 
-	if (keeper_recv(sock, &c, 1, &fd, 1) != 1 || fd < 0 ||
-	    fcntl(fd, F_SETFD, 0) < 0)
-		return err_set(err, errno ? errno : EPROTO,
-			       "instance '%s': receive the stage", name);
+	if (rc == 1)
+		err_set(err, EPROTO, "the saver closed the connection");
+	if (rc == 0 && r.nfds != 1) {
+		wire_reply_free(&r);
+		rc = err_set(err, EPROTO, "the saver sent no directory");
+	}
+	if (rc != 0)
+		return err_wrap(err, "instance '%s': receive the stage", name);
+	fd = r.fds[0];
+	r.fds[0] = -1;
+	wire_reply_free(&r);
+	if (fcntl(fd, F_SETFD, 0) < 0)
+		return err_set(err, errno, "instance '%s': receive the stage",
+			       name);
 	src = xasprintf("/proc/self/fd/%d/.", fd);
 	if (sif_mksquashfs(src, path, NULL, NULL, err) < 0)
 		return err_wrap(err, "instance '%s': save to '%s'", name, path);

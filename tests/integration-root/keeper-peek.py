@@ -2,10 +2,12 @@
 """keeper-peek.py - try to get namespace fds from a keeper's socket, as the
 user running it (tests/integration-root/: another user's attempts).
 
-usage: keeper-peek.py SOCKET [--instance]
+usage: keeper-peek.py SOCKET [--instance | --claim RANK SIZE]
 
---instance sends an instance's JOIN request first (runtime/modes/instance.c); a
-join-mode keeper sends its fds unasked. Prints "connect ERRNO TEXT",
+Sends a JOIN request (runtime/modes/wire.c: magic "mpw1", op 1, the payload's
+length, 0): --instance with no payload (an instance's), --claim with join
+mode's claim of local rank RANK of SIZE (default: --claim 4294967295
+4294967295, neither known). Prints "connect ERRNO TEXT",
 "closed ERRNO TEXT" (reset by the keeper) or "got N bytes M fds"; exit 2
 when the connect failed, 0 only when fds came, else 1.
 """
@@ -21,8 +23,15 @@ except OSError as e:
     print("connect", e.errno, e.strerror)
     sys.exit(2)
 try:
-    if "--instance" in sys.argv[2:]:
-        s.sendall(struct.pack("=II", 0x6d706931, 1))
+    args = sys.argv[2:]
+    if "--instance" in args:
+        payload = b""
+    elif "--claim" in args:
+        i = args.index("--claim")
+        payload = struct.pack("=II", int(args[i + 1]), int(args[i + 2]))
+    else:
+        payload = struct.pack("=II", 0xFFFFFFFF, 0xFFFFFFFF)
+    s.sendall(struct.pack("=IIII", 0x6d707731, 1, len(payload), 0) + payload)
     msg, anc, _, _ = s.recvmsg(64, socket.CMSG_SPACE(4 * array.array("i").itemsize))
 except OSError as e:
     print("closed", e.errno, e.strerror)

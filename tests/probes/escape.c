@@ -468,11 +468,27 @@ static void try_socket(const char *path)
 		close(s);
 		return;
 	}
+	/* The keepers' protocol (runtime/modes/wire.c): a JOIN request with
+	 * a claim the step's keeper would accept from one of its tasks
+	 * (local rank 1 of 2, the tests' steps: rank 0 joined), then the
+	 * reply. */
+	uint32_t req[6] = {0x6d707731u /* "mpw1" */, 1 /* JOIN */, 8, 0, 1, 2};
+	struct timeval tv = {.tv_sec = 10};
 	char buf[64];
 	union {
 		struct cmsghdr h;
 		char b[CMSG_SPACE(4 * sizeof(int))];
 	} c;
+
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (send(s, req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req)) {
+		/* closed on us before the request: nothing handed out */
+		report(1, "keeper-socket",
+		       "connected to %s; request refused (%s): received 0 bytes and 0 fds", path,
+		       strerror(errno));
+		close(s);
+		return;
+	}
 	struct iovec io = {buf, sizeof(buf)};
 	struct msghdr mh = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = c.b,
 			    .msg_controllen = sizeof(c.b)};
@@ -486,11 +502,12 @@ static void try_socket(const char *path)
 	       (int)(n < 0 ? 0 : n), nfd);
 }
 
-/* The instance protocol (runtime/modes/instance.c): a request, a reply. */
+/* The keepers' protocol (runtime/modes/wire.c): a request {magic "mpw1",
+ * op, payload length, 0}, a reply {magic, status, length, fds}. */
 static int inst_stop(const char *path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	uint32_t req[2] = {0x6d706931u, 3 /* INST_STOP */}, rep[3];
+	uint32_t req[4] = {0x6d707731u, 3 /* STOP */, 0, 0}, rep[4];
 	struct timeval tv = {.tv_sec = 40};
 	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	ssize_t n;
