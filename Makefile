@@ -254,7 +254,8 @@ $(B)/tests/escape-probe: tests/probes/escape.c
 	@mkdir -p $(dir $@)
 	$(CC) -static -O2 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) -o $@ $<
 
-unit: $(B)/tests/check_unit
+# The unit tests load the plugins and run the helpers (the UCX query).
+unit: $(B)/tests/check_unit $(PLUGINS) $(HELPERS)
 	MPICTR_TEST_ROOT=$(CURDIR) $(B)/tests/check_unit
 
 # TESTS="tests/integration/00-cli.sh ...": only those (default: all).
