@@ -12,7 +12,14 @@ shift 2
 D=$(mktemp -d "${TMPDIR:-/tmp}/peer-overlay.XXXXXX")
 trap 'set +e; cd /; umount "$D/m" 2>/dev/null; umount "$D/t" 2>/dev/null; fusermount3 -u "$D/sq" 2>/dev/null || umount "$D/sq" 2>/dev/null; rm -rf "$D"' EXIT
 mkdir "$D/sq" "$D/t" "$D/m"
-squashfuse_ll "$SQFS" "$D/sq"
+# In the foreground, a child in our process group: a run killed at its
+# timeout (interleave.py kills the group) takes the FUSE server with it.
+squashfuse_ll -f "$SQFS" "$D/sq" &
+for _ in $(seq 100); do
+	mountpoint -q "$D/sq" && break
+	sleep 0.05
+done
+mountpoint -q "$D/sq" || { echo "peer-overlay.sh: squashfuse_ll did not mount $SQFS" >&2; exit 1; }
 R=$D/sq
 if [ "$MODE" = overlay ]; then
 	mount -t tmpfs tmpfs "$D/t"
