@@ -181,6 +181,17 @@ void sb_json_str(struct strbuf *sb, const char *s)
 	sb_putc(sb, '"');
 }
 
+void sb_json_strv(struct strbuf *sb, char *const *v)
+{
+	sb_putc(sb, '[');
+	for (size_t i = 0; v && v[i]; i++) {
+		if (i)
+			sb_puts(sb, ", ");
+		sb_json_str(sb, v[i]);
+	}
+	sb_putc(sb, ']');
+}
+
 char *sb_steal(struct strbuf *sb)
 {
 	char *s = sb->buf ? sb->buf : xstrdup("");

@@ -83,6 +83,8 @@ void sb_printf(struct strbuf *sb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Append s as a JSON string literal, quotes included. NULL gives null. */
 void sb_json_str(struct strbuf *sb, const char *s);
+/* Append the NULL-terminated v as a JSON array of strings; NULL gives []. */
+void sb_json_strv(struct strbuf *sb, char *const *v);
 /* Return the buffer (never NULL) and reset sb. */
 char *sb_steal(struct strbuf *sb);
 void sb_free(struct strbuf *sb);

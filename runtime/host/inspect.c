@@ -210,19 +210,13 @@ static void text_section(struct strbuf *sb, const char *title, const char *text)
 
 /* A list as JSON (unambiguous with spaces and quotes), as `docker
  * inspect` shows Entrypoint and Cmd. */
+/* v as a JSON array; NULL (the field was not there) gives null. */
 static void strv_json(struct strbuf *sb, char *const *v)
 {
-	if (!v) {
+	if (v)
+		sb_json_strv(sb, v);
+	else
 		sb_puts(sb, "null");
-		return;
-	}
-	sb_putc(sb, '[');
-	for (size_t i = 0; v[i]; i++) {
-		if (i)
-			sb_puts(sb, ", ");
-		sb_json_str(sb, v[i]);
-	}
-	sb_putc(sb, ']');
 }
 
 /* One "Name: value" line: the image is untrusted, so a control character

@@ -994,17 +994,6 @@ char *mop_options(const struct mount_op *op)
 	return sb_steal(&sb);
 }
 
-static void json_strv(struct strbuf *sb, char *const *v)
-{
-	sb_putc(sb, '[');
-	for (size_t i = 0; v && v[i]; i++) {
-		if (i)
-			sb_puts(sb, ", ");
-		sb_json_str(sb, v[i]);
-	}
-	sb_putc(sb, ']');
-}
-
 /* "checks": what the holder checks besides mounting (--dry-run shows
  * every step): the verbs providers of the exposed HCAs (decided by the
  * plan, whose binds are then among the mounts, or by the holder) and the
@@ -1022,7 +1011,7 @@ static void json_checks(struct strbuf *sb, const struct plan *p)
 			  "\"warnings\": ",
 			  p->inject_verbs ? "true" : "false",
 			  p->verbs_in_holder ? "holder" : "plan");
-		json_strv(sb, p->verbs_warnings);
+		sb_json_strv(sb, p->verbs_warnings);
 		sb_putc(sb, '}');
 		n++;
 	}
@@ -1037,7 +1026,7 @@ static void json_checks(struct strbuf *sb, const struct plan *p)
 			  p->mpi_checked ? "plan" : "holder");
 		if (p->mpi_checked) {
 			sb_puts(sb, ", \"warnings\": ");
-			json_strv(sb, p->mpi_warnings);
+			sb_json_strv(sb, p->mpi_warnings);
 			sb_puts(sb, ", \"refused\": ");
 			if (p->mpi_refusal)
 				sb_json_str(sb, p->mpi_refusal->msg);
@@ -1058,11 +1047,11 @@ static void json_image_config(struct strbuf *sb, const struct plan *p)
 		return;
 	}
 	sb_puts(sb, "{\"entrypoint\": ");
-	json_strv(sb, p->oci.entrypoint);
+	sb_json_strv(sb, p->oci.entrypoint);
 	sb_puts(sb, ", \"cmd\": ");
-	json_strv(sb, p->oci.cmd);
+	sb_json_strv(sb, p->oci.cmd);
 	sb_puts(sb, ", \"env\": ");
-	json_strv(sb, p->image_env);
+	sb_json_strv(sb, p->image_env);
 	sb_puts(sb, ", \"working_dir\": ");
 	sb_json_str(sb, p->oci.workdir);
 	sb_puts(sb, ", \"user\": ");
@@ -1091,7 +1080,7 @@ char *plan_to_json(const struct plan *p)
 	struct strbuf sb = STRBUF_INIT;
 
 	sb_puts(&sb, "{\n  \"command\": ");
-	json_strv(&sb, p->argv);
+	sb_json_strv(&sb, p->argv);
 	/* `mpictr shell`: the shell is chosen in the container (--shell,
 	 * else the image's /bin/bash --norc, else /bin/sh; with -i). */
 	sb_puts(&sb, ",\n  \"shell\": ");
@@ -1138,11 +1127,11 @@ char *plan_to_json(const struct plan *p)
 	sb_puts(&sb, "\n  ],\n  \"env\": ");
 	{
 		char **env = plan_rank_env(p, p->local_rank);
-		json_strv(&sb, env);
+		sb_json_strv(&sb, env);
 		strv_free(env);
 	}
 	sb_puts(&sb, ",\n  \"env_scripts\": ");
-	json_strv(&sb, p->env_scripts);
+	sb_json_strv(&sb, p->env_scripts);
 	sb_puts(&sb, ",\n  \"cwd\": ");
 	sb_json_str(&sb, p->cwd);
 	json_image_config(&sb, p);
@@ -1161,7 +1150,7 @@ char *plan_to_json(const struct plan *p)
 	}
 	sb_puts(&sb, p->ndevices ? "\n  ]" : "]");
 	sb_puts(&sb, ",\n  \"profiles\": ");
-	json_strv(&sb, p->profiles);
+	sb_json_strv(&sb, p->profiles);
 	sb_puts(&sb, ",\n  \"mpi\": [");
 	for (size_t i = 0; i < p->nmpi; i++) {
 		const struct mpi_inject *m = &p->mpi[i];
@@ -1185,7 +1174,7 @@ char *plan_to_json(const struct plan *p)
 		  ",\n  \"signature_policy\": {\"require_signature\": %s, "
 		  "\"trusted_keys\": ",
 		  p->trust.require ? "true" : "false");
-	json_strv(&sb, p->trust.keys);
+	sb_json_strv(&sb, p->trust.keys);
 	sb_putc(&sb, '}');
 	json_checks(&sb, p);
 	sb_puts(&sb, "\n}");
