@@ -110,11 +110,18 @@ else
 	}
 	ok "MPI_Abort in rank 1 ends the whole step (both nodes) within 30 s" abort_step
 	check "nothing left behind" no_leftovers
+	# (the probe runs in /, which every node has; what it lists is on
+	# stdout, what Slurm says on stderr: only a failed srun counts that)
 	step_dirs_gone() {
-		$M $T srun -N 2 --ntasks-per-node=1 sh -c "ls -d /tmp/mpictr-$(id -u).* /tmp/mpictr-pmi.* /tmp/spmix_appdir_*/mpictr-* 2>/dev/null; true" >"$W/ls" 2>&1
+		$M $T srun --chdir=/ -N 2 --ntasks-per-node=1 sh -c "ls -d /tmp/mpictr-$(id -u).* /tmp/mpictr-pmi.* /tmp/spmix_appdir_*/mpictr-* 2>/dev/null; true" >"$W/ls" 2>"$W/ls.err" ||
+			{ echo "srun failed:"; cat "$W/ls.err"; return 1; }
 		[ ! -s "$W/ls" ] || { cat "$W/ls"; return 1; }
 	}
 	check "no job directory left in either node's /tmp" step_dirs_gone
+	# the nodes' daemons run in /, whatever directory the cluster was
+	# started from (a directory under /tmp is not on the nodes)
+	check "... and no node's slurmstepd lost its working directory" \
+		bash -c "! grep 'working directory' '$W/ls.err'"
 
 	ok_status "two srun tasks on one node: refused (exit 255)" 255 \
 		$M $T srun -N 1 -n 2 --mpi=pmix "$MPICTR" -n 2 "$I" /bin/true

@@ -74,12 +74,14 @@ per_node() {
 	! grep -q "userns $HOSTNS " "$f"
 }
 # on_nodes: what our jobs left on the nodes (each node's private /tmp):
-# rendezvous entries other than instances, job and PMI directories
+# rendezvous entries other than instances, job and PMI directories. The
+# probe runs in /, which every node has; leftovers are what it lists on
+# stdout, and Slurm's own messages (stderr) count only when srun failed.
 on_nodes() {
-	$T srun -N $N -n $N --ntasks-per-node=1 sh -c "
+	$T srun --chdir=/ -N $N -n $N --ntasks-per-node=1 sh -c "
 		ls -A $JDIR 2>/dev/null | grep -v '^inst-' | sed \"s/^/\$SLURMD_NODENAME rendezvous /\"
 		ls -d /tmp/mpictr-$MYUID.* /tmp/mpictr-pmi.* /tmp/spmix_appdir_*/mpictr-* 2>/dev/null | sed \"s/^/\$SLURMD_NODENAME /\"
-		true" 2>&1
+		true" 2>"$W/on_nodes.err" || { echo "srun failed:"; cat "$W/on_nodes.err"; }
 }
 # leftovers: processes of ours (any node: one kernel, one pid namespace),
 # then what the nodes keep

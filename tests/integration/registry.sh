@@ -70,7 +70,7 @@ auth: {htpasswd: {realm: test, path: $RW/htpasswd}}" ;;
 	token)
 		reg_certs || return 1
 		tport=$(reg_port $((port + 1)))
-		"$PY" "$ROOT/tests/integration/tokserver.py" "$tport" "$RW/tok.key" "$RW/tok.crt" \
+		(cd / && exec "$PY" "$ROOT/tests/integration/tokserver.py" "$tport" "$RW/tok.key" "$RW/tok.crt") \
 			>"$RW/$name.tok.log" 2>&1 &
 		REG_PIDS+=($!)
 		reg_wait "http://127.0.0.1:$tport/token" || return 1
@@ -87,7 +87,7 @@ http:
   secret: mpictr-test
 $extra
 EOF
-	docker-registry serve "$d/reg.yml" >"$RW/$name.log" 2>&1 &
+	(cd / && exec docker-registry serve "$d/reg.yml") >"$RW/$name.log" 2>&1 &
 	REG_PIDS+=($!)
 	printf -v "REGPID_$name" '%s' "$!"
 	if [ "$mode" = tls ]; then
@@ -140,7 +140,7 @@ push() {
 reg_fault() {
 	local up=REG_$2 port
 	port=$(reg_port $((${REG_PORT_BASE:-22200} + 5)))
-	"$PY" "$ROOT/tests/integration/regfault.py" "$port" "${!up}" >"$RW/$1.log" 2>&1 &
+	(cd / && exec "$PY" "$ROOT/tests/integration/regfault.py" "$port" "${!up}") >"$RW/$1.log" 2>&1 &
 	REG_PIDS+=($!)
 	reg_wait "http://127.0.0.1:$port/v2/" || return 1
 	printf -v "REG_$1" '%s' "127.0.0.1:$port"

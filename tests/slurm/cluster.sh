@@ -74,7 +74,7 @@ shift
 NODES=1
 if [ "$CMD" = install-spank ]; then
 	[ $# = 1 ] || usage
-	FROM=$1
+	FROM=$(realpath -e -- "$1") || die "install-spank: '$1': no such directory"
 	shift
 fi
 while [ $# -gt 0 ]; do
@@ -540,6 +540,11 @@ start)
 	command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v munged >/dev/null ||
 		die "slurmctld, slurmd and munge must be installed (tests/deps/debian-packages.txt)"
 	mountpoint -q /sys/fs/cgroup || die "/sys/fs/cgroup is not mounted: slurmd cannot start"
+	# The daemons start in /, a directory every node has: slurmstepd
+	# returns to the directory it inherited after forking each task, and a
+	# caller's directory under /tmp does not exist in a node's private
+	# /tmp ("Unable to return to working directory" on every step).
+	cd /
 	"start_$MODE"
 	;;
 stop)
