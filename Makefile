@@ -180,26 +180,16 @@ $(STATIC_LIB): $(LIB_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-# pmi/pmix_guard.c's accept() carries libc's version of it, since that
-# is the version libpmix asks for (a definition of another version would
-# not be bound to).
-LIBC_ACCEPT_VERSION := $(shell objdump -T $$($(CC) -print-file-name=libc.so.6) 2>/dev/null | \
-	awk '$$NF == "accept" { print $$(NF-1); exit }')
-$(B)/guard.map: Makefile
-	@mkdir -p $(B)
-	echo '$(or $(LIBC_ACCEPT_VERSION),GLIBC_2.2.5) { global: accept; };' >$@
-$(SHARED_LIB): $(LIB_OBJS) runtime/libmpictr.map $(B)/guard.map
+# libmpictr.so exports the public API only (no libc symbol: the PMIx
+# guard reaches libpmix through libpmix's own relocation slots).
+$(SHARED_LIB): $(LIB_OBJS) runtime/libmpictr.map
 	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=runtime/libmpictr.map \
-		-Wl,--version-script=$(B)/guard.map \
 		-Wl,-z,defs $(LDFLAGS_ALL) -o $@ $(LIB_OBJS) $(DEP_LIBS)
 	ln -sf libmpictr.so.$(VERSION) $(B)/$(SONAME)
 	ln -sf $(SONAME) $(B)/libmpictr.so
 
-# A program that links libmpictr.a and serves PMIx exports the accept() of
-# pmi/pmix_guard.c, so that libpmix (dlopen'ed later) binds to it.
-GUARD_LDFLAGS := -Wl,--export-dynamic-symbol=accept
 $(CLI): $(B)/obj/runtime/main.o $(STATIC_LIB)
-	$(CC) -pie $(LDFLAGS_ALL) $(GUARD_LDFLAGS) -o $@ $< $(STATIC_LIB) $(DEP_LIBS)
+	$(CC) -pie $(LDFLAGS_ALL) -o $@ $< $(STATIC_LIB) $(DEP_LIBS)
 
 # Short-lived helper programs (e.g. the UCX query): never linked into the
 # library, so libucs' signal handlers and printing stay out of embedders.
@@ -216,7 +206,7 @@ define write_pc
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
 		'Name: mpictr' 'Description: rootless container engine for MPI jobs' \
 		'Version: $(VERSION)' 'Libs: -L$${libdir} -lmpictr' \
-		'Requires.private: $(DEPS_BASE)' 'Libs.private: -lpthread $(GUARD_LDFLAGS)' \
+		'Requires.private: $(DEPS_BASE)' 'Libs.private: -lpthread' \
 		'Cflags: -I$${includedir}' > $(1)
 endef
 $(B)/mpictr.pc: Makefile
@@ -240,13 +230,13 @@ $(B)/tests/check_unit: tests/unit/main.c $(UNIT_SRCS) $(B)/tests/suites.h $(STAT
 		$(UNIT_PLUGIN_OBJS)
 	$(CC) $(CPPFLAGS_ALL) -I$(B)/tests -Itests/unit $(CFLAGS_ALL) $(CHECK_CFLAGS) \
 		$(FUSE_CFLAGS_TESTS) -o $@ tests/unit/main.c $(UNIT_SRCS) $(UNIT_PLUGIN_OBJS) \
-		$(LDFLAGS_ALL) $(GUARD_LDFLAGS) $(STATIC_LIB) $(DEP_LIBS) $(CHECK_LIBS) \
+		$(LDFLAGS_ALL) $(STATIC_LIB) $(DEP_LIBS) $(CHECK_LIBS) \
 		$(shell $(PKG_CONFIG) --libs jansson)
 
 $(B)/tests/%: tests/helpers/%.c $(STATIC_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(HELPER_CFLAGS_$*) -o $@ $< \
-		$(LDFLAGS_ALL) $(GUARD_LDFLAGS) $(STATIC_LIB) $(DEP_LIBS) $(HELPER_LIBS_$*)
+		$(LDFLAGS_ALL) $(STATIC_LIB) $(DEP_LIBS) $(HELPER_LIBS_$*)
 
 # The isolation probe runs inside the (busybox-only) test image: static,
 # and no libmpictr.

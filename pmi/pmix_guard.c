@@ -11,29 +11,33 @@
  * past the message: SIGSEGV) or held PMIx_server_init, and with it the
  * job, for as long as the connection stayed open.
  *
- * libpmix's listener thread calls accept() through the PLT; this file
- * defines accept() for the executable (exported: the CLI links with
- * -Wl,--export-dynamic-symbol=accept) and for libmpictr.so (in its version
- * script), so libpmix, loaded later by dlopen, binds to it instead of
- * libc's. While the PMIx server runs (pmix_guard_arm), a connection is
- * handed over only after the kernel said who owns the client's socket
- * (pmix_peer_uid) and the client's first bytes, peeked and not consumed,
- * form a complete message that pmix_hello_check() passes, within
- * PMIX_GUARD_HELLO_MS; otherwise it is closed and libpmix sees
+ * libpmix's listener thread calls accept() through its PLT. Once the pmix
+ * plugin has loaded libpmix, pmix_guard_install() points libpmix's own
+ * relocation slots for accept (its GOT, found from its dynamic section;
+ * RELRO pages are made writable for the store and read-only again) at
+ * the guard. Nothing is interposed process-wide: libmpictr.so exports no
+ * libc symbol, and every other object of an embedding program keeps
+ * libc's accept(). While the PMIx server runs (pmix_guard_arm), a
+ * connection is handed over only after the kernel said who owns the
+ * client's socket (pmix_peer_uid) and the client's first bytes, peeked and
+ * not consumed, form a complete message that pmix_hello_check() passes,
+ * within PMIX_GUARD_HELLO_MS; otherwise it is closed and libpmix sees
  * ECONNABORTED, on which its listener goes back to select(). So no byte of
  * another user is ever read by libpmix, from the listener's first moment,
  * and libpmix's blocking reads of the connect message never block.
  *
- * Whether the interposition took effect is checked before the server
- * starts (pmix_guard_in_effect): without it the start fails rather than
- * serve PMIx unguarded. */
-#include <dlfcn.h>
+ * Whether the guard took effect is checked before the server starts
+ * (pmix_guard_in_effect) and after (pmix_guard_seen): without it the start
+ * fails rather than serve PMIx unguarded. */
+#include <elf.h>
+#include <link.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -167,7 +171,7 @@ static bool admit(int c)
 	return hello_ok(c, uid, gid);
 }
 
-static int guarded_accept(int fd, struct sockaddr *addr, socklen_t *len)
+int pmix_guard_accept(int fd, struct sockaddr *addr, socklen_t *len)
 {
 	bool armed;
 	int c = accept4(fd, addr, len, 0);
@@ -185,13 +189,158 @@ static int guarded_accept(int fd, struct sockaddr *addr, socklen_t *len)
 	return -1;
 }
 
-/* The symbol libpmix binds to (see the top of this file). */
-extern int accept(int fd, struct sockaddr *addr, socklen_t *len)
-    __attribute__((alias("guarded_accept"), visibility("default")));
+/* ---- libpmix's relocation slots for accept ---------------------------- */
+
+#if defined(__x86_64__)
+#define SLOT_JUMP R_X86_64_JUMP_SLOT
+#define SLOT_GLOB R_X86_64_GLOB_DAT
+#elif defined(__aarch64__)
+#define SLOT_JUMP R_AARCH64_JUMP_SLOT
+#define SLOT_GLOB R_AARCH64_GLOB_DAT
+#endif
+
+/* One loaded object's view for the walk: its dynamic section's tables. */
+struct dynobj {
+	uintptr_t base;
+	const ElfW(Sym) * sym;
+	const char *str;
+	const ElfW(Rela) * rel[2]; /* DT_JMPREL, DT_RELA */
+	size_t nrel[2];
+	uintptr_t relro, relro_end;
+};
+
+/* glibc stores the loaded address in d_ptr; other loaders the offset. */
+static uintptr_t dyn_ptr(uintptr_t base, ElfW(Addr) p)
+{
+	return p >= base ? (uintptr_t)p : base + (uintptr_t)p;
+}
+
+static bool dynobj_read(const struct dl_phdr_info *info, struct dynobj *o)
+{
+	const ElfW(Dyn) *d = NULL;
+
+	memset(o, 0, sizeof(*o));
+	o->base = (uintptr_t)info->dlpi_addr;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_DYNAMIC)
+			d = (const void *)(o->base + ph->p_vaddr);
+		if (ph->p_type == PT_GNU_RELRO) {
+			o->relro = o->base + ph->p_vaddr;
+			o->relro_end = o->relro + ph->p_memsz;
+		}
+	}
+	if (!d)
+		return false;
+	for (; d->d_tag != DT_NULL; d++) {
+		switch (d->d_tag) {
+		case DT_SYMTAB:
+			o->sym = (const void *)dyn_ptr(o->base, d->d_un.d_ptr);
+			break;
+		case DT_STRTAB:
+			o->str = (const void *)dyn_ptr(o->base, d->d_un.d_ptr);
+			break;
+		case DT_JMPREL:
+			o->rel[0] =
+			    (const void *)dyn_ptr(o->base, d->d_un.d_ptr);
+			break;
+		case DT_PLTRELSZ:
+			o->nrel[0] = d->d_un.d_val / sizeof(ElfW(Rela));
+			break;
+		case DT_RELA:
+			o->rel[1] =
+			    (const void *)dyn_ptr(o->base, d->d_un.d_ptr);
+			break;
+		case DT_RELASZ:
+			o->nrel[1] = d->d_un.d_val / sizeof(ElfW(Rela));
+			break;
+		case DT_PLTREL:
+			if (d->d_un.d_val != DT_RELA)
+				return false;
+			break;
+		default:
+			break;
+		}
+	}
+	return o->sym && o->str;
+}
+
+/* Store v in the slot at a (made writable for the store if it lies in the
+ * object's RELRO segment, and read-only again after). */
+static bool slot_store(const struct dynobj *o, void **a, void *v)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uintptr_t page = (uintptr_t)a & ~(uintptr_t)(pg - 1);
+	bool ro = (uintptr_t)a >= o->relro && (uintptr_t)a < o->relro_end;
+
+	if (ro && mprotect((void *)page, (size_t)pg, PROT_READ | PROT_WRITE))
+		return false;
+	__atomic_store_n(a, v, __ATOMIC_SEQ_CST);
+	if (ro)
+		mprotect((void *)page, (size_t)pg, PROT_READ);
+	return true;
+}
+
+struct slot_walk {
+	bool store;  /* point the slots at the guard, or only look */
+	int slots;   /* accept slots found in libpmix */
+	int guarded; /* of those, pointing at the guard */
+	int failed;  /* stores that failed */
+};
+
+static void object_slots(const struct dynobj *o, struct slot_walk *w)
+{
+#ifdef SLOT_JUMP
+	for (int t = 0; t < 2; t++)
+		for (size_t i = 0; o->rel[t] && i < o->nrel[t]; i++) {
+			const ElfW(Rela) *r = &o->rel[t][i];
+			unsigned long type = ELF64_R_TYPE(r->r_info);
+			void **a = (void **)(o->base + r->r_offset);
+
+			if ((type != SLOT_JUMP && type != SLOT_GLOB) ||
+			    strcmp(o->str +
+				       o->sym[ELF64_R_SYM(r->r_info)].st_name,
+				   "accept") != 0)
+				continue;
+			w->slots++;
+			if (w->store && *a != (void *)pmix_guard_accept &&
+			    !slot_store(o, a, (void *)pmix_guard_accept))
+				w->failed++;
+			w->guarded += *a == (void *)pmix_guard_accept;
+		}
+#else
+	(void)o;
+	(void)w;
+#endif
+}
+
+static int libpmix_slots(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	const char *base = strrchr(info->dlpi_name, '/');
+	struct dynobj o;
+
+	(void)size;
+	base = base ? base + 1 : info->dlpi_name;
+	if (strncmp(base, "libpmix.so", 10) == 0 && dynobj_read(info, &o))
+		object_slots(&o, arg);
+	return 0;
+}
+
+int pmix_guard_install(void)
+{
+	struct slot_walk w = {.store = true};
+
+	dl_iterate_phdr(libpmix_slots, &w);
+	return w.slots > 0 && w.failed == 0 && w.guarded == w.slots ? 0 : -1;
+}
 
 bool pmix_guard_in_effect(void)
 {
-	return dlsym(RTLD_DEFAULT, "accept") == (void *)guarded_accept;
+	struct slot_walk w = {.store = false};
+
+	dl_iterate_phdr(libpmix_slots, &w);
+	return w.slots > 0 && w.guarded == w.slots;
 }
 
 void pmix_guard_arm(uid_t uid, gid_t gid)

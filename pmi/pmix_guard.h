@@ -1,20 +1,24 @@
 /* pmix_guard.h - mpictr's accept(), in front of libpmix's listener from
  * the moment it exists (see pmix_guard.c). Part of libmpictr, not of the
- * pmix plugin: only the executable and the libraries loaded with it can
- * stand between libpmix and libc. */
+ * pmix plugin; it stands only between libpmix and libc, never in front of
+ * another object's accept(). */
 #ifndef MPICTR_PMIX_GUARD_H
 #define MPICTR_PMIX_GUARD_H
 
 #include <stdbool.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
-/* Does the accept() that libpmix binds to (the first in the process's
- * global scope) lead to the guard? False when libmpictr was loaded with
- * dlopen, or another accept() comes first (LD_PRELOAD). An executable
- * that links libmpictr.a exports it (GNU ld exports a definition that a
- * linked shared library, libc, also has; the CLI and `pkg-config --static
- * mpictr` also say -Wl,--export-dynamic-symbol=accept). */
+/* Point libpmix's relocation slots for accept() (every loaded libpmix.so*:
+ * the pmix plugin loads it) at pmix_guard_accept. 0 when every such slot
+ * leads to the guard; -1 when libpmix is not loaded, has no accept()
+ * slot, or a slot could not be written (this architecture: x86-64 and
+ * arm64 only). */
+int pmix_guard_install(void);
+/* Does every accept() slot of the loaded libpmix lead to the guard? */
 bool pmix_guard_in_effect(void);
+/* The guard itself: accept4(fd, addr, len, 0), filtered while armed. */
+int pmix_guard_accept(int fd, struct sockaddr *addr, socklen_t *len);
 
 /* From now on every accept() in this process (only libpmix calls it;
  * mpictr's own code uses accept4) hands over a connection only when it

@@ -22,13 +22,13 @@ int pmi_pmix_start(const struct pmi_job *job, const char *tmpdir,
 		return err_wrap(err, "start the PMIx server");
 	/* libpmix listens and accepts inside its init: the guard must be in
 	 * front of it already (pmix_guard.c), or no server at all. */
-	if (!pmix_guard_in_effect())
+	if (pmix_guard_install() < 0 || !pmix_guard_in_effect())
 		return err_set(err, 0,
-			       "pmix: libpmix's accept() does not reach "
-			       "mpictr's guard (libmpictr loaded with dlopen, "
-			       "or another accept() in front of it, e.g. "
-			       "through LD_PRELOAD): not serving PMIx "
-			       "unguarded (docs/pmi.md, \"Who may connect\")");
+			       "pmix: libpmix's accept() could not be pointed "
+			       "at mpictr's guard (no accept() relocation "
+			       "found in the loaded libpmix, or it could not "
+			       "be written): not serving PMIx unguarded "
+			       "(docs/pmi.md, \"Who may connect\")");
 	pmix_guard_arm(job->uid, job->gid);
 	if (t->pmix_start(job, tmpdir, hooks, err) < 0) {
 		pmix_guard_disarm();

@@ -7,6 +7,7 @@
  * users, tests/integration-root/30-pmix-users.sh.) */
 #include <arpa/inet.h>
 #include <check.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -247,30 +248,49 @@ START_TEST(test_hello_refuses_what_libpmix_mishandles)
 }
 END_TEST
 
-/* The guard is what this program's libc users bind to (linked with
- * -Wl,--export-dynamic-symbol=accept), and armed it hands over only a
- * complete, sane connect message of this uid. */
-START_TEST(test_guard_is_in_effect_and_filters)
+/* Armed, the guard hands over only a complete, sane connect message of
+ * this uid. */
+START_TEST(test_guard_filters)
 {
 	uint16_t port;
 	int l = tcp_listener(&port), c, a;
 
-	ck_assert(pmix_guard_in_effect());
 	pmix_guard_arm(0, 0);
 	c = tcp_connect(port);
 	ck_assert_int_eq(send(c, hello, HELLO_LEN, 0), (ssize_t)HELLO_LEN);
-	a = accept(l, NULL, NULL);
+	a = pmix_guard_accept(l, NULL, NULL);
 	ck_assert_int_ge(a, 0);
 	close(a);
 	close(c);
 	c = tcp_connect(port); /* idle: refused after PMIX_GUARD_HELLO_MS */
 	errno = 0;
-	ck_assert_int_eq(accept(l, NULL, NULL), -1);
+	ck_assert_int_eq(pmix_guard_accept(l, NULL, NULL), -1);
 	ck_assert_int_eq(errno, ECONNABORTED);
 	close(c);
 	ck_assert_uint_eq(pmix_guard_seen(), 2);
 	pmix_guard_disarm();
 	close(l);
+}
+END_TEST
+
+/* The guard reaches libpmix through libpmix's own accept() slot, and
+ * nothing else: the program's accept() stays libc's. */
+START_TEST(test_guard_installs_in_libpmix_only)
+{
+	void *libc_accept = dlsym(RTLD_DEFAULT, "accept");
+	void *h;
+
+	ck_assert_ptr_nonnull(libc_accept);
+	ck_assert_ptr_ne(libc_accept, (void *)pmix_guard_accept);
+	ck_assert(!pmix_guard_in_effect()); /* no libpmix loaded yet */
+	ck_assert_int_eq(pmix_guard_install(), -1);
+	h = dlopen("libpmix.so.2", RTLD_NOW | RTLD_LOCAL);
+	ck_assert_msg(h != NULL, "dlopen libpmix.so.2: %s", dlerror());
+	ck_assert(!pmix_guard_in_effect());
+	ck_assert_int_eq(pmix_guard_install(), 0);
+	ck_assert(pmix_guard_in_effect());
+	ck_assert_int_eq(pmix_guard_install(), 0); /* again: no change */
+	ck_assert_ptr_eq(dlsym(RTLD_DEFAULT, "accept"), libc_accept);
 }
 END_TEST
 
@@ -287,7 +307,8 @@ Suite *suite_pmixgate(void)
 	tcase_add_test(tc, test_hello_accepts_a_real_client);
 	tcase_add_test(tc, test_hello_waits_for_the_whole_message);
 	tcase_add_test(tc, test_hello_refuses_what_libpmix_mishandles);
-	tcase_add_test(tc, test_guard_is_in_effect_and_filters);
+	tcase_add_test(tc, test_guard_filters);
+	tcase_add_test(tc, test_guard_installs_in_libpmix_only);
 	suite_add_tcase(s, tc);
 	return s;
 }
