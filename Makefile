@@ -123,6 +123,10 @@ SPANK_PLUGIN := $(if $(wildcard $(SLURM_INCLUDE)/slurm/spank.h),$(B)/plugins/mpi
 
 LIB_SRCS := $(sort $(filter-out runtime/main.c $(PLUGIN_ONLY_SRCS),$(wildcard runtime/*.c runtime/common/*.c runtime/config/*.c runtime/sched/*.c runtime/host/*.c runtime/plan/*.c runtime/container/*.c runtime/modes/*.c runtime/pull/*.c sif/*.c pmi/*.c)))
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/obj/%.o)
+# The command line: main.c's table of verbs and a file per verb (runtime/cli/),
+# on the public API only; never in the library.
+CLI_SRCS := runtime/main.c $(sort $(wildcard runtime/cli/*.c))
+CLI_OBJS := $(CLI_SRCS:%.c=$(B)/obj/%.o)
 HELPER_SRCS := $(wildcard runtime/helpers/*.c)
 HELPERS  := $(HELPER_SRCS:runtime/helpers/%.c=$(B)/libexec/%)
 
@@ -188,8 +192,8 @@ $(SHARED_LIB): $(LIB_OBJS) runtime/libmpictr.map
 	ln -sf libmpictr.so.$(VERSION) $(B)/$(SONAME)
 	ln -sf $(SONAME) $(B)/libmpictr.so
 
-$(CLI): $(B)/obj/runtime/main.o $(STATIC_LIB)
-	$(CC) -pie $(LDFLAGS_ALL) -o $@ $< $(STATIC_LIB) $(DEP_LIBS)
+$(CLI): $(CLI_OBJS) $(STATIC_LIB)
+	$(CC) -pie $(LDFLAGS_ALL) -o $@ $(CLI_OBJS) $(STATIC_LIB) $(DEP_LIBS)
 
 # Short-lived helper programs (e.g. the UCX query): never linked into the
 # library, so libucs' signal handlers and printing stay out of embedders.
@@ -390,5 +394,5 @@ format:
 format-check:
 	clang-format --style=file:docs/clang-format --dry-run --Werror $(FORMAT_SRCS)
 
--include $(LIB_OBJS:.o=.d) $(B)/obj/runtime/main.d $(B)/obj/runtime/spank/mpictr_spank.d \
+-include $(LIB_OBJS:.o=.d) $(CLI_OBJS:.o=.d) $(B)/obj/runtime/spank/mpictr_spank.d \
 	$(PLUGIN_ONLY_SRCS:%.c=$(B)/obj/%.d) $(B)/obj-plugin/runtime/common/error.d

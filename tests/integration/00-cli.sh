@@ -19,6 +19,34 @@ ok_status "bad --bind-to: 255" 255 "$MPICTR" --bind-to=socket img cmd
 ok_status "sif without subcommand: 255" 255 "$MPICTR" sif
 ok_status "sif info with a bad ID: 255" 255 "$MPICTR" sif info x.sif abc
 
+# Every verb has its own --help (and -h): its usage and one of its own
+# options on stdout, nothing on stderr, exit 0.
+verb_help() { # FLAG OPTION VERB [SUBVERB]
+	local flag=$1 opt=$2 verb=$3
+	shift 2
+	"$MPICTR" "$@" "$flag" >"$T_TMP/help.out" 2>"$T_TMP/help.err" || return 1
+	[ ! -s "$T_TMP/help.err" ] &&
+		grep -q "mpictr \[\?$verb\]\?\( \|$\)" "$T_TMP/help.out" &&
+		grep -q -- "$opt" "$T_TMP/help.out"
+}
+for v in exec:--bind run:--bind shell:--shell inspect:--json sif:--deffile \
+	check:--help instance:--linger verify:--legacy-insecure pull:--arch \
+	cache:--cache-dir; do
+	ok "'${v%%:*} --help' prints its usage and ${v#*:}, exit 0" verb_help --help "${v#*:}" "${v%%:*}"
+done
+ok "pull -h: its help, exit 0" verb_help -h --no-expansion-limit pull
+ok "inspect -h: its help, exit 0" verb_help -h --json inspect
+ok "sif -h: its help, exit 0" verb_help -h --key sif
+ok "instance -h: its help, exit 0" verb_help -h --json instance
+ok "sif create --help: sif's help, exit 0" verb_help --help --labels sif create
+ok "sif sign --help: sif's help, exit 0" verb_help --help --key sif sign
+ok "instance start --help: instance's help (not the run verbs'), exit 0" bash -c "'$MPICTR' instance start --help >'$T_TMP/is.out' && head -1 '$T_TMP/is.out' | grep -q '^usage: mpictr instance start' && grep -q -- '--linger SECONDS  ' '$T_TMP/is.out'"
+ok "instance stop --help: instance's help, exit 0" verb_help --help --all instance stop
+ok_status "pull with a bad option is still a usage error (255)" 255 "$MPICTR" pull --no-such-option x
+# A mistyped verb: did you mean (pull, verify and cache too).
+ok "a mistyped verb: did you mean 'pull'" bash -c "cd '$T_TMP' && '$MPICTR' pul x 2>&1 | grep -q \"unknown verb 'pul' (did you mean 'pull'?)\""
+ok "a mistyped verb: did you mean 'verify'" bash -c "cd '$T_TMP' && '$MPICTR' verfy x.sif 2>&1 | grep -q \"unknown verb 'verfy' (did you mean 'verify'?)\""
+
 # Setuid refusal, tested without root as charliecloud does: a setgid copy
 # of the binary in a directory of ours, group = one of our groups other
 # than the primary one if we have one; otherwise needs root to chown.
