@@ -5,7 +5,7 @@
  * Every source ends in one code path: an OCI image layout (oci-layout,
  * index.json, blobs/sha256/<hex>) and a manifest digest in it, given to
  * pull_assemble(). oci:DIR is such a layout; oci-archive: and
- * docker-archive: files are indexed in place (tarball.c); the registry
+ * docker-archive: files are indexed in place (local.c, store.c); the registry
  * client (registry.c) downloads the blobs into the cache's layout first.
  */
 #ifndef MPICTR_PULL_H
