@@ -1,4 +1,4 @@
-# mpictr - plain, strict Makefile (R14). `make`, `make check`, `make bench`,
+# mpictr - plain, strict Makefile. `make`, `make check`, `make bench`,
 # `make fuzz`, `make install PREFIX=... DESTDIR=...`, `make uninstall`,
 # `make clean`. DEBUG=1 adds ASan/UBSan; WERROR=1 makes warnings fatal (CI).
 
@@ -21,7 +21,7 @@ CLANG      ?= clang
 PKG_CONFIG ?= pkg-config
 B          := build
 
-# Dependencies, each kept to the files that use it (R10).
+# Dependencies, each kept to the files that use it.
 DEPS_FUSE  := squashfuse_ll fuse3 libdeflate
 DEPS_PMIX  := pmix
 DEPS_ALL   := libcap $(DEPS_FUSE) $(DEPS_PMIX)
@@ -262,18 +262,28 @@ unit: $(B)/tests/check_unit $(PLUGINS) $(HELPERS)
 integration: all $(TEST_HELPERS)
 	MPICTR_TEST_ROOT=$(CURDIR) tests/run-integration.sh $(TESTS)
 
-# The layers: includes point down only (tests/tools/layers.sh, grep), and
-# no circles between the files of runtime/, sif/, pmi/ (circles.py, ctags).
-.PHONY: check-layers check-docmap fuzz-run
+# The layers: includes point down only, by the table in
+# docs/architecture.md (tests/tools/layers.sh), and no circles between the
+# files of runtime/, sif/, pmi/ (circles.py, ctags).
+.PHONY: check-layers check-docmap check-names check-voice check-tools fuzz-run
 check-layers:
 	tests/tools/layers.sh
 	python3 tests/tools/circles.py
 # Every source file is named in docs/architecture.md's module map.
 check-docmap:
 	tests/tools/docmap.sh
+# Every file a comment or a doc names exists.
+check-names:
+	python3 tests/tools/names.py
+# The docs speak for the project: not who measured, no machine's paths.
+check-voice:
+	tests/tools/voice.sh
+# Each of these checks fails on a planted fault (tests/tools/selftest.sh).
+check-tools:
+	tests/tools/selftest.sh
 
 export LSAN_OPTIONS = suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
-check: check-layers check-docmap all $(B)/tests/check_unit $(TEST_HELPERS)
+check: check-layers check-docmap check-names check-voice check-tools all $(B)/tests/check_unit $(TEST_HELPERS)
 	MPICTR_TEST_ROOT=$(CURDIR) $(B)/tests/check_unit
 	MPICTR_TEST_ROOT=$(CURDIR) tests/run-integration.sh
 
