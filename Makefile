@@ -234,14 +234,16 @@ $(B)/tests/suites.h: $(UNIT_SRCS) Makefile
 	for n in $(UNIT_NAMES); do echo "SUITE($$n)"; done > $@
 
 # The PMIx gate lives in the pmix plugin but needs no libpmix: its object
-# is linked in for its unit tests.
-UNIT_PLUGIN_OBJS := $(B)/obj/pmi/pmix_gate.o $(B)/obj/runtime/pull/auth.o
+# is linked in for its unit tests; so are the pull plugin's pure parts
+# (credentials, the OCI model: jansson only).
+UNIT_PLUGIN_OBJS := $(B)/obj/pmi/pmix_gate.o $(B)/obj/runtime/pull/auth.o \
+	$(B)/obj/runtime/pull/oci.o
 $(B)/tests/check_unit: tests/unit/main.c $(UNIT_SRCS) $(B)/tests/suites.h $(STATIC_LIB) \
 		$(UNIT_PLUGIN_OBJS)
 	$(CC) $(CPPFLAGS_ALL) -I$(B)/tests -Itests/unit $(CFLAGS_ALL) $(CHECK_CFLAGS) \
 		$(FUSE_CFLAGS_TESTS) -o $@ tests/unit/main.c $(UNIT_SRCS) $(UNIT_PLUGIN_OBJS) \
 		$(LDFLAGS_ALL) $(GUARD_LDFLAGS) $(STATIC_LIB) $(DEP_LIBS) $(CHECK_LIBS) \
-		$(shell $(PKG_CONFIG) --libs jansson)
+		$(shell $(PKG_CONFIG) --libs jansson libcrypto)
 
 $(B)/tests/%: tests/helpers/%.c $(STATIC_LIB)
 	@mkdir -p $(dir $@)
@@ -343,10 +345,18 @@ FUZZ_SRCS_fuzz_ociconfig := runtime/config/ociconfig.c runtime/common/error.c ru
 # The pull plugin's archive reader, layer merge and squashfs writer, with
 # the libraries the plugin links (not instrumented).
 FUZZ_SRCS_fuzz_pull := runtime/pull/store.c runtime/pull/merge.c runtime/pull/tree.c \
-	runtime/pull/sqfs.c runtime/common/error.c runtime/common/util.c
+	runtime/pull/sqfs.c runtime/pull/oci.c runtime/pull/cache.c runtime/common/error.c \
+	runtime/common/util.c
 FUZZ_CFLAGS_fuzz_pull := $(PULL_CFLAGS)
 FUZZ_LIBS_fuzz_pull := $(PULL_LIBS)
 $(B)/fuzz/fuzz_pull: $(FUZZ_SRCS_fuzz_pull)
+# The OCI model (media types, layer check, platform pick) over manifests
+# and indexes.
+FUZZ_SRCS_fuzz_oci_manifest := runtime/pull/oci.c runtime/pull/cache.c runtime/common/error.c \
+	runtime/common/util.c
+FUZZ_CFLAGS_fuzz_oci_manifest := $(PULL_CFLAGS)
+FUZZ_LIBS_fuzz_oci_manifest := $(PULL_LIBS)
+$(B)/fuzz/fuzz_oci_manifest: $(FUZZ_SRCS_fuzz_oci_manifest)
 $(B)/fuzz/fuzz_ociconfig: $(FUZZ_SRCS_fuzz_ociconfig)
 FUZZ_SRCS_fuzz_regauth := runtime/pull/auth.c runtime/common/error.c runtime/common/util.c
 FUZZ_CFLAGS_fuzz_regauth := $(shell $(PKG_CONFIG) --cflags jansson)
