@@ -3,7 +3,8 @@
 # of tests/tools/ runs on a copy of the tree, first clean (it must pass),
 # then with one fault planted (it must fail, naming the fault):
 #
-#   layers.sh   an upward include in runtime/pull/ and in runtime/spank/,
+#   layers.sh   an upward include in runtime/pull/ and in runtime/spank/, a
+#               header spank's row does not name,
 #               a relative include, a folder without a row, the table of
 #               docs/architecture.md narrowed (the script reads it)
 #   circles.py  an include that closes a circle (pull/ -> modes/ -> pull/)
@@ -93,9 +94,13 @@ planted layers.sh "no row in the layers table of docs/architecture.md: runtime/n
 mkdir runtime/newdir
 touch runtime/newdir/new.c
 EOF
-planted layers.sh runtime/spank/mpictr_spank.c "the table narrowed in docs/architecture.md" <<'EOF'
-sed -i 's|^runtime/spank: *config common|runtime/spank: common|' docs/architecture.md
-grep -q '^runtime/spank: common' docs/architecture.md
+planted layers.sh 'runtime/spank/mpictr_spank.c:1:#include "config/config.h"' \
+	"a header spank's row does not name, of a folder it uses" <<'EOF'
+sed -i '1i #include "config/config.h"' runtime/spank/mpictr_spank.c
+EOF
+planted layers.sh '#include "config/imageref.h"' "the table narrowed in docs/architecture.md" <<'EOF'
+sed -i 's|^\(runtime/spank: .*\) config/imageref.h|\1|' docs/architecture.md
+! grep -q '^runtime/spank: .*config/imageref.h' docs/architecture.md
 EOF
 planted circles.py "1 circles" "an include from runtime/pull/ that closes a circle" <<'EOF'
 sed -i 's|^#include "common/error.h"|#include "common/error.h"\n#include "modes/instance.h"|' runtime/pull/pull.h
