@@ -19,6 +19,10 @@ static const char *str(const json_t *o, const char *key)
 	return json_string_value(json_object_get(o, key));
 }
 
+/* ---- an OCI layout (oci:, oci-archive:) ---- */
+
+/* index.json names the image: by its ref.name annotation, or the only
+ * entry. Its digest is not followed yet (image_from_manifest does). */
 int image_select(struct store *s, const char *ref, const char *what,
 		 char digest[72], mpictr_err **err)
 {
@@ -86,6 +90,10 @@ static int check_magic(struct layer_src *l, size_t i, const char *what,
 	return 0;
 }
 
+/* Layer i of a manifest: the descriptor checked (oci_layer_check), the
+ * blob found in the store with the size the descriptor says, and its
+ * first bytes against the media type. The blob's sha256 is checked as the
+ * merge reads it (merge.c), not here. */
 static int add_layer(struct store *s, json_t *d, size_t i, const char *what,
 		     struct image_input *in, mpictr_err **err)
 {
@@ -114,6 +122,8 @@ static int add_layer(struct store *s, json_t *d, size_t i, const char *what,
 	return check_magic(l, i, what, err);
 }
 
+/* The image config's shape: an object, "config" an object or null, as
+ * many diff_ids as layers (what ociconfig.c reads later trusts this). */
 static int check_config(json_t *config, size_t nlayers, const char *what,
 			mpictr_err **err)
 {
@@ -154,6 +164,8 @@ static int load_layers(struct store *s, json_t *layers, const char *what,
 	return 0;
 }
 
+/* A schema 2 manifest: its config (digest-checked, at most
+ * STORE_MAX_CONFIG) and its layers. */
 static int load_manifest(struct store *s, json_t *m, const char *what,
 			 struct image_input *in, mpictr_err **err)
 {
@@ -179,6 +191,9 @@ static int load_manifest(struct store *s, json_t *m, const char *what,
 	return check_config(in->config, in->nlayers, what, err);
 }
 
+/* Each document is read by digest and checked against it (store_json);
+ * an index is followed to the platform's entry, at most MAX_INDEX_DEPTH
+ * deep, by the registry's rule (oci_index_pick). */
 int image_from_manifest(struct store *s, const char *digest, const char *arch,
 			const char *what, struct image_input *in,
 			mpictr_err **err)
@@ -215,6 +230,8 @@ int image_from_manifest(struct store *s, const char *digest, const char *arch,
 
 /* ---- docker-archive ---- */
 
+/* Whether a RepoTags entry names want, with or without the registry and
+ * library/ prefixes Docker and Podman add. */
 static bool repo_tag_matches(const char *have, const char *want)
 {
 	static const char *const prefixes[] = {
@@ -232,6 +249,8 @@ static bool repo_tag_matches(const char *have, const char *want)
 	return false;
 }
 
+/* The entry of manifest.json that ref (REPO:TAG or @N; NULL: the only
+ * one) names. */
 static json_t *pick_archive_entry(json_t *list, const char *ref,
 				  const char *what, mpictr_err **err)
 {
