@@ -267,7 +267,7 @@ integration: all $(TEST_HELPERS)
 # The layers: includes point down only, by the table in
 # docs/architecture.md (tests/tools/layers.sh), and no circles between the
 # files of runtime/, sif/, pmi/ (circles.py, ctags).
-.PHONY: check-layers check-docmap check-names check-voice check-tools fuzz-run
+.PHONY: check-layers check-docmap check-names check-voice check-forks check-tools fuzz-run
 check-layers:
 	tests/tools/layers.sh
 	python3 tests/tools/circles.py
@@ -280,12 +280,15 @@ check-names:
 # The docs speak for the project: not who measured, no machine's paths.
 check-voice:
 	tests/tools/voice.sh
+# Every fork goes through proc.c, but the one docs/architecture.md names.
+check-forks:
+	tests/tools/forks.sh
 # Each of these checks fails on a planted fault (tests/tools/selftest.sh).
 check-tools:
 	tests/tools/selftest.sh
 
 export LSAN_OPTIONS = suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
-check: check-layers check-docmap check-names check-voice check-tools all $(B)/tests/check_unit $(TEST_HELPERS)
+check: check-layers check-docmap check-names check-voice check-forks check-tools all $(B)/tests/check_unit $(TEST_HELPERS)
 	MPICTR_TEST_ROOT=$(CURDIR) $(B)/tests/check_unit
 	MPICTR_TEST_ROOT=$(CURDIR) tests/run-integration.sh
 

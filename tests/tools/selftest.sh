@@ -11,6 +11,7 @@
 #   names.py    a comment naming a missing file, a doc naming one
 #   voice.sh    a doc that says who measured, a machine's absolute path
 #   docmap.sh   a source file missing from the module map
+#   forks.sh    a fork outside proc.c, a second one in the SPANK plugin
 #
 # Prints TAP; exits 1 when a check does not do what it says.
 # Usage: tests/tools/selftest.sh [ROOT]
@@ -68,7 +69,7 @@ planted() {
 	fi
 }
 
-for c in layers.sh circles.py names.py voice.sh docmap.sh; do
+for c in layers.sh circles.py names.py voice.sh docmap.sh forks.sh; do
 	fresh
 	run $c
 	rc=$?
@@ -135,6 +136,13 @@ run voice.sh
 tap $? "voice.sh passes on login, FUSE and own sessions"
 planted docmap.sh "runtime/pull/oci2.c" "a source file missing from the module map" <<'EOF'
 touch runtime/pull/oci2.c
+EOF
+
+planted forks.sh "runtime/modes/save.c" "a fork outside proc.c" <<'EOF'
+printf 'static int f(void) { return fork(); }\n' >>runtime/modes/save.c
+EOF
+planted forks.sh "runtime/spank/mpictr_spank.c" "a second fork in the SPANK plugin" <<'EOF'
+printf 'static int g(void) { return vfork (); }\n' >>runtime/spank/mpictr_spank.c
 EOF
 
 echo "1..$n"
