@@ -1,4 +1,4 @@
-# mpictr - plain, strict Makefile (R14). `make`, `make check`, `make bench`,
+# mpictr - plain, strict Makefile. `make`, `make check`, `make bench`,
 # `make fuzz`, `make install PREFIX=... DESTDIR=...`, `make uninstall`,
 # `make clean`. DEBUG=1 adds ASan/UBSan; WERROR=1 makes warnings fatal (CI).
 
@@ -21,7 +21,7 @@ CLANG      ?= clang
 PKG_CONFIG ?= pkg-config
 B          := build
 
-# Dependencies, each kept to the files that use it (R10).
+# Dependencies, each kept to the files that use it.
 DEPS_FUSE  := squashfuse_ll fuse3 libdeflate
 DEPS_PMIX  := pmix
 DEPS_ALL   := libcap $(DEPS_FUSE) $(DEPS_PMIX)
@@ -228,19 +228,21 @@ $(B)/tests/suites.h: $(UNIT_SRCS) Makefile
 	for n in $(UNIT_NAMES); do echo "SUITE($$n)"; done > $@
 
 # The PMIx gate lives in the pmix plugin but needs no libpmix: its object
-# is linked in for its unit tests.
-UNIT_PLUGIN_OBJS := $(B)/obj/pmi/pmix_gate.o $(B)/obj/runtime/pull/auth.o
+# is linked in for its unit tests; so are the pull plugin's pure parts
+# (credentials, the OCI model: jansson only).
+UNIT_PLUGIN_OBJS := $(B)/obj/pmi/pmix_gate.o $(B)/obj/runtime/pull/auth.o \
+	$(B)/obj/runtime/pull/oci.o
 $(B)/tests/check_unit: tests/unit/main.c $(UNIT_SRCS) $(B)/tests/suites.h $(STATIC_LIB) \
 		$(UNIT_PLUGIN_OBJS)
 	$(CC) $(CPPFLAGS_ALL) -I$(B)/tests -Itests/unit $(CFLAGS_ALL) $(CHECK_CFLAGS) \
-		$(FUSE_CFLAGS_TESTS) -o $@ tests/unit/main.c $(UNIT_SRCS) $(UNIT_PLUGIN_OBJS) \
+		-o $@ tests/unit/main.c $(UNIT_SRCS) $(UNIT_PLUGIN_OBJS) \
 		$(LDFLAGS_ALL) $(STATIC_LIB) $(DEP_LIBS) $(CHECK_LIBS) \
-		$(shell $(PKG_CONFIG) --libs jansson)
+		$(shell $(PKG_CONFIG) --libs jansson libcrypto)
 
 $(B)/tests/%: tests/helpers/%.c $(STATIC_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(HELPER_CFLAGS_$*) -o $@ $< \
-		$(LDFLAGS_ALL) $(STATIC_LIB) $(DEP_LIBS) $(HELPER_LIBS_$*)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -o $@ $< \
+		$(LDFLAGS_ALL) $(STATIC_LIB) $(DEP_LIBS)
 
 # The isolation probe runs inside the (busybox-only) test image: static,
 # and no libmpictr.
@@ -256,18 +258,31 @@ unit: $(B)/tests/check_unit $(PLUGINS) $(HELPERS)
 integration: all $(TEST_HELPERS)
 	MPICTR_TEST_ROOT=$(CURDIR) tests/run-integration.sh $(TESTS)
 
-# The layers: includes point down only (tests/tools/layers.sh, grep), and
-# no circles between the files of runtime/, sif/, pmi/ (circles.py, ctags).
-.PHONY: check-layers check-docmap fuzz-run
+# The layers: includes point down only, by the table in
+# docs/architecture.md (tests/tools/layers.sh), and no circles between the
+# files of runtime/, sif/, pmi/ (circles.py, ctags).
+.PHONY: check-layers check-docmap check-names check-voice check-forks check-tools fuzz-run
 check-layers:
 	tests/tools/layers.sh
 	python3 tests/tools/circles.py
 # Every source file is named in docs/architecture.md's module map.
 check-docmap:
 	tests/tools/docmap.sh
+# Every file a comment or a doc names exists.
+check-names:
+	python3 tests/tools/names.py
+# The docs speak for the project: not who measured, no machine's paths.
+check-voice:
+	tests/tools/voice.sh
+# Every fork goes through proc.c, but the one docs/architecture.md names.
+check-forks:
+	tests/tools/forks.sh
+# Each of these checks fails on a planted fault (tests/tools/selftest.sh).
+check-tools:
+	tests/tools/selftest.sh
 
 export LSAN_OPTIONS = suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0
-check: check-layers check-docmap all $(B)/tests/check_unit $(TEST_HELPERS)
+check: check-layers check-docmap check-names check-voice check-forks check-tools all $(B)/tests/check_unit $(TEST_HELPERS)
 	MPICTR_TEST_ROOT=$(CURDIR) $(B)/tests/check_unit
 	MPICTR_TEST_ROOT=$(CURDIR) tests/run-integration.sh
 
@@ -327,10 +342,18 @@ FUZZ_SRCS_fuzz_ociconfig := runtime/config/ociconfig.c runtime/common/error.c ru
 # The pull plugin's archive reader, layer merge and squashfs writer, with
 # the libraries the plugin links (not instrumented).
 FUZZ_SRCS_fuzz_pull := runtime/pull/store.c runtime/pull/merge.c runtime/pull/tree.c \
-	runtime/pull/sqfs.c runtime/common/error.c runtime/common/util.c
+	runtime/pull/sqfs.c runtime/pull/oci.c runtime/pull/cache.c runtime/common/error.c \
+	runtime/common/util.c
 FUZZ_CFLAGS_fuzz_pull := $(PULL_CFLAGS)
 FUZZ_LIBS_fuzz_pull := $(PULL_LIBS)
 $(B)/fuzz/fuzz_pull: $(FUZZ_SRCS_fuzz_pull)
+# The OCI model (media types, layer check, platform pick) over manifests
+# and indexes.
+FUZZ_SRCS_fuzz_oci_manifest := runtime/pull/oci.c runtime/pull/cache.c runtime/common/error.c \
+	runtime/common/util.c
+FUZZ_CFLAGS_fuzz_oci_manifest := $(PULL_CFLAGS)
+FUZZ_LIBS_fuzz_oci_manifest := $(PULL_LIBS)
+$(B)/fuzz/fuzz_oci_manifest: $(FUZZ_SRCS_fuzz_oci_manifest)
 $(B)/fuzz/fuzz_ociconfig: $(FUZZ_SRCS_fuzz_ociconfig)
 FUZZ_SRCS_fuzz_regauth := runtime/pull/auth.c runtime/common/error.c runtime/common/util.c
 FUZZ_CFLAGS_fuzz_regauth := $(shell $(PKG_CONFIG) --cflags jansson)

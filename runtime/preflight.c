@@ -1,4 +1,4 @@
-/* check.c - `mpictr check`, the preflight doctor: one line per item, "ok:"
+/* preflight.c - `mpictr check`, the preflight doctor: one line per item, "ok:"
  * or "problem:", with the fix for each problem. Blocking problems are the
  * ones that stop every container from starting. */
 #include <errno.h>

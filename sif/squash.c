@@ -1,5 +1,5 @@
 /* squash.c - mount a squashfs image in-process with libsquashfuse and libfuse3,
- * served by several forked worker processes (R10: the only file that includes
+ * served by several forked worker processes (the only file that includes
  * squashfuse or libfuse headers).
  *
  * Sequence (docs/mount.md has the reasoning):

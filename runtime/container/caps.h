@@ -1,4 +1,4 @@
-/* caps.h - drop every capability before exec (R9). */
+/* caps.h - drop every capability before exec. */
 #ifndef MPICTR_CAPS_H
 #define MPICTR_CAPS_H
 

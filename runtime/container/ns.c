@@ -10,7 +10,7 @@
  *      PMIx's native security compares the uid a rank reports from inside
  *      its namespace with the one it was registered with, and Slurm's
  *      slurmstepd hangs when it rejects a rank (reference test-env.md §1).
- *   4. bindm.c then makes / private and assembles the root.
+ *   4. rootfs.c then makes / private and assembles the root.
  * Ranks join with setns(user) then setns(mnt): joining the user namespace
  * first gives the capabilities setns(mnt) needs; both are dropped again
  * before exec (caps.c). setns() of a user namespace requires a

@@ -1,4 +1,4 @@
-/* bindm.c - assemble the container root from a plan (R8, R9).
+/* rootfs.c - assemble the container root from a plan.
  *
  * Runs in the holder, which owns the job's user and mount namespaces.
  * The image is untrusted: its symlinks may point anywhere (absolute, "..",

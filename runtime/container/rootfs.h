@@ -1,4 +1,4 @@
-/* bindm.h - execute a plan's mount operations: assemble the container's
+/* rootfs.h - execute a plan's mount operations: assemble the container's
  * root inside the (already created) private mount namespace. */
 #ifndef MPICTR_BINDM_H
 #define MPICTR_BINDM_H

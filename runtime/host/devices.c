@@ -1,7 +1,7 @@
 /* devices.c - find the interconnect and GPU device nodes to expose, from
  * sysfs and /dev (or a fake tree under MPICTR_SYSROOT). The image's verbs
  * providers are verbs.c's, the ld cache format ldcache.c's, and the
- * `mpictr check` report check.c's.
+ * `mpictr check` report preflight.c's.
  *
  * Sources read, all relative to the sysroot: sys/class/infiniband (ports,
  * link layer, NUMA node, PCI driver), sys/class/infiniband_verbs and

@@ -1,5 +1,5 @@
 /* launch.c - launch mode (mpictr -n N), the single process (no -n) and,
- * with daemon.c, node daemon mode: plan -> holder -> PMI -> ranks.
+ * with node_daemon.c, node daemon mode: plan -> holder -> PMI -> ranks.
  * run.c decides the mode and calls launch_run().
  *
  * Process model (docs/architecture.md):

@@ -1,6 +1,6 @@
 /* mpicheck.c - the PMI a rank's MPI needs against the one its launcher
  * offers (mpicheck.h). What each side speaks, as measured on Debian 12
- * (tests/integration/28-mpi-check.sh):
+ * (tests/integration/84-mpi-check.sh):
  *   Open MPI 4.1 (libmpi.so.40): PMIx only (PMIX_NAMESPACE and a server
  *     URI): mpirun/orted, prterun, srun --mpi=pmix, mpictr -n;
  *   MPICH 4.0 (libmpich.so.12, ABI-compatible libmpi.so.12): the PMI-1

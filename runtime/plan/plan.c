@@ -483,7 +483,7 @@ static void user_identity(const struct mpictr_config *cfg, struct plan *p)
 }
 
 /* An automatic bind of a path the user chooses: the site's deny rules
- * apply (early, on the resolved path; bindm.c checks the opened source).
+ * apply (early, on the resolved path; rootfs.c checks the opened source).
  * A missing optional source is left to add_bind. */
 static int add_auto_bind(const struct mpictr_config *cfg, struct plan *p,
 			 const char *path, bool optional, const char *why,

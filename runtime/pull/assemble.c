@@ -16,6 +16,7 @@
 
 #include "common/util.h"
 #include "pull/image.h"
+#include "pull/oci.h"
 #include "pull/sqfs.h"
 #include "sif/sif.h"
 #include "sif/sif_write.h"

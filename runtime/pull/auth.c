@@ -12,7 +12,6 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/utsname.h>
 
 #include "common/error.h"
 #include "common/util.h"
@@ -393,26 +392,4 @@ int reg_cred_find(const char *host, const char *repo, const char *user,
 	for (size_t i = 0; i < n; i++)
 		free(paths[i]);
 	return rc;
-}
-
-char *reg_platform_wanted(const char *arch)
-{
-	static const struct {
-		const char *uname, *oci;
-	} map[] = {{"x86_64", "amd64"},	   {"aarch64", "arm64"},
-		   {"armv7l", "arm/v7"},   {"armv6l", "arm/v6"},
-		   {"ppc64le", "ppc64le"}, {"s390x", "s390x"},
-		   {"riscv64", "riscv64"}, {"i686", "386"}};
-	struct utsname u;
-
-	if (arch && *arch)
-		return str_has_prefix(arch, "linux/")
-			   ? xstrdup(arch)
-			   : xasprintf("linux/%s", arch);
-	if (uname(&u) < 0)
-		return xstrdup("linux/amd64");
-	for (size_t i = 0; i < ARRAY_SIZE(map); i++)
-		if (strcmp(u.machine, map[i].uname) == 0)
-			return xasprintf("linux/%s", map[i].oci);
-	return xasprintf("linux/%s", u.machine);
 }

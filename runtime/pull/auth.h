@@ -58,8 +58,4 @@ void reg_challenge_free(struct reg_challenge *ch);
 char *reg_base64(const void *data, size_t n);
 char *reg_unbase64(const char *s, size_t *n);
 
-/* The platform ("linux/amd64", "linux/arm64/v8") an index entry must have
- * for arch (NULL: this machine's, from uname). Pure. */
-char *reg_platform_wanted(const char *arch);
-
 #endif

@@ -27,16 +27,11 @@
 #include "pull/cache.h"
 #include "pull/auth.h"
 #include "pull/client.h"
+#include "pull/oci.h"
 
-#define MT_OCI_INDEX "application/vnd.oci.image.index.v1+json"
-#define MT_OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"
-#define MT_DOCKER_LIST                                                         \
-	"application/vnd.docker.distribution.manifest.list.v2+json"
-#define MT_DOCKER_MANIFEST                                                     \
-	"application/vnd.docker.distribution.manifest.v2+json"
 #define ACCEPT_ALL                                                             \
-	"Accept: " MT_OCI_INDEX ", " MT_OCI_MANIFEST ", " MT_DOCKER_LIST       \
-	", " MT_DOCKER_MANIFEST
+	"Accept: " OCI_MT_INDEX ", " OCI_MT_MANIFEST ", " OCI_MT_DOCKER_LIST   \
+	", " OCI_MT_DOCKER_MANIFEST
 #define TOKEN_MAX (1u << 20)
 #define ERRBODY_MAX (64u << 10)
 #define INDEX_DEPTH 4
@@ -601,29 +596,6 @@ static void manifest_free(struct manifest *m)
 	memset(m, 0, sizeof(*m));
 }
 
-static char *sha256_digest(const void *data, size_t n)
-{
-	unsigned char md[32];
-	unsigned mdlen = 0;
-	char hex[65];
-
-	EVP_Digest(data, n, md, &mdlen, EVP_sha256(), NULL);
-	for (unsigned i = 0; i < 32; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
-	return xasprintf("sha256:%s", hex);
-}
-
-static bool is_index(const char *mt)
-{
-	return strcmp(mt, MT_OCI_INDEX) == 0 || strcmp(mt, MT_DOCKER_LIST) == 0;
-}
-
-static bool is_manifest(const char *mt)
-{
-	return strcmp(mt, MT_OCI_MANIFEST) == 0 ||
-	       strcmp(mt, MT_DOCKER_MANIFEST) == 0;
-}
-
 /* Check a manifest body: JSON without duplicate keys, not schema 1, a
  * media type we know that agrees with the Content-Type. */
 static int manifest_parse(struct client *cl, struct manifest *m,
@@ -654,14 +626,13 @@ static int manifest_parse(struct client *cl, struct manifest *m,
 			       "%s: manifest mediaType '%s' differs from its "
 			       "Content-Type '%s'",
 			       what, mt, ctype);
-	if (!mt && ctype && (is_index(ctype) || is_manifest(ctype)))
+	if (!mt && ctype && (oci_is_index(ctype) || oci_is_manifest(ctype)))
 		mt = ctype;
 	if (!mt) /* OCI allows none: tell by the content */
-		mt = json_object_get(m->json, "manifests") ? MT_OCI_INDEX
-							   : MT_OCI_MANIFEST;
-	if (!is_index(mt) && !is_manifest(mt))
+		mt = oci_doc_type(m->json);
+	if (!oci_is_index(mt) && !oci_is_manifest(mt))
 		return err_set(err, 0, "%s: unsupported manifest type '%s'",
-			       what, mt);
+			       what, mt ? mt : "(not a string)");
 	m->media_type = xstrdup(mt);
 	return 0;
 schema1:
@@ -703,13 +674,13 @@ static int manifest_local(struct client *cl, const char *digest,
 			  struct manifest *m, mpictr_err **err)
 {
 	cleanup_free char *p = cache_blob_path(cl->cache, digest);
-	cleanup_free char *got = NULL;
 	cleanup_free char *what = xasprintf("%s (cached)", cl->what);
+	char got[72];
 
 	m->body = read_file(p, REG_MANIFEST_MAX + 1, &m->len);
 	if (!m->body)
 		return 0;
-	got = sha256_digest(m->body, m->len);
+	sha256_digest(m->body, m->len, got);
 	if (strcmp(got, digest) != 0) {
 		/* damaged: forget it and ask the registry */
 		log_warn("cached manifest '%s' is damaged, removing it", p);
@@ -750,7 +721,8 @@ static int manifest_get(struct client *cl, CURL *h, const char *reference,
 	m->body = sb_steal(&s.mem);
 	if (!m->body)
 		m->body = xstrdup("");
-	m->digest = sha256_digest(m->body, m->len);
+	m->digest = xmalloc(72);
+	sha256_digest(m->body, m->len, m->digest);
 	if (cache_digest_valid(reference) && strcmp(reference, m->digest)) {
 		rc = err_set(err, 0,
 			     "%s: digest mismatch: the registry sent "
@@ -773,63 +745,6 @@ out:
 	if (rc < 0)
 		manifest_free(m);
 	return rc;
-}
-
-/* "os/arch[/variant]" of an index entry, or NULL. */
-static char *entry_platform(json_t *ent)
-{
-	json_t *p = json_object_get(ent, "platform");
-	const char *os = json_string_value(json_object_get(p, "os"));
-	const char *ar = json_string_value(json_object_get(p, "architecture"));
-	const char *va = json_string_value(json_object_get(p, "variant"));
-
-	if (!os || !ar)
-		return NULL;
-	return va && *va ? xasprintf("%s/%s/%s", os, ar, va)
-			 : xasprintf("%s/%s", os, ar);
-}
-
-/* Whether have ("linux/arm64/v8") serves want ("linux/arm64"). */
-static bool platform_match(const char *have, const char *want)
-{
-	size_t n = strlen(want);
-
-	if (strcmp(have, want) == 0)
-		return true;
-	if (strncmp(have, want, n) == 0 && have[n] == '/')
-		return true; /* any variant when none is asked for */
-	/* arm64 without variant is v8 */
-	return strcmp(want, "linux/arm64/v8") == 0 &&
-	       strcmp(have, "linux/arm64") == 0;
-}
-
-/* The digest of the entry of index m for platform want. */
-static int index_pick(struct client *cl, const struct manifest *m,
-		      const char *want, char **digest, mpictr_err **err)
-{
-	json_t *list = json_object_get(m->json, "manifests"), *ent;
-	struct strbuf seen = STRBUF_INIT;
-	size_t i;
-
-	json_array_foreach(list, i, ent)
-	{
-		cleanup_free char *p = entry_platform(ent);
-		const char *d =
-		    json_string_value(json_object_get(ent, "digest"));
-		if (!p || strstr(p, "unknown")) /* attestations */
-			continue;
-		if (platform_match(p, want) && cache_digest_valid(d)) {
-			*digest = xstrdup(d);
-			sb_free(&seen);
-			return 0;
-		}
-		sb_printf(&seen, "%s%s", seen.len ? ", " : "", p);
-	}
-	err_set(err, 0,
-		"image '%s': no manifest for %s in its index (it has: %s)",
-		cl->what, want, seen.len ? seen.buf : "none");
-	sb_free(&seen);
-	return err_hint(err, "choose one with --arch");
 }
 
 /* ---- resolving a reference
@@ -882,10 +797,11 @@ static int resolve(struct client *cl, CURL *h, const char *want,
 	if (rc < 0)
 		return -1;
 	*top = xstrdup(m->digest);
-	for (int depth = 0; is_index(m->media_type); depth++) {
-		cleanup_free char *d = NULL;
+	for (int depth = 0; oci_is_index(m->media_type); depth++) {
+		cleanup_free char *what = xasprintf("image '%s'", cl->what);
+		char d[72];
 		if (depth >= INDEX_DEPTH ||
-		    index_pick(cl, m, want, &d, err) < 0) {
+		    oci_index_pick(m->json, want, what, d, err) < 0) {
 			if (depth >= INDEX_DEPTH)
 				err_set(err, 0,
 					"image '%s': indexes nested "
@@ -907,14 +823,6 @@ static int resolve(struct client *cl, CURL *h, const char *want,
 struct blob {
 	char *digest;
 	uint64_t size;
-};
-
-static const char *const layer_types[] = {
-    "application/vnd.oci.image.layer.v1.tar",
-    "application/vnd.oci.image.layer.v1.tar+gzip",
-    "application/vnd.oci.image.layer.v1.tar+zstd",
-    "application/vnd.docker.image.rootfs.diff.tar.gzip",
-    "application/vnd.docker.image.rootfs.diff.tar",
 };
 
 static int blob_add(struct client *cl, json_t *desc, const char *kind,
@@ -950,9 +858,7 @@ static int manifest_blobs(struct client *cl, const struct manifest *m,
 
 	*v = NULL;
 	*n = 0;
-	if (!mt ||
-	    (strcmp(mt, "application/vnd.oci.image.config.v1+json") &&
-	     strcmp(mt, "application/vnd.docker.container.image.v1+json")))
+	if (!oci_is_config(mt))
 		return err_set(err, 0,
 			       "image '%s': config media type '%s' is not an "
 			       "image config",
@@ -968,24 +874,10 @@ static int manifest_blobs(struct client *cl, const struct manifest *m,
 			       cl->what);
 	json_array_foreach(layers, i, l)
 	{
-		const char *lt =
-		    json_string_value(json_object_get(l, "mediaType"));
-		bool known = false;
-		for (size_t k = 0; lt && k < ARRAY_SIZE(layer_types); k++)
-			known |= strcmp(lt, layer_types[k]) == 0;
-		if (lt &&
-		    (strstr(lt, "foreign") || strstr(lt, "nondistributable") ||
-		     json_object_get(l, "urls")))
-			return err_set(err, 0,
-				       "image '%s': layer %zu is a foreign "
-				       "layer ('%s', fetched from elsewhere): "
-				       "not supported",
-				       cl->what, i + 1, lt);
-		if (!known)
-			return err_set(err, 0,
-				       "image '%s': layer %zu has unsupported "
-				       "media type '%s'",
-				       cl->what, i + 1, lt ? lt : "none");
+		cleanup_free char *what = xasprintf("image '%s'", cl->what);
+		enum layer_comp comp;
+		if (oci_layer_check(l, i, what, &comp, err) < 0)
+			return -1;
 		if (blob_add(cl, l, "layer", v, n, err) < 0)
 			return -1;
 	}
@@ -1221,7 +1113,7 @@ static int fetch(struct cache *c, const struct image_ref *ref,
 	struct client cl;
 	struct manifest m = {0};
 	cleanup_free char *name = ref_name(ref);
-	cleanup_free char *want = reg_platform_wanted(o->arch);
+	cleanup_free char *want = oci_platform_wanted(o->arch);
 	struct blob *v = NULL;
 	size_t n = 0;
 	CURL *h;

@@ -1,13 +1,16 @@
-/* image.c - manifests, indexes and configs of an image (image.h). Every
- * JSON document is untrusted: size-limited, digest-checked where it has a
- * digest, parsed with duplicate keys refused, and each field checked for
- * its type before use. */
+/* image.c - manifests, indexes and configs of an image in a store (image.h:
+ * an OCI layout, oci-archive: or docker-archive:). Every JSON document is
+ * untrusted: size-limited, digest-checked where it has a digest, parsed
+ * with duplicate keys refused, and each field checked for its type before
+ * use. Media types, the layer check and the platform an index resolves to
+ * are the OCI model's (oci.c), the same as a registry pull's. */
 #include <errno.h>
 #include <string.h>
-#include <sys/utsname.h>
 
 #include "common/util.h"
+#include "pull/cache.h"
 #include "pull/image.h"
+#include "pull/oci.h"
 
 #define MAX_INDEX_DEPTH 4
 
@@ -16,87 +19,10 @@ static const char *str(const json_t *o, const char *key)
 	return json_string_value(json_object_get(o, key));
 }
 
-static bool is_index_type(const char *t)
-{
-	return t &&
-	       (strcmp(t, "application/vnd.oci.image.index.v1+json") == 0 ||
-		strcmp(t, "application/vnd.docker.distribution.manifest."
-			  "list.v2+json") == 0);
-}
+/* ---- an OCI layout (oci:, oci-archive:) ---- */
 
-const char *image_host_arch(void)
-{
-	static const struct {
-		const char *uname, *go;
-	} map[] = {
-	    {"x86_64", "amd64"},    {"aarch64", "arm64"},
-	    {"ppc64le", "ppc64le"}, {"s390x", "s390x"},
-	    {"i686", "386"},	    {"armv7l", "arm"},
-	    {"riscv64", "riscv64"},
-	};
-	static struct utsname u;
-
-	if (uname(&u) < 0)
-		return "unknown";
-	for (size_t i = 0; i < ARRAY_SIZE(map); i++)
-		if (strcmp(u.machine, map[i].uname) == 0)
-			return map[i].go;
-	return u.machine;
-}
-
-static int no_platform(json_t *list, const char *arch, const char *what,
-		       mpictr_err **err)
-{
-	struct strbuf sb = STRBUF_INIT;
-	cleanup_free char *have = NULL;
-	size_t i;
-	json_t *d;
-
-	json_array_foreach(list, i, d)
-	{
-		json_t *p = json_object_get(d, "platform");
-		sb_printf(&sb, "%s%s/%s%s%s", sb.len ? ", " : "",
-			  str(p, "os") ? str(p, "os") : "?",
-			  str(p, "architecture") ? str(p, "architecture") : "?",
-			  str(p, "variant") ? "/" : "",
-			  str(p, "variant") ? str(p, "variant") : "");
-	}
-	have = sb_steal(&sb);
-	err_set(err, ENOENT,
-		"%s: no image for linux/%s in the index (it has %s)", what,
-		arch, have && *have ? have : "nothing");
-	return err_hint(err, "choose one with --arch ARCH");
-}
-
-/* Pick the manifest of an index for linux/arch. */
-static int pick_platform(json_t *index, const char *arch, const char *what,
-			 char digest[72], bool *nested, mpictr_err **err)
-{
-	json_t *list = json_object_get(index, "manifests"), *d;
-	size_t i;
-
-	if (!json_is_array(list))
-		return err_set(err, EINVAL, "%s: index without 'manifests'",
-			       what);
-	json_array_foreach(list, i, d)
-	{
-		json_t *p = json_object_get(d, "platform");
-		const char *os = str(p, "os"), *a = str(p, "architecture");
-		const char *dg = str(d, "digest");
-		if (!os || !a || strcmp(os, "linux") != 0 ||
-		    strcmp(a, arch) != 0)
-			continue; /* unknown/unknown: attestations */
-		if (!digest_valid(dg))
-			return err_set(err, EINVAL,
-				       "%s: index entry %zu: bad digest", what,
-				       i);
-		snprintf(digest, 72, "%s", dg);
-		*nested = is_index_type(str(d, "mediaType"));
-		return 0;
-	}
-	return no_platform(list, arch, what, err);
-}
-
+/* index.json names the image: by its ref.name annotation, or the only
+ * entry. Its digest is not followed yet (image_from_manifest does). */
 int image_select(struct store *s, const char *ref, const char *what,
 		 char digest[72], mpictr_err **err)
 {
@@ -120,7 +46,7 @@ int image_select(struct store *s, const char *ref, const char *what,
 				       "org.opencontainers.image.ref.name");
 		if (ref && (!name || strcmp(name, ref) != 0))
 			continue;
-		if (found++ == 0 && digest_valid(str(d, "digest")))
+		if (found++ == 0 && cache_digest_valid(str(d, "digest")))
 			snprintf(digest, 72, "%s", str(d, "digest"));
 	}
 	if (found == 1 && digest[0])
@@ -137,34 +63,6 @@ int image_select(struct store *s, const char *ref, const char *what,
 		err_set(err, EINVAL, "%s: index.json: bad digest", what);
 	json_decref(index);
 	return rc;
-}
-
-static enum layer_comp layer_type(const char *t, bool *ok)
-{
-	static const struct {
-		const char *type;
-		enum layer_comp comp;
-	} types[] = {
-	    {"application/vnd.oci.image.layer.v1.tar", LAYER_TAR},
-	    {"application/vnd.oci.image.layer.v1.tar+gzip", LAYER_GZIP},
-	    {"application/vnd.oci.image.layer.v1.tar+zstd", LAYER_ZSTD},
-	    {"application/vnd.oci.image.layer.nondistributable.v1.tar",
-	     LAYER_TAR},
-	    {"application/vnd.oci.image.layer.nondistributable.v1.tar+gzip",
-	     LAYER_GZIP},
-	    {"application/vnd.oci.image.layer.nondistributable.v1.tar+zstd",
-	     LAYER_ZSTD},
-	    {"application/vnd.docker.image.rootfs.diff.tar.gzip", LAYER_GZIP},
-	    {"application/vnd.docker.image.rootfs.diff.tar", LAYER_TAR},
-	};
-
-	*ok = false;
-	for (size_t i = 0; t && i < ARRAY_SIZE(types); i++)
-		if (strcmp(t, types[i].type) == 0) {
-			*ok = true;
-			return types[i].comp;
-		}
-	return LAYER_TAR;
 }
 
 /* The first bytes of a layer against its media type. */
@@ -192,28 +90,19 @@ static int check_magic(struct layer_src *l, size_t i, const char *what,
 	return 0;
 }
 
+/* Layer i of a manifest: the descriptor checked (oci_layer_check), the
+ * blob found in the store with the size the descriptor says, and its
+ * first bytes against the media type. The blob's sha256 is checked as the
+ * merge reads it (merge.c), not here. */
 static int add_layer(struct store *s, json_t *d, size_t i, const char *what,
 		     struct image_input *in, mpictr_err **err)
 {
 	struct layer_src *l = &in->layers[i];
-	const char *type = str(d, "mediaType"), *dg = str(d, "digest");
+	const char *dg = str(d, "digest");
 	json_t *size = json_object_get(d, "size");
-	bool ok;
 
-	if (type && strstr(type, "foreign"))
-		return err_set(err, EINVAL,
-			       "%s: layer %zu is a foreign layer (%s): it is "
-			       "not in the image, mpictr does not fetch it",
-			       what, i + 1, type);
-	if (json_object_get(d, "urls"))
-		return err_set(err, EINVAL,
-			       "%s: layer %zu names external URLs: refused",
-			       what, i + 1);
-	l->comp = layer_type(type, &ok);
-	if (!ok)
-		return err_set(err, EINVAL,
-			       "%s: layer %zu: unsupported media type '%s'",
-			       what, i + 1, type ? type : "(none)");
+	if (oci_layer_check(d, i, what, &l->comp, err) < 0)
+		return -1;
 	if (!json_is_integer(size) || json_integer_value(size) < 0)
 		return err_set(err, EINVAL, "%s: layer %zu: no size", what,
 			       i + 1);
@@ -233,6 +122,8 @@ static int add_layer(struct store *s, json_t *d, size_t i, const char *what,
 	return check_magic(l, i, what, err);
 }
 
+/* The image config's shape: an object, "config" an object or null, as
+ * many diff_ids as layers (what ociconfig.c reads later trusts this). */
 static int check_config(json_t *config, size_t nlayers, const char *what,
 			mpictr_err **err)
 {
@@ -273,6 +164,8 @@ static int load_layers(struct store *s, json_t *layers, const char *what,
 	return 0;
 }
 
+/* A schema 2 manifest: its config (digest-checked, at most
+ * STORE_MAX_CONFIG) and its layers. */
 static int load_manifest(struct store *s, json_t *m, const char *what,
 			 struct image_input *in, mpictr_err **err)
 {
@@ -298,10 +191,14 @@ static int load_manifest(struct store *s, json_t *m, const char *what,
 	return check_config(in->config, in->nlayers, what, err);
 }
 
+/* Each document is read by digest and checked against it (store_json);
+ * an index is followed to the platform's entry, at most MAX_INDEX_DEPTH
+ * deep, by the registry's rule (oci_index_pick). */
 int image_from_manifest(struct store *s, const char *digest, const char *arch,
 			const char *what, struct image_input *in,
 			mpictr_err **err)
 {
+	cleanup_free char *want = oci_platform_wanted(arch);
 	char dg[72];
 	int rc = -1;
 
@@ -310,14 +207,12 @@ int image_from_manifest(struct store *s, const char *digest, const char *arch,
 	for (int depth = 0; depth <= MAX_INDEX_DEPTH; depth++) {
 		json_t *m = store_json(s, dg, STORE_MAX_MANIFEST, "manifest",
 				       NULL, NULL, err);
-		bool nested = false;
 		if (!m)
 			return err_wrap(err, "%s", what);
-		if (is_index_type(str(m, "mediaType")) ||
-		    (!json_object_get(m, "config") &&
-		     json_object_get(m, "manifests"))) {
-			rc = pick_platform(m, arch ? arch : image_host_arch(),
-					   what, dg, &nested, err);
+		/* an index: the platform's entry, the same as a registry
+		 * pull's (oci_index_pick) */
+		if (oci_is_index(oci_doc_type(m))) {
+			rc = oci_index_pick(m, want, what, dg, err);
 			json_decref(m);
 			if (rc < 0)
 				return -1;
@@ -335,6 +230,8 @@ int image_from_manifest(struct store *s, const char *digest, const char *arch,
 
 /* ---- docker-archive ---- */
 
+/* Whether a RepoTags entry names want, with or without the registry and
+ * library/ prefixes Docker and Podman add. */
 static bool repo_tag_matches(const char *have, const char *want)
 {
 	static const char *const prefixes[] = {
@@ -352,6 +249,8 @@ static bool repo_tag_matches(const char *have, const char *want)
 	return false;
 }
 
+/* The entry of manifest.json that ref (REPO:TAG or @N; NULL: the only
+ * one) names. */
 static json_t *pick_archive_entry(json_t *list, const char *ref,
 				  const char *what, mpictr_err **err)
 {
@@ -424,7 +323,7 @@ static int archive_layer(struct store *s, const char *member, json_t *diff_id,
 		snprintf(l->digest, sizeof(l->digest), "sha256:%s", hex + 7);
 		return check_magic(l, i, what, err);
 	}
-	if (!digest_valid(id))
+	if (!cache_digest_valid(id))
 		return err_set(err, EINVAL,
 			       "%s: config: diff_id %zu is not sha256:<hex>",
 			       what, i + 1);

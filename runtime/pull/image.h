@@ -24,8 +24,8 @@ struct image_input {
  * only one) names in the layout's index.json. */
 int image_select(struct store *s, const char *ref, const char *what,
 		 char digest[72], mpictr_err **err);
-/* Load manifest digest (an image index is resolved to arch, NULL: this
- * machine's) with its config and layers. */
+/* Load manifest digest (an image index is resolved to arch as --arch takes
+ * it, NULL: this machine's; oci_index_pick) with its config and layers. */
 int image_from_manifest(struct store *s, const char *digest, const char *arch,
 			const char *what, struct image_input *in,
 			mpictr_err **err);
@@ -39,7 +39,5 @@ void image_input_free(struct image_input *in);
 int assemble_image(const struct image_input *in, const char *out,
 		   const char *what, const struct pull_opts *o,
 		   struct pull_stats *st, mpictr_err **err);
-/* The Go name of this machine's architecture ("amd64", "arm64"...). */
-const char *image_host_arch(void);
 
 #endif

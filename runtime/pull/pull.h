@@ -5,8 +5,14 @@
  * Every source ends in one code path: an OCI image layout (oci-layout,
  * index.json, blobs/sha256/<hex>) and a manifest digest in it, given to
  * pull_assemble(). oci:DIR is such a layout; oci-archive: and
- * docker-archive: files are indexed in place (tarball.c); the registry
+ * docker-archive: files are indexed in place (local.c, store.c); the registry
  * client (registry.c) downloads the blobs into the cache's layout first.
+ * Manifests and indexes of every source go through one OCI model (oci.c).
+ *
+ * Which side a file is on (PULL_HOST_SRCS in the Makefile): pull_stub.c,
+ * pull_run.c and cache.c are in libmpictr (cache.c in the plugin too: a
+ * run finds a cached image without loading it); every other file of
+ * runtime/pull/ is the plugin's.
  */
 #ifndef MPICTR_PULL_H
 #define MPICTR_PULL_H

@@ -8,40 +8,20 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/util.h"
+#include "pull/cache.h"
 #include "pull/merge.h"
+#include "pull/oci.h"
 #include "pull/store.h"
 
 #define TAR_BLOCK 512
 #define TAR_MAX_MEMBERS 100000
 #define TAR_MAX_PAX (1u << 20)
-
-bool digest_valid(const char *d)
-{
-	if (!d || strncmp(d, "sha256:", 7) != 0 || strlen(d) != 71)
-		return false;
-	for (d += 7; *d; d++)
-		if (!((*d >= '0' && *d <= '9') || (*d >= 'a' && *d <= 'f')))
-			return false;
-	return true;
-}
-
-void sha256_digest(const void *buf, size_t len, char out[72])
-{
-	unsigned char md[32];
-	unsigned mdlen = 0;
-
-	EVP_Digest(buf, len, md, &mdlen, EVP_sha256(), NULL);
-	strcpy(out, "sha256:");
-	for (unsigned i = 0; i < mdlen && i < 32; i++)
-		snprintf(out + 7 + 2 * i, 3, "%02x", md[i]);
-}
 
 json_t *json_parse(const char *buf, size_t len, const char *what,
 		   mpictr_err **err)
@@ -398,7 +378,7 @@ int store_blob(struct store *s, const char *digest, struct blob *b,
 {
 	cleanup_free char *name = NULL;
 
-	if (!digest_valid(digest))
+	if (!cache_digest_valid(digest))
 		return err_set(err, EINVAL,
 			       "'%s': digest '%s' is not sha256:<64 hex>",
 			       s->name, digest ? digest : "(none)");

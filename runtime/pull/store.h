@@ -50,10 +50,8 @@ void blob_close(struct blob *b);
 /* Read a whole blob of at most max bytes; *buf is NUL-terminated. */
 int blob_read(const struct blob *b, size_t max, const char *what, char **buf,
 	      size_t *len, mpictr_err **err);
-/* "sha256:<hex>" of buf. */
-void sha256_digest(const void *buf, size_t len, char out[72]);
-/* Whether d is "sha256:" and 64 lower-case hex digits. */
-bool digest_valid(const char *d);
+/* (A digest's syntax is cache_digest_valid's, pull/cache.h; the sha256 of
+ * a document sha256_digest's, pull/oci.h.) */
 /* Parse untrusted JSON: duplicate keys refused; what names it. */
 json_t *json_parse(const char *buf, size_t len, const char *what,
 		   mpictr_err **err);

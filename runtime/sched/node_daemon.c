@@ -1,4 +1,4 @@
-/* daemon.c - node daemon mode:
+/* node_daemon.c - node daemon mode:
  * `srun --ntasks-per-node=1 --mpi=pmix mpictr -n N IMAGE CMD`. This task
  * launches its N ranks as in launch mode (launch.c), and its PMI servers
  * register the global job - N ranks on each node of the step, computed the

@@ -1,4 +1,4 @@
-/* daemon.h - node daemon mode's pieces (see daemon.c). */
+/* node_daemon.h - node daemon mode's pieces (see node_daemon.c). */
 #ifndef MPICTR_DAEMON_H
 #define MPICTR_DAEMON_H
 

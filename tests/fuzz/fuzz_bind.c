@@ -1,5 +1,5 @@
 /* fuzz_bind.c - libFuzzer target for the -B/--bind option parser and the
- * destination cleaning of bind_resolve (runtime/bindspec.c alone). */
+ * destination cleaning of bind_resolve (runtime/config/bindspec.c alone). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

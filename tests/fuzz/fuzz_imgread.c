@@ -1,5 +1,5 @@
 /* fuzz_imgread.c - libFuzzer target for reading a directory image without
- * mounting it (runtime/imgread.c: paths resolved below the image's root,
+ * mounting it (runtime/host/imgread.c: paths resolved below the image's root,
  * listing, stat with the canonical path, bounded reads). The input is a
  * script, one command a line:
  *   d PATH          a directory      f PATH TEXT   a file

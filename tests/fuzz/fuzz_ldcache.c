@@ -1,5 +1,5 @@
 /* fuzz_ldcache.c - libFuzzer target for the ld.so.cache parser
- * (runtime/ldcache.c alone): under MPICTR_SYSROOT the file is the user's. */
+ * (runtime/host/ldcache.c alone): under MPICTR_SYSROOT the file is the user's. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -12,6 +12,7 @@
 
 #include "common/util.h"
 #include "pull/merge.h"
+#include "pull/oci.h"
 #include "pull/sqfs.h"
 #include "pull/store.h"
 

@@ -45,6 +45,18 @@ single() {
 		$T "$MPICTR" "$I" sh -c "$(probe s)" && same dry.s s
 }
 ok "single process: the dry-run is the run" single
+# docs/architecture.md ("Interface contract") names every key and their count
+check "the dry-run's keys are those docs/architecture.md names, as many as it says" python3 -c '
+import json, re, sys
+keys = set(json.load(open(sys.argv[1])))
+doc = open(sys.argv[2]).read()
+doc = doc[doc.index("## Interface contract"):]
+para = doc[doc.index("`--dry-run` prints"):doc.index("\n\n", doc.index("`--dry-run` prints"))]
+n = int(re.search(r"JSON object with (\d+) keys", para).group(1))
+missing = sorted(k for k in keys if "`%s`" % k not in para)
+if missing or n != len(keys):
+    sys.exit("keys the doc does not name: %s; the doc says %d keys, there are %d" % (missing, n, len(keys)))
+' "$W/dry.s" "$ROOT/docs/architecture.md"
 
 # The dry-run of -n shows rank 0's environment.
 launch() {

@@ -154,7 +154,7 @@ nosecret "cd into the denied path, cat it through the working directory" 255 \
 nosecret "\$HOME containing the denied path, cat it through \$HOME" 255 env HOME="$T_TMP" $T "$MPICTR" "$TI" cat "$SECRET"
 check "... nothing of the job left running" no_job_left
 # A deny rule naming a symlink: the path check cannot see that the source
-# lies below it, the check of the opened source (bindm.c step 2) does.
+# lies below it, the check of the opened source (rootfs.c step 2) does.
 ln -s "$T_TMP/deny" "$T_TMP/denylink"
 printf 'deny_bind = %s/denylink\n' "$T_TMP" >"$T_TMP/linkrule.conf"
 nosecret "deny rule naming a symlink to the denied directory: -B of a file below" 255 \

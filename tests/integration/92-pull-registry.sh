@@ -191,6 +191,108 @@ check "... the same image" same_image "$W/a.sif" "$W/k2.sif"
 check "... the token server got Basic credentials" grep -q "auth=Basic" "$RW/k.tok.log"
 rm -rf "$HOME/.docker"
 
+# ---- one platform rule: a registry pull and an oci: pull choose alike --------
+# multi_index DIR REGISTRY: a layout whose index lists unknown/unknown (an
+# attestation), linux/amd64/v3, linux/amd64, linux/arm/v6, linux/arm/v7, a
+# nested index for linux/arm64 (one entry without a variant) and
+# linux/ppc64le, each manifest with one layer holding /platform; pushed to
+# REGISTRY as test/multi:1 (blobs, then manifests by digest, the top index
+# by tag). Prints "PLATFORM DIGEST" per manifest.
+multi_index() {
+	python3 - "$1" "$2" <<'PYEOF'
+import hashlib, io, json, os, sys, tarfile, urllib.request
+d, reg = sys.argv[1:3]
+os.makedirs(d + "/blobs/sha256")
+blobs = []
+def blob(b, mt):
+    h = hashlib.sha256(b).hexdigest()
+    open(d + "/blobs/sha256/" + h, "wb").write(b)
+    blobs.append((h, b, mt))
+    return {"mediaType": mt, "digest": "sha256:" + h, "size": len(b)}
+def image(plat):
+    t = io.BytesIO()
+    with tarfile.open(fileobj=t, mode="w", format=tarfile.USTAR_FORMAT) as tf:
+        data = (plat + "\n").encode()
+        ti = tarfile.TarInfo("platform")
+        ti.size, ti.mtime = len(data), 0
+        tf.addfile(ti, io.BytesIO(data))
+    layer = t.getvalue()
+    os_, arch, *var = plat.split("/")
+    cfg = {"architecture": arch, "os": os_, "config": {"Env": ["PATH=/bin"]},
+           "rootfs": {"type": "layers", "diff_ids": ["sha256:" + hashlib.sha256(layer).hexdigest()]}}
+    if var:
+        cfg["variant"] = var[0]
+    m = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+         "config": blob(json.dumps(cfg).encode(), "application/vnd.oci.image.config.v1+json"),
+         "layers": [blob(layer, "application/vnd.oci.image.layer.v1.tar")]}
+    e = blob(json.dumps(m).encode(), m["mediaType"])
+    print(plat, e["digest"])
+    p = {"os": os_, "architecture": arch}
+    if var:
+        p["variant"] = var[0]
+    return dict(e, platform=p)
+def index(entries):
+    return blob(json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+                            "manifests": entries}).encode(), "application/vnd.oci.image.index.v1+json")
+amd64 = image("linux/amd64")
+att = dict(amd64, platform={"os": "unknown", "architecture": "unknown"})
+arm64 = dict(index([image("linux/arm64")]), platform={"os": "linux", "architecture": "arm64"})
+top = index([att, image("linux/amd64/v3"), amd64, image("linux/arm/v6"), image("linux/arm/v7"),
+             arm64, image("linux/ppc64le")])
+open(d + "/index.json", "w").write(json.dumps({"schemaVersion": 2, "manifests": [
+    dict(top, annotations={"org.opencontainers.image.ref.name": "multi"})]}))
+open(d + "/oci-layout", "w").write('{"imageLayoutVersion": "1.0.0"}')
+base = "http://%s/v2/test/multi/" % reg
+def put(url, body, ctype):
+    r = urllib.request.Request(url, data=body, method="PUT", headers={"Content-Type": ctype})
+    urllib.request.urlopen(r).read()
+for h, b, mt in blobs:
+    r = urllib.request.urlopen(urllib.request.Request(base + "blobs/uploads/", data=b"", method="POST"))
+    loc = r.headers["Location"]
+    loc = loc if loc.startswith("http") else "http://%s%s" % (reg, loc)
+    put(loc + ("&" if "?" in loc else "?") + "digest=sha256:" + h, b, "application/octet-stream")
+for h, b, mt in blobs:  # in order: a nested index after its manifests
+    if mt.endswith("manifest.v1+json") or mt.endswith("index.v1+json"):
+        put(base + "manifests/sha256:" + h, b, mt)
+put(base + "manifests/1", open(d + "/blobs/sha256/" + top["digest"][7:], "rb").read(), top["mediaType"])
+PYEOF
+}
+export MPICTR_CACHEDIR=$W/cache-multi
+ok "a multi-platform index (nested, variants, an attestation) in a layout and in the registry" \
+	bash -c "$(declare -f multi_index); multi_index '$W/multi' '$REG_p' >'$W/multi.list'"
+# ARCH (--arch, "-": this machine's, amd64 here) and the manifest the rule
+# chooses (runtime/pull/oci.c: the variant with its default, arm64 v8 and
+# arm v7; an index's first entries need not be the ones chosen)
+while read -r arch want; do
+	o=
+	[ "$arch" = - ] || o="--arch $arch"
+	export MPICTR_CACHEDIR=$W/cache-multi-${arch//\//-} # the notice names the manifest
+	dg=$(awk -v p="$want" '$1 == p { print $2 }' "$W/multi.list")
+	ok "--arch $arch: the registry pull chooses $want" \
+		$T "$MPICTR" pull --insecure "$REG_p" $o "docker://$REG_p/test/multi:1" "$W/mr.sif"
+	check "... its manifest" grep -q "manifest $dg (" "$W/last"
+	ok "... the oci: pull of the same index" $T "$MPICTR" pull -q $o "oci:$W/multi:multi" "$W/mo.sif"
+	check "... chooses the same manifest (the same image)" same_image "$W/mr.sif" "$W/mo.sif"
+	rm -f "$W/mr.sif" "$W/mo.sif"
+done <<PLATFORMS
+- linux/amd64
+arm64 linux/arm64
+arm64/v8 linux/arm64
+arm linux/arm/v7
+arm/v7 linux/arm/v7
+arm/v6 linux/arm/v6
+amd64/v3 linux/amd64/v3
+linux/ppc64le linux/ppc64le
+PLATFORMS
+for arch in s390x arm64/v9; do
+	ok_status "--arch $arch: not in the index, the registry pull fails (255)" 255 \
+		$T "$MPICTR" pull -q --insecure "$REG_p" --arch "$arch" "docker://$REG_p/test/multi:1" "$W/mr.sif"
+	cp "$W/last" "$W/last.reg"
+	ok_status "... and so does the oci: pull" 255 $T "$MPICTR" pull -q --arch "$arch" "oci:$W/multi:multi" "$W/mo.sif"
+	check "... both list the same platforms" \
+		bash -c "diff <(grep -o 'no manifest for.*' '$W/last.reg') <(grep -o 'no manifest for.*' '$W/last')"
+done
+
 # ---- bad input -----------------------------------------------------------------
 F="$MPICTR pull -q --insecure $REG_f"
 fault() { # KIND PATTERN DESC

@@ -10,8 +10,8 @@ or a .c file of A names a function or variable that B defines with
 external linkage (found with ctags, Debian's universal-ctags: a call
 through a header shared by many, such as pmi_internal.h, counts; a name A
 defines too, as a plugin and its stub do, is A's own). runtime/mpictr.h,
-the public API, is for everyone; runtime/spank/ and runtime/helpers/ are
-products on it and left out. A circle is a set of two or more modules
+the public API, is for everyone. Every folder counts, runtime/pull/,
+runtime/spank/ and runtime/helpers/ included. A circle is a set of two or more modules
 that reach each other (Tarjan's strongly connected components); each is
 printed with one path around it and what ties each step.
 
@@ -26,7 +26,6 @@ import sys
 
 ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else ".")
 DIRS = ["runtime", "sif", "pmi"]
-SKIP = {"runtime/spank", "runtime/helpers"}  # products on the public API
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 NOISE = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\])+\'',
                    re.S)
@@ -39,9 +38,7 @@ def sources():
     for d in DIRS:
         for dirpath, dirnames, files in os.walk(os.path.join(ROOT, d)):
             rel = os.path.relpath(dirpath, ROOT)
-            if rel in SKIP:
-                dirnames[:] = []
-                continue
+            dirnames.sort()
             for f in sorted(files):
                 if f.endswith((".c", ".h")):
                     yield os.path.join(rel, f)
@@ -94,8 +91,7 @@ def graph():
         edges.setdefault(m, set())
         for name in INCLUDE.findall(text):
             hdr = resolve(src, name)
-            if not hdr or hdr in ANYWHERE or \
-                    hdr.startswith(tuple(s + "/" for s in SKIP)):
+            if not hdr or hdr in ANYWHERE:
                 continue
             if module(hdr) != m:
                 edges[m].add(module(hdr))

@@ -1,50 +1,84 @@
 #!/bin/sh
 # layers.sh - the includes of runtime/, sif/ and pmi/ point down the layers
-# only (docs/architecture.md, "Layers"):
+# only. The rule is the ```layers block of docs/architecture.md ("Layers"),
+# read here and written nowhere else: a row per folder or file,
 #
-#   main.c run.c preflight.c -> modes -> container -> plan -> host -> sched
-#   -> config -> common;          sif/, pmi/ -> common (pmi/ also sif/)
-#   main.c, cli/ (the command line) -> the public API (mpictr.h) only
+#   runtime/pull:   config sif common   # a comment
 #
-# One grep per layer for an include of a layer above it (runtime/mpictr.h,
-# the public API, is for everyone). Prints the offending lines and exits 1;
-# prints "0 upward includes" otherwise. Usage: tests/tools/layers.sh [ROOT]
+# naming what its quoted includes may name besides its own folder and
+# runtime/mpictr.h (the public API, for everyone): folders (config) or
+# single headers (config/bindspec.h); "-" is nothing more. A
+# file's row and its folder's row both hold. An include with ".." fails
+# (it would hide the folder), and so does a folder of runtime/ without a
+# row (a new folder gets its rule on the day it is made).
+#
+# Prints each offending line and exits 1; prints "0 upward includes"
+# otherwise. Usage: tests/tools/layers.sh [ROOT]
 cd "${1:-.}" || exit 2
-found=0
 
-# above LAYER: the folders (and top-level headers) it may not include
-above() {
-	case $1 in
-	runtime/common) echo "config sched host plan container modes cli" ;;
-	runtime/config) echo "sched host plan container modes cli" ;;
-	runtime/sched) echo "host plan container modes cli" ;;
-	runtime/host) echo "plan container modes cli" ;;
-	runtime/plan) echo "container modes cli" ;;
-	runtime/container) echo "modes cli" ;;
-	runtime/modes) echo "cli" ;;
-	runtime/cli) echo "common config sched host plan container modes pull sif pmi" ;;
-	sif) echo "config sched host plan container modes pmi cli" ;;
-	pmi) echo "config sched host plan container modes cli" ;;
-	esac
-}
-
-for layer in runtime/common runtime/config runtime/sched runtime/host \
-	runtime/plan runtime/container runtime/modes runtime/cli sif pmi; do
-	pat=$(above "$layer" | sed 's/ /\\|/g')
-	# ... nor the top level's own headers (run, preflight)
-	hits=$(grep -n "^[[:space:]]*#[[:space:]]*include[[:space:]]*\"\(\($pat\)/\|preflight\.h\|run\.h\)" \
-		"$layer"/*.c "$layer"/*.h 2>/dev/null)
-	if [ -n "$hits" ]; then
-		echo "$hits" | sed "s|^|upward include ($layer may use only what is below it): |"
-		found=$((found + $(echo "$hits" | wc -l)))
-	fi
-done
-# main.c, like cli/, includes the public API and cli/ only.
-hits=$(grep -Hn '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' runtime/main.c |
-	grep -v '"\(cli/[a-z_]*\.h\|mpictr\.h\)"')
-if [ -n "$hits" ]; then
-	echo "$hits" | sed "s|^|upward include (runtime/main.c may use only cli/ and mpictr.h): |"
-	found=$((found + $(echo "$hits" | wc -l)))
+rows=$(awk '/^```layers$/ { on = 1; next } on && /^```/ { exit }
+	on { sub(/#.*/, ""); if (NF) print }' docs/architecture.md)
+if [ -z "$rows" ]; then
+	echo "layers.sh: no \`\`\`layers block in docs/architecture.md"
+	exit 2
 fi
-echo "$found upward includes"
-[ "$found" -eq 0 ]
+
+# One awk over every source file: the table's rows (ROWS), then the files.
+# A quoted include names a folder: "plan/plan.h" runtime/plan, "sif/sif.h"
+# sif, a bare "cache.h" the including file's own folder when it is there
+# and else the top level's ("runtime", e.g. preflight.h); the public API
+# and headers not in the tree name none.
+find runtime sif pmi -name '*.[ch]' | sort | awk -v rows="$rows" '
+function folder(n) { return (("runtime/" n) in isdir) ? "runtime/" n : n }
+function dir(f) { sub(/\/[^\/]*$/, "", f); return f }
+function target(f, inc,   d) {
+	if (inc ~ /\.\./) return ".."
+	if (inc == "mpictr.h" || inc == "runtime/mpictr.h") return ""
+	if (inc ~ /^runtime\/[^\/]+\//) { split(inc, p, "/"); return "runtime/" p[2] }
+	if (inc ~ /\//) { split(inc, p, "/"); return folder(p[1]) }
+	if ((dir(f) "/" inc) in isfile) return dir(f)
+	if (("runtime/" inc) in isfile) return "runtime"
+	return ""
+}
+# allowed(ROW, FOLDER, INCLUDE): FOLDER is the own folder of ROW or in its
+# list, or the header INCLUDE is
+function allowed(r, t, inc) {
+	return t == own[r] || index(ok[r], " " t " ") > 0 || index(ok[r], " " inc " ") > 0
+}
+{ files[++nf] = $0; isfile[$0] = 1; d = dir($0); isdir[d] = 1 }
+END {
+	nr = split(rows, line, "\n")
+	for (i = 1; i <= nr; i++) {
+		r = line[i]; sub(/:.*/, "", r); gsub(/[ \t]/, "", r)
+		rest = line[i]; sub(/^[^:]*:/, "", rest)
+		n = split(rest, w, /[ \t]+/); ok[r] = " "
+		for (j = 1; j <= n; j++) if (w[j] != "" && w[j] != "-") ok[r] = ok[r] folder(w[j]) " "
+		own[r] = (r ~ /\.[ch]$/) ? dir(r) : r
+		list[r] = rest; gsub(/^[ \t]+|[ \t]+$/, "", list[r]); gsub(/[ \t]+/, " ", list[r])
+		row[r] = 1
+	}
+	for (d in isdir)
+		if (d ~ /^runtime\/[^\/]+$/ || d == "sif" || d == "pmi")
+			if (!(d in row)) { print "no row in the layers table of docs/architecture.md: " d; found++ }
+	for (k = 1; k <= nf; k++) {
+		f = files[k]; n = 0
+		if (f in row) rr[++n] = f
+		if (dir(f) in row) rr[++n] = dir(f)
+		ln = 0
+		while ((getline l < f) > 0) {
+			ln++
+			if (l !~ /^[ \t]*#[ \t]*include[ \t]*"/) continue
+			inc = l; sub(/^[^"]*"/, "", inc); sub(/".*/, "", inc)
+			t = target(f, inc)
+			if (t == "") continue
+			for (j = 1; j <= n; j++)
+				if (!allowed(rr[j], t, inc)) {
+					printf "upward include (docs/architecture.md, Layers: %s may include %s): %s:%d:%s\n", rr[j], list[rr[j]], f, ln, l
+					found++
+				}
+		}
+		close(f)
+	}
+	print found + 0 " upward includes"
+	exit found > 0
+}'

@@ -1,4 +1,4 @@
-/* check_imgread.c - the image reader of squashfs images (runtime/imgread.c):
+/* check_imgread.c - the image reader of squashfs images (runtime/host/imgread.c):
  * its answers through the reader child, and what a reader that dies (as a
  * crash in libsquashfuse would kill it) leaves: a broken reader whose every
  * call fails with a message naming the image and the signal, and no

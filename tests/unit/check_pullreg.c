@@ -15,6 +15,7 @@
 #include "common/util.h"
 #include "pull/cache.h"
 #include "pull/auth.h"
+#include "pull/oci.h"
 
 #define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
@@ -215,16 +216,130 @@ END_TEST
 
 START_TEST(test_platform)
 {
-	char *p = reg_platform_wanted("arm64");
+	char *p = oci_platform_wanted("arm64");
 
 	ck_assert_str_eq(p, "linux/arm64");
 	free(p);
-	p = reg_platform_wanted("linux/arm/v7");
+	p = oci_platform_wanted("linux/arm/v7");
 	ck_assert_str_eq(p, "linux/arm/v7");
 	free(p);
-	p = reg_platform_wanted(NULL);
+	p = oci_platform_wanted(NULL);
 	ck_assert(str_has_prefix(p, "linux/"));
 	free(p);
+}
+END_TEST
+
+#define D(c) "sha256:" c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c
+#define ENT(dg, plat) "{\"digest\": \"" dg "\", \"platform\": " plat "}"
+
+/* The index entry oci_index_pick chooses for want, or NULL (its error in
+ * *msg). */
+static const char *pick(const char *index, const char *want, char **msg)
+{
+	static char dg[72];
+	json_error_t je;
+	json_t *j = json_loads(index, 0, &je);
+	mpictr_err *e = NULL;
+	int rc;
+
+	ck_assert_ptr_nonnull(j);
+	rc = oci_index_pick(j, want, "image 'x'", dg, &e);
+	json_decref(j);
+	if (msg)
+		*msg = rc < 0 ? xstrdup(mpictr_err_message(e)) : NULL;
+	mpictr_err_free(e);
+	return rc < 0 ? NULL : dg;
+}
+
+/* One rule for the registry and the local sources: variants with their
+ * defaults (arm64 is v8, arm v7), any variant only when none was asked
+ * for and none has the default, attestations never. */
+START_TEST(test_index_pick)
+{
+	const char *idx =
+	    "{\"manifests\": ["
+	    ENT(D("0"), "{\"os\": \"unknown\", \"architecture\": \"unknown\"}") ", "
+	    ENT(D("1"), "{\"os\": \"linux\", \"architecture\": \"amd64\", \"variant\": \"v3\"}") ", "
+	    ENT(D("2"), "{\"os\": \"linux\", \"architecture\": \"amd64\"}") ", "
+	    ENT(D("3"), "{\"os\": \"linux\", \"architecture\": \"arm\", \"variant\": \"v6\"}") ", "
+	    ENT(D("4"), "{\"os\": \"linux\", \"architecture\": \"arm\", \"variant\": \"v7\"}") ", "
+	    ENT(D("5"), "{\"os\": \"linux\", \"architecture\": \"arm64\"}") ", "
+	    ENT(D("6"), "{\"os\": \"linux\", \"architecture\": \"riscv64\", \"variant\": \"rva23\"}") ", "
+	    ENT(D("7"), "{\"os\": \"windows\", \"architecture\": \"s390x\"}") "]}";
+	char *msg = NULL;
+
+	ck_assert_str_eq(pick(idx, "linux/amd64", NULL), D("2"));
+	ck_assert_str_eq(pick(idx, "linux/amd64/v3", NULL), D("1"));
+	ck_assert_str_eq(pick(idx, "linux/arm64", NULL), D("5"));
+	ck_assert_str_eq(pick(idx, "linux/arm64/v8", NULL), D("5"));
+	ck_assert_str_eq(pick(idx, "linux/arm", NULL), D("4"));
+	ck_assert_str_eq(pick(idx, "linux/arm/v6", NULL), D("3"));
+	ck_assert_str_eq(pick(idx, "linux/riscv64", NULL), D("6"));
+	ck_assert_ptr_null(pick(idx, "linux/arm64/v9", &msg));
+	ck_assert_ptr_nonnull(strstr(
+	    msg, "image 'x': no manifest for linux/arm64/v9 in its index (it "
+		 "has: linux/amd64/v3, linux/amd64, linux/arm/v6, linux/arm/v7, "
+		 "linux/arm64, linux/riscv64/rva23, windows/s390x)"));
+	ck_assert_ptr_nonnull(strstr(msg, "--arch"));
+	free(msg);
+	ck_assert_ptr_null(pick(idx, "linux/s390x", &msg));
+	free(msg);
+	ck_assert_ptr_null(pick(idx, "linux/unknown", &msg));
+	free(msg);
+	/* the chosen entry's digest is checked */
+	ck_assert_ptr_null(pick("{\"manifests\": [" ENT("sha256:12", "{\"os\": "
+				"\"linux\", \"architecture\": \"amd64\"}") "]}",
+				"linux/amd64", &msg));
+	ck_assert_ptr_nonnull(strstr(msg, "bad digest"));
+	free(msg);
+	ck_assert_ptr_null(pick("{\"manifests\": 1}", "linux/amd64", &msg));
+	ck_assert_ptr_nonnull(strstr(msg, "without 'manifests'"));
+	free(msg);
+	ck_assert_ptr_null(pick("{\"manifests\": []}", "amd64", &msg));
+	ck_assert_ptr_nonnull(strstr(msg, "not OS/ARCH"));
+	free(msg);
+}
+END_TEST
+
+START_TEST(test_oci_types)
+{
+	json_error_t je;
+	json_t *j = json_loads("{\"manifests\": []}", 0, &je);
+	json_t *l;
+	enum layer_comp c = LAYER_TAR;
+	mpictr_err *e = NULL;
+
+	ck_assert(oci_is_index(oci_doc_type(j)));
+	json_object_set_new(j, "config", json_object());
+	ck_assert(oci_is_manifest(oci_doc_type(j)));
+	json_object_set_new(j, "mediaType", json_integer(1));
+	ck_assert_ptr_null(oci_doc_type(j));
+	json_decref(j);
+	ck_assert(oci_is_index(OCI_MT_DOCKER_LIST));
+	ck_assert(!oci_is_index(OCI_MT_MANIFEST));
+	ck_assert(oci_is_config("application/vnd.docker.container.image.v1+json"));
+	ck_assert(!oci_is_config(NULL));
+
+	l = json_loads("{\"mediaType\": \"application/vnd.oci.image.layer.v1.tar+zstd\"}", 0, &je);
+	ck_assert_int_eq(oci_layer_check(l, 0, "x", &c, &e), 0);
+	ck_assert_int_eq(c, LAYER_ZSTD);
+	json_object_set_new(l, "urls", json_array());
+	ck_assert_int_eq(oci_layer_check(l, 0, "x", &c, &e), -1);
+	ck_assert_ptr_nonnull(strstr(mpictr_err_message(e), "layer 1 is a foreign layer"));
+	mpictr_err_free(e);
+	e = NULL;
+	json_decref(l);
+	l = json_loads("{\"mediaType\": \"application/vnd.oci.image.layer.nondistributable.v1.tar\"}", 0, &je);
+	ck_assert_int_eq(oci_layer_check(l, 1, "x", &c, &e), -1);
+	ck_assert_ptr_nonnull(strstr(mpictr_err_message(e), "layer 2 is a foreign layer"));
+	mpictr_err_free(e);
+	e = NULL;
+	json_decref(l);
+	l = json_loads("{\"mediaType\": \"text/plain\"}", 0, &je);
+	ck_assert_int_eq(oci_layer_check(l, 0, "x", &c, &e), -1);
+	ck_assert_ptr_nonnull(strstr(mpictr_err_message(e), "unsupported media type 'text/plain'"));
+	mpictr_err_free(e);
+	json_decref(l);
 }
 END_TEST
 
@@ -393,6 +508,8 @@ Suite *suite_pullreg(void)
 	tcase_add_test(tc, test_cred_files);
 	tcase_add_test(tc, test_cred_duplicate_keys);
 	tcase_add_test(tc, test_platform);
+	tcase_add_test(tc, test_index_pick);
+	tcase_add_test(tc, test_oci_types);
 	tcase_add_test(tc, test_cache_dir_choose);
 	tcase_add_test(tc, test_cache_layout);
 	tcase_add_test(tc, test_cache_clean_busy);

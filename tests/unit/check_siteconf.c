@@ -483,7 +483,7 @@ static void fd_tree_rm(void)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
-/* Open fd_root/rel (following symlinks, as bindm.c does) and check it. */
+/* Open fd_root/rel (following symlinks, as rootfs.c does) and check it. */
 static void fd_is(const struct bind_policy *bp, const char *rel,
 		  enum bind_who who, const char *want)
 {

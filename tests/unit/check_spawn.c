@@ -2,7 +2,7 @@
  * publish/lookup name service (pmi/pubstore.c: ranges, duplicates,
  * unpublish, bounds) and spawn requests (pmi/spawnreq.c: apps, the
  * environment filter, the universe check, ranks to apps), and the default
- * universe size (runtime/spawn.c). */
+ * universe size (runtime/modes/spawn.c). */
 #include <check.h>
 #include <errno.h>
 #include <stdlib.h>
