@@ -180,7 +180,7 @@ static int pack(int sock, const char *name, const char *path, mpictr_err **err)
 		return err_set(err, errno, "instance '%s': receive the stage",
 			       name);
 	src = xasprintf("/proc/self/fd/%d/.", fd);
-	if (sif_mksquashfs(src, path, NULL, NULL, err) < 0)
+	if (sif_mksquashfs_keep(src, path, fd, NULL, NULL, err) < 0)
 		return err_wrap(err, "instance '%s': save to '%s'", name, path);
 	return 0;
 }
