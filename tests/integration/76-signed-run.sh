@@ -143,6 +143,7 @@ signed_save = no
 EOF
 export MPICTR_TEST_SITE_CONF=$W/strict.conf
 POLICY="$W/strict.conf:1: require_signature = yes"
+ok "--dry-run shows the three settings in signature_policy" bash -c "'$MPICTR' --dry-run '$W/signed.sif' true | python3 -c 'import json,sys; p=json.load(sys.stdin)[\"signature_policy\"]; assert (p[\"signed_overlay\"], p[\"signed_writable_tmpfs\"], p[\"signed_save\"]) == (True, False, False), p'"
 ok "signed_overlay = yes: --overlay DIR runs, its file over the image's" bash -c "$T '$MPICTR' --overlay '$W/ovl' '$W/signed.sif' cat /payload | grep -qx UNSIGNED"
 ok_status "signed_writable_tmpfs = no: --writable-tmpfs is refused" 255 $T "$MPICTR" --writable-tmpfs "$W/signed.sif" true
 keep
