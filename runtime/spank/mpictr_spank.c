@@ -8,7 +8,8 @@
  *    the options. No I/O.
  *  - option callbacks: store the value (a copy). No I/O.
  *  - slurm_spank_init_post_opt: in srun, sbatch and salloc (the user) the
- *    image is checked (exists, a file or directory, in image_dirs), so
+ *    image is checked (exists, a file or directory, in image_dirs; or a
+ *    registry image from a registry the site allows), so
  *    that a bad one fails before anything is launched. In slurmstepd
  *    (root) it does nothing.
  *  - slurm_spank_task_init: in each task, as the user, after slurmstepd
