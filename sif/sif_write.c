@@ -199,6 +199,12 @@ int sif_write_fd_fixed(int fd, const char *name,
 int sif_mksquashfs(const char *dir, const char *out, sif_progress_fn progress,
 		   void *data, mpictr_err **err)
 {
+	return sif_mksquashfs_keep(dir, out, -1, progress, data, err);
+}
+
+int sif_mksquashfs_keep(const char *dir, const char *out, int keep_fd,
+			sif_progress_fn progress, void *data, mpictr_err **err)
+{
 	const char *prog = getenv("MPICTR_MKSQUASHFS");
 	/* Owners are kept (no -all-root): see docs/sif.md. With progress,
 	 * mksquashfs's own progress bar is relayed as it comes. */
@@ -216,7 +222,8 @@ int sif_mksquashfs(const char *dir, const char *out, sif_progress_fn progress,
 	prog = argv[0];
 	if (progress)
 		argv[5] = "-progress";
-	pid = proc_spawn_output(prog, (char **)argv, true, true, &fd, &e);
+	pid = proc_spawn_output_keep(prog, (char **)argv, true, true, keep_fd,
+				     &fd, &e);
 	if (pid < 0) {
 		int en = mpictr_err_errno(e);
 

@@ -13,6 +13,10 @@
 typedef mpictr_sif_progress_fn sif_progress_fn;
 int sif_mksquashfs(const char *dir, const char *out, sif_progress_fn progress,
 		   void *data, mpictr_err **err);
+/* The same; mksquashfs inherits no descriptor but its stdio and keep_fd
+ * (when >= 0: a directory dir names as /proc/self/fd/N). */
+int sif_mksquashfs_keep(const char *dir, const char *out, int keep_fd,
+			sif_progress_fn progress, void *data, mpictr_err **err);
 /* Create "<dir of target>/.<base>.<tag>.<random>" with O_EXCL and mode;
  * *tmp receives the name (caller frees). Returns the fd or -1. */
 int sif_open_temp(const char *target, const char *tag, mode_t mode, char **tmp,

@@ -278,6 +278,14 @@ int relay_recv_note(int fd, const char *who, char *note, size_t len,
 pid_t proc_spawn_output(const char *prog, char *const argv[], bool search,
 			bool with_stderr, int *out_fd, mpictr_err **err)
 {
+	return proc_spawn_output_keep(prog, argv, search, with_stderr, -1,
+				      out_fd, err);
+}
+
+pid_t proc_spawn_output_keep(const char *prog, char *const argv[], bool search,
+			     bool with_stderr, int keep_fd, int *out_fd,
+			     mpictr_err **err)
+{
 	int p[2], rfd, wfd;
 	pid_t pid;
 
@@ -300,6 +308,11 @@ pid_t proc_spawn_output(const char *prog, char *const argv[], bool search,
 			relay_send(wfd, e);
 			_exit(MPICTR_EXIT_FAILURE);
 		}
+		/* nothing the caller's process holds (in the SPANK plugin:
+		 * slurmstepd's descriptors) reaches the helper, which exec
+		 * makes dumpable again */
+		close_all_fds_except((int[]){wfd, keep_fd},
+				     keep_fd >= 0 ? 2 : 1);
 		if (search)
 			execvp(prog, argv);
 		else

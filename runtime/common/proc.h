@@ -91,6 +91,11 @@ int relay_recv_note(int fd, const char *who, char *note, size_t len,
  * then. For short-lived helpers (UCX query, mksquashfs). */
 pid_t proc_spawn_output(const char *prog, char *const argv[], bool search,
 			bool with_stderr, int *out_fd, mpictr_err **err);
+/* The same; the helper inherits no descriptor but 0-2 and keep_fd (when
+ * >= 0), whatever the caller's process holds. */
+pid_t proc_spawn_output_keep(const char *prog, char *const argv[], bool search,
+			     bool with_stderr, int keep_fd, int *out_fd,
+			     mpictr_err **err);
 
 /* Mark every inherited descriptor above stderr close-on-exec except keep
  * (or -1): they close at the exec that follows, not before, so a failing

@@ -619,6 +619,13 @@ MPICTR_PUBLIC int mpictr_config_list_profiles(const mpictr_config *cfg,
 
 /* ---- the signature policy --------------------------------------------- */
 
+static void allow_from(const struct site_item *it, bool dflt,
+		       struct site_trust_allow *a)
+{
+	a->allow = it->value ? strcmp(it->value, "yes") == 0 : dflt;
+	a->origin = it->origin ? xstrdup(it->origin) : NULL;
+}
+
 static void trust_from(const struct siteconf *sc, struct site_trust *t)
 {
 	t->require = streq0(sc->require_signature.value, "yes");
@@ -627,6 +634,11 @@ static void trust_from(const struct siteconf *sc, struct site_trust *t)
 			: NULL;
 	for (size_t i = 0; i < sc->trusted_keys.n; i++)
 		strv_push(&t->keys, sc->trusted_keys.v[i].value);
+	/* files that no signature covers: refused unless the site says */
+	allow_from(&sc->signed_overlay, false, &t->overlay);
+	/* empty at the start, written by the job only: allowed unless */
+	allow_from(&sc->signed_writable_tmpfs, true, &t->writable_tmpfs);
+	allow_from(&sc->signed_save, true, &t->save);
 }
 
 int config_site_trust(const struct mpictr_config *cfg, struct site_trust *t,
@@ -658,16 +670,29 @@ int config_site_trust(const struct mpictr_config *cfg, struct site_trust *t,
 	return rc;
 }
 
+static void allow_copy(struct site_trust_allow *dst,
+		       const struct site_trust_allow *src)
+{
+	dst->allow = src->allow;
+	dst->origin = src->origin ? xstrdup(src->origin) : NULL;
+}
+
 void site_trust_copy(struct site_trust *dst, const struct site_trust *src)
 {
 	dst->require = src->require;
 	dst->origin = src->origin ? xstrdup(src->origin) : NULL;
 	dst->keys = strv_dup(src->keys);
+	allow_copy(&dst->overlay, &src->overlay);
+	allow_copy(&dst->writable_tmpfs, &src->writable_tmpfs);
+	allow_copy(&dst->save, &src->save);
 }
 
 void site_trust_free(struct site_trust *t)
 {
 	free(t->origin);
 	strv_free(t->keys);
+	free(t->overlay.origin);
+	free(t->writable_tmpfs.origin);
+	free(t->save.origin);
 	memset(t, 0, sizeof(*t));
 }

@@ -105,6 +105,13 @@ struct site_trust {
 	bool require; /* require_signature = yes */
 	char *origin; /* FILE:LINE of that setting */
 	char **keys;  /* trusted_keys, in order */
+	/* What may change or repack a signed image (signed_overlay,
+	 * signed_writable_tmpfs, signed_save): each allowed or not, and the
+	 * FILE:LINE that said so (NULL: the default). */
+	struct site_trust_allow {
+		bool allow;
+		char *origin;
+	} overlay, writable_tmpfs, save;
 };
 
 /* The signature policy of the site: from cfg's site configuration when it

@@ -70,6 +70,12 @@ struct siteconf {
 	 * (docs/signing.md); site file only */
 	struct site_item require_signature;
 	struct site_items trusted_keys; /* absolute paths of key files */
+	/* under require_signature, "yes"/"no" (site file only): may
+	 * --overlay DIR (default no), --writable-tmpfs (default yes), an
+	 * instance save (default yes) change or repack a signed image */
+	struct site_item signed_overlay;
+	struct site_item signed_writable_tmpfs;
+	struct site_item signed_save;
 	/* "no": MPI_Comm_spawn may not pass the universe size (as
 	 * --no-oversubscribe); "yes" or NULL: the universe is advice */
 	struct site_item oversubscribe;

@@ -38,6 +38,7 @@
 #include "common/util.h"
 #include "common/syscalls.h"
 #include "config/config.h"
+#include "container/imgtrust.h"
 #include "container/ns.h"
 #include "modes/instance.h"
 #include "modes/save.h"
@@ -179,7 +180,7 @@ static int pack(int sock, const char *name, const char *path, mpictr_err **err)
 		return err_set(err, errno, "instance '%s': receive the stage",
 			       name);
 	src = xasprintf("/proc/self/fd/%d/.", fd);
-	if (sif_mksquashfs(src, path, NULL, NULL, err) < 0)
+	if (sif_mksquashfs_keep(src, path, fd, NULL, NULL, err) < 0)
 		return err_wrap(err, "instance '%s': save to '%s'", name, path);
 	return 0;
 }
@@ -220,13 +221,22 @@ int instance_save(const struct mpictr_config *cfg, const char *path,
 MPICTR_PUBLIC int mpictr_instance_save(mpictr_config *cfg, const char *name,
 				       const char *path, mpictr_err **err)
 {
-	cleanup_free char *ref = NULL;
+	cleanup_free char *ref = NULL, *what = NULL;
+	struct site_trust t;
 	char *image;
 	int rc;
 
 	if (!cfg || !name)
 		return err_set(err, EINVAL, "missing config or instance name");
 	if (instance_name_check(name, err) < 0)
+		return -1;
+	/* the site's signature policy: may a signed image be repacked? */
+	if (config_site_trust(cfg, &t, err) < 0)
+		return -1;
+	what = xasprintf("saving instance '%s'", name);
+	rc = imgtrust_allows(&t, IMGTRUST_SAVE, what, err);
+	site_trust_free(&t);
+	if (rc < 0)
 		return -1;
 	ref = xasprintf("instance://%s", name);
 	image = cfg->image;

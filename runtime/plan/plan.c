@@ -1175,7 +1175,12 @@ char *plan_to_json(const struct plan *p)
 		  "\"trusted_keys\": ",
 		  p->trust.require ? "true" : "false");
 	sb_json_strv(&sb, p->trust.keys);
-	sb_putc(&sb, '}');
+	sb_printf(&sb,
+		  ", \"signed_overlay\": %s, \"signed_writable_tmpfs\": %s, "
+		  "\"signed_save\": %s}",
+		  p->trust.overlay.allow ? "true" : "false",
+		  p->trust.writable_tmpfs.allow ? "true" : "false",
+		  p->trust.save.allow ? "true" : "false");
 	json_checks(&sb, p);
 	sb_puts(&sb, "\n}");
 	return sb_steal(&sb);

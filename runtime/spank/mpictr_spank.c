@@ -8,7 +8,8 @@
  *    the options. No I/O.
  *  - option callbacks: store the value (a copy). No I/O.
  *  - slurm_spank_init_post_opt: in srun, sbatch and salloc (the user) the
- *    image is checked (exists, a file or directory, in image_dirs), so
+ *    image is checked (exists, a file or directory, in image_dirs; or a
+ *    registry image from a registry the site allows), so
  *    that a bad one fails before anything is launched. In slurmstepd
  *    (root) it does nothing.
  *  - slurm_spank_task_init: in each task, as the user, after slurmstepd
@@ -69,7 +70,9 @@ struct spank_opts {
 	/* The options' prefix (plugin argument prefix=, default
 	 * "container"): another one lets the plugin load beside Pyxis. */
 	const char *prefix;
-	bool no_registry; /* plugin argument registry_images=no */
+	/* plugin argument registry_images=no|yes (NULL: not given) */
+	const char *registry_images;
+	char **registries; /* plugin argument registries=HOST[,HOST...] */
 };
 
 static struct spank_opts opts;
@@ -250,12 +253,30 @@ static int parse_args(int ac, char **av)
 		}
 		if (strcmp(av[i], "registry_images=no") == 0 ||
 		    strcmp(av[i], "registry_images=yes") == 0) {
-			opts.no_registry = av[i][16] == 'n';
+			opts.registry_images = av[i] + 16;
+			continue;
+		}
+		if (strncmp(av[i], "registries=", 11) == 0) {
+			cleanup_free char *copy = xstrdup(av[i] + 11);
+			char *save = NULL;
+
+			for (char *h = strtok_r(copy, ",", &save); h;
+			     h = strtok_r(NULL, ",", &save)) {
+				if (strpbrk(h, "/@#") || h[0] == ':') {
+					slurm_error("mpictr: plugstack.conf: "
+						    "registries: '%s' is not "
+						    "HOST or HOST:PORT",
+						    h);
+					return -1;
+				}
+				strv_push(&opts.registries, h);
+			}
 			continue;
 		}
 		slurm_error("mpictr: plugstack.conf: unknown argument '%s' "
 			    "(known: image_dirs=DIR[:DIR...], "
-			    "registry_images=yes|no, prefix=WORD)",
+			    "registry_images=yes|no, "
+			    "registries=HOST[,HOST...], prefix=WORD)",
 			    av[i]);
 		return -1;
 	}
@@ -330,21 +351,79 @@ static void image_dirs_error(const char *real)
 			    opt_name(OPT_IMAGE), opts.image, dirs);
 }
 
-/* A registry image (docker://..., Pyxis's REGISTRY#IMAGE): parsed here;
- * each task then finds it in the cache or pulls it (libmpictr: one task
- * of the node pulls, the others wait for it) into the user's cache, so
- * image_dirs (files) does not apply; registry_images=no forbids them. */
-static int check_pull_source(void)
+/* Is registry (host[:port] as image_ref_parse gives it) one of the
+ * site's registries=? An entry HOST takes every port of HOST; docker.io
+ * names Docker Hub. */
+static bool registry_listed(const char *registry)
 {
-	struct image_ref ref;
-	mpictr_err *e = NULL;
+	const char *colon = strrchr(registry, ':');
+	size_t hl = colon && !strchr(colon, ']') ? (size_t)(colon - registry)
+						 : strlen(registry);
 
-	if (opts.no_registry) {
+	for (size_t i = 0; opts.registries && opts.registries[i]; i++) {
+		const char *r = opts.registries[i];
+
+		if (strcmp(r, "docker.io") == 0)
+			r = IMAGE_REF_DOCKER_HUB;
+		if (strcmp(r, registry) == 0 ||
+		    (strlen(r) == hl && strncmp(r, registry, hl) == 0))
+			return true;
+	}
+	return false;
+}
+
+/* May --container-image name this registry? registry_images=no: none;
+ * registries=: those; else with image_dirs= none (the site restricts
+ * images to files: a registry image, and a digest naming any SIF the
+ * user's cache holds, would get round it) unless registry_images=yes;
+ * without image_dirs= any. */
+static int registry_allowed(const struct image_ref *ref)
+{
+	cleanup_free char *list = NULL;
+
+	if (streq0(opts.registry_images, "no")) {
 		slurm_error("mpictr: --%s '%s': the site allows "
 			    "no registry images (registry_images=no)",
 			    opt_name(OPT_IMAGE), opts.image);
 		return -1;
 	}
+	if (opts.registries && !registry_listed(ref->registry)) {
+		struct strbuf sb = STRBUF_INIT;
+
+		for (size_t i = 0; opts.registries[i]; i++)
+			sb_printf(&sb, "%s%s", i ? "," : "",
+				  opts.registries[i]);
+		list = sb_steal(&sb);
+		slurm_error("mpictr: --%s '%s': registry '%s' is not one the "
+			    "site allows (registries=%s)",
+			    opt_name(OPT_IMAGE), opts.image, ref->registry,
+			    list);
+		return -1;
+	}
+	if (opts.registries)
+		return 0;
+	if (opts.image_dirs && !streq0(opts.registry_images, "yes")) {
+		slurm_error("mpictr: --%s '%s': the site runs image files "
+			    "from its image_dirs only, and allows no registry "
+			    "(hint: the site may name some with "
+			    "registries=HOST[,HOST...] in plugstack.conf)",
+			    opt_name(OPT_IMAGE), opts.image);
+		return -1;
+	}
+	return 0;
+}
+
+/* A registry image (docker://..., Pyxis's REGISTRY#IMAGE): parsed here,
+ * its registry checked against the site's (registry_allowed); each task
+ * then finds it in the cache or pulls it (libmpictr: one task of the node
+ * pulls, the others wait for it) into the user's cache. */
+static int check_pull_source(void)
+{
+	struct image_ref ref;
+	mpictr_err *e = NULL;
+
+	if (streq0(opts.registry_images, "no"))
+		return registry_allowed(NULL);
 	if (image_ref_parse(opts.image, &ref, &e) < 0) {
 		slurm_error("mpictr: --%s: %s", opt_name(OPT_IMAGE),
 			    mpictr_err_message(e));
@@ -355,6 +434,10 @@ static int check_pull_source(void)
 		slurm_error("mpictr: --%s '%s': a local source; "
 			    "write a SIF with 'mpictr pull' first",
 			    opt_name(OPT_IMAGE), opts.image);
+		image_ref_free(&ref);
+		return -1;
+	}
+	if (registry_allowed(&ref) < 0) {
 		image_ref_free(&ref);
 		return -1;
 	}

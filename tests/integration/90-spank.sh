@@ -223,6 +223,42 @@ ok_fail "an image outside image_dirs: srun refuses before launching" policy_step
 check "... naming the site's directories" grep -q "images must come from $W/allowed:/nonexistent (the site's image_dirs)" "$W/out.outside"
 ok "an image inside image_dirs runs" policy_step inside "$W/allowed/tiny.sif"
 check "... in the image" grep -qx 'IN 1' "$W/out.inside"
+# Registry images under image_dirs= (issue 31 item 8): a digest names
+# whatever SIF the user's cache holds under it, so a made-up one, planted
+# by the user, ran any image of theirs. image_dirs= alone now allows no
+# registry; registries= names those it allows (registry_images=yes: all).
+HEX=$(printf planted | sha256sum | cut -c1-64)
+plant() {
+	mkdir -p "$W/cache/images/sha256" && chmod 0700 "$W/cache" &&
+		cp "$IMG/tiny.sif" "$W/cache/images/sha256/$HEX.sif"
+}
+reg_step() { # SUFFIX IMAGE [SLURM_CONF]
+	(export SLURM_CONF=${3:-$W/conf/slurm.conf} MPICTR_CACHEDIR=$W/cache && step "$1" -O -n 1 --container-image="$2" sh -c 'echo IN $TINY_IMAGE')
+}
+DIGEST="docker://127.0.0.1:5/planted/x@sha256:$HEX"
+ok "a SIF planted in the user's cache under a made-up digest" plant
+ok_fail "image_dirs= alone: srun refuses that digest before launching" reg_step digest "$DIGEST"
+check "... naming the image and the rule; nothing ran" bash -c "grep -qF \"mpictr: --container-image '$DIGEST': the site runs image files from its image_dirs only, and allows no registry (hint: the site may name some with registries=HOST[,HOST...] in plugstack.conf)\" '$W/out.digest' && ! grep -q '^IN' '$W/out.digest' && ! grep -q 'exit code' '$W/out.digest'"
+ok_fail "... and a tag in Pyxis's form (REGISTRY#IMAGE)" reg_step tag "127.0.0.1:5#planted/x:1"
+check "... refused the same way" grep -q "the site runs image files from its image_dirs only, and allows no registry" "$W/out.tag"
+echo "optional $SPANK_DIR/mpictr-spank.so image_dirs=$W/allowed registries=registry.example.org,docker.io" >"$W/conf/plugstack.conf"
+ok_fail "registries= without the image's registry: refused" reg_step other "$DIGEST"
+check "... naming the registry and the site's list" grep -qF "registry '127.0.0.1:5' is not one the site allows (registries=registry.example.org,docker.io)" "$W/out.other"
+echo "optional $SPANK_DIR/mpictr-spank.so image_dirs=$W/allowed registries=127.0.0.1" >"$W/conf/plugstack.conf"
+CLUSTER_LINE=$(grep "mpictr-spank.so" "${SLURM_CONF%/*}/plugstack.conf")
+case "$CLUSTER_LINE" in
+*registry_images=yes* | *registries=127.0.0.1*)
+	# the tasks (the cluster's plugstack.conf) allow it too: what a digest
+	# reaches once its registry is allowed is any SIF the cache holds
+	ok "registries=127.0.0.1 (any port): srun lets the digest through, and the tasks run the planted SIF" reg_step listed "$DIGEST"
+	check "... the planted image ran: an allowed registry is no check of the cache" grep -qx 'IN 1' "$W/out.listed"
+	;;
+*)
+	ok_fail "srun's check passed (registries=127.0.0.1), the tasks (cluster: image_dirs= alone) refuse the digest" reg_step listed "$DIGEST"
+	check "... the refusal is the task's, nothing ran" bash -c "grep -q 'slurmstepd.*: error: mpictr: --container-image' '$W/out.listed' && grep -q 'allows no registry' '$W/out.listed' && ! grep -q '^IN' '$W/out.listed'"
+	;;
+esac
+echo "optional $SPANK_DIR/mpictr-spank.so image_dirs=$W/allowed:/nonexistent" >"$W/conf/plugstack.conf"
 # The enforcement is in the task: srun is the user's, and so is the
 # plugstack.conf it reads. A SLURM_CONF copy whose plugstack.conf has no
 # image_dirs skips srun's check; the task (slurmstepd reads the cluster's

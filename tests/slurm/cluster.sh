@@ -29,7 +29,8 @@
 #
 # SPANK: both clusters' plugstack.conf (beside slurm.conf) loads
 # $SPANK_DIR/mpictr-spank.so with `optional` (a missing file is not an
-# error) and the site policy image_dirs=$SPANK_IMAGE_DIRS. slurmstepd
+# error) and the site policy image_dirs=$SPANK_IMAGE_DIRS, with
+# registry_images=yes (93-pull-slurm.sh pulls through it). slurmstepd
 # runs that plugin as root, so the directory and its files are root's
 # (0755, files 0644) as on a real site: `cluster.sh install-spank DIR`
 # (as root) copies DIR's mpictr-spank.so and the plugins it loads
@@ -329,7 +330,7 @@ write_plugstack() {
 	cat >"$ETC/plugstack.conf.new" <<EOF
 # written by tests/slurm/cluster.sh: mpictr's SPANK plugin (installed with
 # 'cluster.sh install-spank DIR', as root); inert without its options
-optional $SPANK_DIR/mpictr-spank.so image_dirs=$SPANK_IMAGE_DIRS
+optional $SPANK_DIR/mpictr-spank.so image_dirs=$SPANK_IMAGE_DIRS registry_images=yes
 EOF
 	chmod 0644 "$ETC/plugstack.conf.new"
 	mv "$ETC/plugstack.conf.new" "$ETC/plugstack.conf"

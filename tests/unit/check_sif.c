@@ -16,6 +16,7 @@
 
 #include "sif/image.h"
 #include "sif/sif.h"
+#include "sif/sif_write.h"
 #include "testutil.h"
 #include "common/util.h"
 
@@ -658,6 +659,64 @@ START_TEST(test_create_from_squashfs)
 }
 END_TEST
 
+/* mksquashfs (the SPANK plugin's --container-save runs it in a child of
+ * slurmstepd, and exec makes it dumpable again) inherits only its stdio
+ * and the directory it is told to read: a stand-in lists its descriptors
+ * into its OUT argument. Before, it got every descriptor the caller's
+ * process held without FD_CLOEXEC (fd 77 here: slurmstepd's there). */
+static char *fds_seen(const char *dir, int keep)
+{
+	cleanup_free char *out = xasprintf("%s/fds", dir);
+	cleanup_free char *src =
+	    keep >= 0 ? xasprintf("/proc/self/fd/%d/.", keep) : xstrdup(dir);
+	mpictr_err *err = NULL;
+	size_t len;
+	char *list;
+
+	unlink(out);
+	ck_assert_msg(sif_mksquashfs_keep(src, out, keep, NULL, NULL, &err) ==
+			  0,
+		      "%s", err ? mpictr_err_message(err) : "");
+	list = read_file(out, 4096, &len);
+	ck_assert_ptr_nonnull(list);
+	for (char *p = list; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+	return list;
+}
+
+START_TEST(test_mksquashfs_descriptors)
+{
+	char tmpl[] = "/tmp/check-sif.XXXXXX";
+	char *dir = mkdtemp(tmpl);
+	static const char script[] = "#!/bin/sh\nexec ls /proc/self/fd >\"$2\"\n";
+	cleanup_free char *fake = NULL, *seen = NULL, *seen2 = NULL, *fds = NULL;
+	int fd;
+
+	ck_assert_ptr_nonnull(dir);
+	fake = xasprintf("%s/mksquashfs", dir);
+	fd = open(fake, O_WRONLY | O_CREAT | O_EXCL, 0755);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write_full(fd, script, strlen(script)), 0);
+	close(fd);
+	setenv("MPICTR_MKSQUASHFS", fake, 1);
+	ck_assert_int_eq(dup2(open("/dev/null", O_RDONLY), 77), 77);
+	ck_assert_int_eq(dup2(open(dir, O_RDONLY | O_DIRECTORY), 78), 78);
+	seen = fds_seen(dir, 78);
+	/* 0-2, ls's own listing (3), the directory; not 77 */
+	ck_assert_str_eq(seen, "0 1 2 3 78 ");
+	seen2 = fds_seen(dir, -1);
+	ck_assert_str_eq(seen2, "0 1 2 3 ");
+	unsetenv("MPICTR_MKSQUASHFS");
+	close(77);
+	close(78);
+	unlink(fake);
+	fds = xasprintf("%s/fds", dir);
+	unlink(fds);
+	rmdir(dir);
+}
+END_TEST
+
 /* ---- image_probe ---- */
 
 START_TEST(test_probe_kinds)
@@ -851,6 +910,7 @@ Suite *suite_sif(void)
 		tcase_add_test(tm, test_truncations);
 		tcase_add_test(tw, test_write_round_trip);
 		tcase_add_test(tw, test_create_from_squashfs);
+		tcase_add_test(tw, test_mksquashfs_descriptors);
 		tcase_add_test(tp, test_probe_kinds);
 		tcase_add_loop_test(tp, test_probe_failures, 0,
 				    (int)ARRAY_SIZE(probe_cases));

@@ -276,6 +276,22 @@ START_TEST(test_signature_keys)
 	parse_bad("trusted_keys = /home/u/mine.pem\n", false, true,
 		  "user.conf:1: 'trusted_keys' may only be set in the site "
 		  "configuration file");
+	/* what may change a signed image: site file only, yes or no */
+	parse_ok(&sc,
+		 "signed_overlay = yes\nsigned_writable_tmpfs = no\n"
+		 "signed_save = off\n",
+		 true);
+	ck_assert_str_eq(sc.signed_overlay.value, "yes");
+	ck_assert_str_eq(sc.signed_writable_tmpfs.value, "no");
+	ck_assert_str_eq(sc.signed_save.value, "no");
+	ck_assert_str_eq(sc.signed_save.origin, "mpictr.conf:3");
+	siteconf_free(&sc);
+	parse_bad("signed_overlay = always\n", true, false,
+		  "mpictr.conf:1: invalid value 'always' for "
+		  "'signed_overlay' (expected yes or no)");
+	parse_bad("signed_save = yes\n", false, true,
+		  "user.conf:1: 'signed_save' may only be set in the site "
+		  "configuration file");
 }
 END_TEST
 
