@@ -163,7 +163,7 @@ opens_at_most_2() { # R
 	[ "$(echo "$out" | wc -l)" = 2 ] && echo "$out" | awk '$2 > 2 { bad = 1 } END { exit bad }'
 }
 for r in 1 2 4; do
-	ok "srun -N 2 --ntasks-per-node=$r mpictr mpi.sif hello: the image opened at most twice per node" \
+	ok "srun -O -N 2 -n $((2 * r)) ($r per node) mpictr mpi.sif hello: the image opened at most twice per node" \
 		opens_at_most_2 $r
 done
 check "... nothing left on any node" clean
