@@ -131,6 +131,26 @@ int image_check_squashfs(int fd, uint64_t offset, uint64_t avail,
 	return 0;
 }
 
+/* The image config's bytes, through the probe's descriptor: whoever plans
+ * from this probe opens the image no second time (one open per task; a
+ * joining task none, docs/scale.md). */
+static void read_oci_config(int fd, struct image_info *info)
+{
+	size_t n = (size_t)info->oci_config_size;
+	char *buf;
+
+	if (n == 0 || info->oci_config_size > IMAGE_OCI_CONFIG_MAX)
+		return;
+	buf = xmalloc(n + 1);
+	if (pread_full(fd, buf, n, (off_t)info->oci_config_offset) < 0) {
+		info->oci_config_errno = errno ? errno : EIO;
+		free(buf);
+		return;
+	}
+	buf[n] = '\0';
+	info->oci_config = buf;
+}
+
 static int probe_sif(int fd, const char *name, struct image_info *info,
 		     mpictr_err **err)
 {
@@ -185,6 +205,7 @@ static int probe_sif(int fd, const char *name, struct image_info *info,
 			info->oci_config_size = (uint64_t)img.descs[i].size;
 		}
 	sif_image_free(&img);
+	read_oci_config(fd, info);
 	return 0;
 fail:
 	sif_image_free(&img);
@@ -257,5 +278,18 @@ void image_info_free(struct image_info *info)
 		return;
 	free(info->path);
 	free(info->arch);
+	free(info->oci_config);
 	memset(info, 0, sizeof(*info));
+}
+
+void image_info_copy(struct image_info *to, const struct image_info *from)
+{
+	*to = *from;
+	to->path = from->path ? xstrdup(from->path) : NULL;
+	to->arch = from->arch ? xstrdup(from->arch) : NULL;
+	if (from->oci_config) {
+		to->oci_config = xmalloc((size_t)from->oci_config_size + 1);
+		memcpy(to->oci_config, from->oci_config,
+		       (size_t)from->oci_config_size + 1);
+	}
 }

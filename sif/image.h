@@ -25,7 +25,13 @@ struct image_info {
 	/* A SIF's JSON.Generic "oci-config.json" (the image config `mpictr
 	 * pull` writes), size 0 when it has none. */
 	uint64_t oci_config_offset, oci_config_size;
+	/* Its bytes, read in the probe's one open (oci_config_size of them,
+	 * NUL-terminated), or NULL: none, larger than IMAGE_OCI_CONFIG_MAX
+	 * (not read), or the read failed (oci_config_errno). */
+	char *oci_config;
+	int oci_config_errno;
 };
+#define IMAGE_OCI_CONFIG_MAX (1u << 20)
 
 /* Squashfs compressor ids (superblock field "compression"). */
 enum {
@@ -46,6 +52,8 @@ int image_probe(const char *path, struct image_info *info, mpictr_err **err);
 int image_probe_fd(int fd, const char *name, struct image_info *info,
 		   mpictr_err **err);
 void image_info_free(struct image_info *info);
+/* A deep copy of from into *to (release with image_info_free()). */
+void image_info_copy(struct image_info *to, const struct image_info *from);
 
 /* The superblock fields the checks read. */
 struct squashfs_super {

@@ -388,18 +388,19 @@ static void gather_image(const struct mpictr_config *cfg, unsigned flags,
 	image_reader_close(r);
 }
 
-/* A SIF's oci-config.json: read on every run (a few hundred bytes, no
- * plugin); a corrupt one is the image's error. */
+_Static_assert(OCI_CONFIG_MAX == IMAGE_OCI_CONFIG_MAX,
+	       "the probe reads every image config the parser takes");
+
+/* A SIF's oci-config.json: its bytes came with the probe (the same open;
+ * or, for a joining task, from the node's keeper); a corrupt one is the
+ * image's error. */
 static void gather_oci_config(const struct mpictr_config *cfg,
 			      struct host_facts *f)
 {
-	const char *path = cfg->image_read ? cfg->image_read : f->image.path;
 	uint64_t size = f->image.oci_config_size;
-	cleanup_free char *buf = NULL;
 	cleanup_free char *what = NULL;
-	int fd;
 
-	if (f->image_err || f->image.kind != IMAGE_SIF || size == 0 || !path)
+	if (f->image_err || f->image.kind != IMAGE_SIF || size == 0)
 		return;
 	what = xasprintf("image '%s': oci-config.json", cfg->image);
 	if (size > OCI_CONFIG_MAX) {
@@ -407,17 +408,16 @@ static void gather_oci_config(const struct mpictr_config *cfg,
 			what, (unsigned long long)size, OCI_CONFIG_MAX);
 		return;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	buf = xmalloc((size_t)size + 1);
-	if (fd < 0 || pread_full(fd, buf, (size_t)size,
-				 (off_t)f->image.oci_config_offset) < 0) {
-		err_set(&f->image_err, errno ? errno : EIO, "%s: read", what);
-	} else if (oci_config_parse(buf, (size_t)size, what, &f->oci,
-				    &f->image_err) == 0) {
-		f->oci_known = true;
+	if (!f->image.oci_config) {
+		err_set(&f->image_err,
+			f->image.oci_config_errno ? f->image.oci_config_errno
+						  : EIO,
+			"%s: read", what);
+		return;
 	}
-	if (fd >= 0)
-		close(fd);
+	if (oci_config_parse(f->image.oci_config, (size_t)size, what, &f->oci,
+			     &f->image_err) == 0)
+		f->oci_known = true;
 }
 
 /* The host's verbs providers (under the sysroot), with exposed HCAs. */
@@ -497,10 +497,14 @@ int host_facts_gather(const struct mpictr_config *cfg, unsigned flags,
 	memset(f, 0, sizeof(*f));
 	f->hostdev.ptrace_scope = -1;
 	gather_identity(cfg, f);
-	if (cfg->image &&
-	    (cfg->image_read
-		 ? probe_held(cfg, &f->image, &f->image_err)
-		 : image_probe(cfg->image, &f->image, &f->image_err)) < 0)
+	/* A joining task takes the image's facts from the node's keeper,
+	 * which probed it: the image is not opened once per task. */
+	if (cfg->image && given && given->image)
+		image_info_copy(&f->image, given->image);
+	else if (cfg->image &&
+		 (cfg->image_read
+		      ? probe_held(cfg, &f->image, &f->image_err)
+		      : image_probe(cfg->image, &f->image, &f->image_err)) < 0)
 		memset(&f->image, 0, sizeof(f->image));
 	else if (cfg->image && f->image.kind == IMAGE_DIR)
 		f->image_not_root = !dir_is_root(f->image.path);

@@ -111,6 +111,9 @@ struct host_facts {
 struct host_given {
 	bool ucx_known;		     /* use ucx_net_devices, ask no helper */
 	const char *ucx_net_devices; /* the keeper's answer, or NULL */
+	/* The image's facts as the node's keeper probed them (its plan's,
+	 * with the image config's bytes), or NULL: probe the image. */
+	const struct image_info *image;
 };
 
 /* Gather every fact the plan of cfg reads (flags above), taking the facts

@@ -222,6 +222,7 @@ static int join_fetch(struct join_ctx *k, const struct launch_peers *pe,
 		if (rc == 0) {
 			free(a->ucx);
 			a->ucx = NULL;
+			image_info_free(&a->image);
 			return refused(&a->v, pe, err);
 		}
 		if (rc < 0)
@@ -319,14 +320,19 @@ static int join_node(struct join_ctx *k, const struct mpictr_config *cfg,
 		return err_set(err, ENAMETOOLONG, "rendezvous socket '%s'",
 			       k->sock_path);
 	/* The first task planned before it started the keeper; the others
-	 * plan with the keeper's UCX answer instead of asking UCX again. */
+	 * plan with the keeper's UCX answer instead of asking UCX again, and
+	 * with its image facts instead of opening the image (one open per
+	 * node, not per task: docs/scale.md). */
 	if (join_fetch(k, pe, userns, mntns, &a, err) < 0)
 		return -1;
-	rc = build_plan(k,
-			&(struct host_given){.ucx_known = a.ucx_known,
-					     .ucx_net_devices = a.ucx},
-			err);
+	rc = build_plan(
+	    k,
+	    &(struct host_given){.ucx_known = a.ucx_known,
+				 .ucx_net_devices = a.ucx,
+				 .image = a.image_known ? &a.image : NULL},
+	    err);
 	free(a.ucx);
+	image_info_free(&a.image);
 	if (rc < 0)
 		return -1;
 	if (rendezvous_plan_digest(k->plan_store) != a.digest) {

@@ -60,8 +60,8 @@
 /* ---- the socket --------------------------------------------------------- */
 
 /* The task's side of a JOIN (wire.h): one request with the claim, one
- * reply with the verdict, the digest, the UCX answer and, only when the
- * verdict is KEEPER_OK, the two namespace fds. */
+ * reply with the verdict, the digest, the UCX answer, the image's facts
+ * and, only when the verdict is KEEPER_OK, the two namespace fds. */
 int keeper_join(int sock, uint32_t local_rank, uint32_t local_size, int *userns,
 		int *mntns, struct keeper_answer *a, mpictr_err **err)
 {
@@ -91,7 +91,7 @@ int keeper_join(int sock, uint32_t local_rank, uint32_t local_size, int *userns,
 		goto fail;
 	}
 	if ((w.verdict == KEEPER_OK) != (r.nfds == 2)) {
-		free(w.ucx);
+		wire_answer_free(&w);
 		err_set(err, EPROTO,
 			"the keeper sent %d namespace fds with verdict "
 			"%d",
@@ -102,7 +102,9 @@ int keeper_join(int sock, uint32_t local_rank, uint32_t local_size, int *userns,
 	    .v = {.status = w.verdict, .a = w.a, .b = w.b},
 	    .digest = w.digest,
 	    .ucx_known = w.ucx_known,
-	    .ucx = w.ucx};
+	    .ucx = w.ucx,
+	    .image_known = w.image_known,
+	    .image = w.image};
 	if (r.nfds == 2) {
 		*userns = r.fds[0];
 		*mntns = r.fds[1];
@@ -258,7 +260,8 @@ int keeper_check_claim(uint32_t size, const uint32_t *ranks, uint32_t nranks,
 	return KEEPER_OK;
 }
 
-/* Answer a task's JOIN: the verdict, the digest and the UCX answer, the
+/* Answer a task's JOIN: the verdict, the digest, the UCX answer and the
+ * image's facts (the task plans from them and never opens the image), the
  * namespace fds only when the verdict is KEEPER_OK. */
 static int send_answer(int c, const struct keeper *k, const struct holder *h,
 		       int32_t verdict, uint32_t a, uint32_t b)
@@ -269,7 +272,9 @@ static int send_answer(int c, const struct keeper *k, const struct holder *h,
 				.b = b,
 				.digest = k->digest,
 				.ucx_known = p->ucx_asked,
-				.ucx = p->ucx_net_devices};
+				.ucx = p->ucx_net_devices,
+				.image_known = true,
+				.image = p->image};
 	size_t len;
 	cleanup_free char *buf = wire_answer_put(&w, &len);
 	bool ok = verdict == KEEPER_OK;

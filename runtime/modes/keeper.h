@@ -114,6 +114,10 @@ struct keeper_answer {
 	uint64_t digest; /* spec's digest */
 	bool ucx_known;
 	char *ucx; /* its UCX answer when ucx_known, or NULL (caller frees) */
+	/* The image's facts as the keeper probed them, when image_known
+	 * (caller releases with image_info_free). */
+	bool image_known;
+	struct image_info image;
 };
 
 /* Send the claim and receive the answer into *a, with *userns and *mntns

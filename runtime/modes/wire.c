@@ -387,12 +387,25 @@ void wire_reply_free(struct wire_reply *r)
 
 /* ---- JOIN's payloads (pure) --------------------------------------------- */
 
-/* The answer on the wire, then ucx_len bytes of UCX answer. */
+/* The answer on the wire, then ucx_len bytes of UCX answer, then
+ * image_len bytes of the image's facts (0: none sent). */
 struct answer_wire {
 	int32_t verdict;
 	uint32_t a, b;
 	int32_t ucx_len; /* ANSWER_UCX_NONE, ANSWER_UCX_ASK, or the length */
 	uint64_t digest;
+	uint32_t image_len;
+	uint32_t zero;
+};
+
+/* The image's facts: this header, then path_len bytes of path, arch_len
+ * of arch, oci_len of the image config (oci_len is the config's size
+ * when its bytes are sent, else 0). */
+struct image_wire {
+	uint32_t kind, compression;
+	uint64_t offset, size;
+	uint64_t oci_offset, oci_size;
+	uint32_t path_len, arch_len, oci_len, zero;
 };
 
 #define ANSWER_UCX_NONE (-1) /* no devices */
@@ -409,23 +422,132 @@ int wire_claim_parse(const void *data, size_t len, struct wire_claim *c,
 	return 0;
 }
 
+/* The image section of an answer (a->image), or NULL when it is not sent:
+ * not known, no path, or an image config that was not read. */
+static char *image_put(const struct wire_answer *a, size_t room, size_t *len)
+{
+	const struct image_info *im = &a->image;
+	struct image_wire w = {.kind = (uint32_t)im->kind,
+			       .compression = (uint32_t)im->compression,
+			       .offset = im->offset,
+			       .size = im->size,
+			       .oci_offset = im->oci_config_offset,
+			       .oci_size = im->oci_config_size};
+	char *buf, *at;
+
+	if (!a->image_known || !im->path ||
+	    (im->oci_config_size > 0 && !im->oci_config))
+		return NULL;
+	w.path_len = (uint32_t)strlen(im->path);
+	w.arch_len = im->arch ? (uint32_t)strlen(im->arch) : 0;
+	w.oci_len = im->oci_config ? (uint32_t)im->oci_config_size : 0;
+	*len = sizeof(w) + w.path_len + w.arch_len + (size_t)w.oci_len;
+	if (*len > room)
+		return NULL; /* the task probes the image itself */
+	at = buf = xmalloc(*len);
+	memcpy(at, &w, sizeof(w));
+	at += sizeof(w);
+	memcpy(at, im->path, w.path_len);
+	at += w.path_len;
+	if (w.arch_len)
+		memcpy(at, im->arch, w.arch_len);
+	at += w.arch_len;
+	if (w.oci_len)
+		memcpy(at, im->oci_config, w.oci_len);
+	return buf;
+}
+
 char *wire_answer_put(const struct wire_answer *a, size_t *len)
 {
 	struct answer_wire w = {
 	    .verdict = a->verdict, .a = a->a, .b = a->b, .digest = a->digest};
-	size_t ul = a->ucx ? strlen(a->ucx) : 0;
+	size_t ul = a->ucx ? strlen(a->ucx) : 0, il = 0, head;
+	cleanup_free char *image = NULL;
 	char *buf;
 
 	if (!a->ucx_known || ul > WIRE_UCX_MAX)
 		w.ucx_len = ANSWER_UCX_ASK;
 	else
 		w.ucx_len = a->ucx ? (int32_t)ul : ANSWER_UCX_NONE;
-	*len = sizeof(w) + (w.ucx_len > 0 ? ul : 0);
+	head = sizeof(w) + (w.ucx_len > 0 ? ul : 0);
+	image = image_put(a, WIRE_REPLY_MAX - head, &il);
+	w.image_len = image ? (uint32_t)il : 0;
+	*len = head + w.image_len;
 	buf = xmalloc(*len);
 	memcpy(buf, &w, sizeof(w));
 	if (w.ucx_len > 0)
 		memcpy(buf + sizeof(w), a->ucx, ul);
+	if (image)
+		memcpy(buf + head, image, il);
 	return buf;
+}
+
+/* image_info_free's work on what image_parse allocates (wire.c stays
+ * free of the SIF code: the fuzz target links it alone). */
+static void image_clear(struct image_info *im)
+{
+	free(im->path);
+	free(im->arch);
+	free(im->oci_config);
+	memset(im, 0, sizeof(*im));
+}
+
+void wire_answer_free(struct wire_answer *a)
+{
+	free(a->ucx);
+	a->ucx = NULL;
+	image_clear(&a->image);
+	a->image_known = false;
+}
+
+/* A string of n bytes at p: no NUL inside, one added. */
+static char *image_str(const char *p, size_t n)
+{
+	return n && !memchr(p, '\0', n) ? xstrndup(p, n) : NULL;
+}
+
+static int image_parse(const char *data, size_t len, struct image_info *im,
+		       mpictr_err **err)
+{
+	struct image_wire w;
+	const char *at = data + sizeof(w);
+
+	memset(im, 0, sizeof(*im));
+	if (len < sizeof(w))
+		return err_set(err, EPROTO, "image facts of %zu bytes", len);
+	memcpy(&w, data, sizeof(w));
+	if (w.kind > IMAGE_SIF || w.zero != 0 || w.path_len == 0 ||
+	    (w.oci_len != 0 && w.oci_len != w.oci_size) ||
+	    w.oci_size > IMAGE_OCI_CONFIG_MAX ||
+	    len != sizeof(w) + (size_t)w.path_len + w.arch_len + w.oci_len)
+		return err_set(err, EPROTO,
+			       "image facts of %zu bytes that do not add up",
+			       len);
+	im->kind = (enum image_kind)w.kind;
+	im->compression = (int)w.compression;
+	im->offset = w.offset;
+	im->size = w.size;
+	im->oci_config_offset = w.oci_offset;
+	im->oci_config_size = w.oci_size;
+	im->path = image_str(at, w.path_len);
+	at += w.path_len;
+	if (w.arch_len)
+		im->arch = image_str(at, w.arch_len);
+	at += w.arch_len;
+	if (w.oci_len) {
+		im->oci_config = xmalloc((size_t)w.oci_len + 1);
+		memcpy(im->oci_config, at, w.oci_len);
+		im->oci_config[w.oci_len] = '\0';
+	} else if (w.oci_size) {
+		im->oci_config_errno = EFBIG; /* not sent */
+	}
+	if (!im->path || im->path[0] != '/' || (w.arch_len && !im->arch)) {
+		image_clear(im);
+		return err_set(err, EPROTO,
+			       "image facts with a path or arch that is not "
+			       "a string");
+	}
+	return 0;
 }
 
 int wire_answer_parse(const void *data, size_t len, struct wire_answer *a,
@@ -446,13 +568,17 @@ int wire_answer_parse(const void *data, size_t len, struct wire_answer *a,
 			       "to %d)",
 			       (int)w.ucx_len, WIRE_UCX_MAX);
 	ul = w.ucx_len > 0 ? (size_t)w.ucx_len : 0;
-	if (len != sizeof(w) + ul)
+	if (w.zero != 0 || len != sizeof(w) + ul + w.image_len)
 		return err_set(err, EPROTO,
 			       "an answer of %zu bytes (%zu expected)", len,
-			       sizeof(w) + ul);
+			       sizeof(w) + ul + w.image_len);
 	if (memchr((const char *)data + sizeof(w), '\0', ul))
 		return err_set(err, EPROTO,
 			       "an answer whose UCX answer holds a NUL byte");
+	if (w.image_len && image_parse((const char *)data + sizeof(w) + ul,
+				       w.image_len, &a->image, err) < 0)
+		return -1;
+	a->image_known = w.image_len != 0;
 	a->verdict = w.verdict;
 	a->a = w.a;
 	a->b = w.b;

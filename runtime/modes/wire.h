@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "sif/image.h"
 
 /* "mpw1": mpictr's keeper wire, version 1. A new layout takes a new
  * magic: a peer of another version is refused, never misread. */
@@ -108,6 +109,13 @@ struct wire_answer {
 	uint64_t digest;
 	bool ucx_known;
 	char *ucx; /* parsed: the caller frees */
+	/* The image's facts as the keeper probed them (its plan's image,
+	 * with the image config's bytes), so that joining tasks never open
+	 * the image. Put: sent when image_known and the whole answer fits
+	 * WIRE_REPLY_MAX (else the task probes the image itself). Parsed:
+	 * the caller releases image with image_info_free(). */
+	bool image_known;
+	struct image_info image;
 };
 
 /* The claim's payload: 0 with *c, or -1 with an error. Pure. */
@@ -116,8 +124,10 @@ int wire_claim_parse(const void *data, size_t len, struct wire_claim *c,
 /* The answer's payload (an a->ucx over WIRE_UCX_MAX is sent as not
  * known): the bytes (caller frees) and their number in *len. */
 char *wire_answer_put(const struct wire_answer *a, size_t *len);
-/* 0 with *a (a->ucx to free), or -1 with an error. Pure. */
+/* 0 with *a (release with wire_answer_free), or -1 with an error. Pure. */
 int wire_answer_parse(const void *data, size_t len, struct wire_answer *a,
 		      mpictr_err **err);
+/* Free what wire_answer_parse allocated in *a (ucx, image). */
+void wire_answer_free(struct wire_answer *a);
 
 #endif

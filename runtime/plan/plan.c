@@ -768,9 +768,11 @@ static int plan_options(const struct mpictr_config *cfg,
 			       "(hint: give the directory that holds them, "
 			       "e.g. the rootfs/ of an unpacked image)",
 			       cfg->image);
-	p->image = f->image;
-	p->image.path = xstrdup(cfg->image_read ? cfg->image : f->image.path);
-	p->image.arch = f->image.arch ? xstrdup(f->image.arch) : NULL;
+	image_info_copy(&p->image, &f->image);
+	if (cfg->image_read) {
+		free(p->image.path);
+		p->image.path = xstrdup(cfg->image);
+	}
 	if (!f->cwd)
 		return err_set(err, f->cwd_err, "get the current directory");
 	user_identity(cfg, p);

@@ -76,7 +76,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (wire_answer_parse(data, size, &a, &err) == 0) {
 		if (a.ucx && (!a.ucx_known || strlen(a.ucx) > WIRE_UCX_MAX))
 			abort();
-		free(a.ucx);
+		if (a.image_known &&
+		    (!a.image.path || a.image.path[0] != '/' ||
+		     a.image.kind > IMAGE_SIF ||
+		     a.image.oci_config_size > IMAGE_OCI_CONFIG_MAX ||
+		     (a.image.oci_config &&
+		      strlen(a.image.oci_config) > a.image.oci_config_size)))
+			abort();
+		if (!a.image_known && a.image.path)
+			abort();
+		wire_answer_free(&a);
 	} else {
 		check_failed(&err);
 	}

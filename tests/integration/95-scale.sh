@@ -136,6 +136,38 @@ ok "srun -N 8 -n 16 --mpi=pmix mpictr mpi.sif hello (Open MPI, join)" \
 check "... 16 ranks, 2 per node, one namespace set per node, 8 sets" per_node pmix
 check "... nothing left on any node" clean
 
+# Image opens per node: every task under strace -f (its keeper, forked
+# by the first task, included); the opens of the image's real path,
+# counted per node. The first task probes the image once and its keeper
+# mounts it once; a joining task plans from the keeper's facts and opens
+# nothing (docs/scale.md): at most 2 per node whatever the ranks per node.
+REALI=$(realpath "$I")
+image_opens() { # R: srun -N 2 with R tasks per node; prints "NODE OPENS"
+	local r=$1 f
+	rm -rf "$W/st"
+	mkdir -p "$W/st"
+	$T srun --job-name="$NAME-opens$r" -O -N 2 -n $((2 * r)) --mpi=pmix sh -c \
+		"exec strace -f -qq -e trace=openat,open -o $W/st/\$SLURMD_NODENAME.\$SLURM_PROCID \"\$@\"" sh \
+		"$MPICTR" "$I" $B/hello >"$W/out.opens$r" 2>&1 || { cat "$W/out.opens$r"; return 1; }
+	[ "$(grep -c '^hello rank .* allreduce .* ok' "$W/out.opens$r")" = $((2 * r)) ] ||
+		{ cat "$W/out.opens$r"; return 1; }
+	for f in "$W"/st/*; do
+		f=${f##*/}
+		grep -F "\"$REALI\"" "$W/st/$f" | grep -v ' = -1 ' | sed "s/^.*/${f%.*}/"
+	done | sort | uniq -c | awk '{ print $2, $1 }'
+}
+opens_at_most_2() { # R
+	local out
+	out=$(image_opens "$1") || { echo "$out"; return 1; }
+	echo "$out"
+	[ "$(echo "$out" | wc -l)" = 2 ] && echo "$out" | awk '$2 > 2 { bad = 1 } END { exit bad }'
+}
+for r in 1 2 4; do
+	ok "srun -O -N 2 -n $((2 * r)) ($r per node) mpictr mpi.sif hello: the image opened at most twice per node" \
+		opens_at_most_2 $r
+done
+check "... nothing left on any node" clean
+
 # MPICH 4.0.2 can hang in MPI_Finalize over UCX tcp between nodes (natively
 # as well: docs/pmi.md, 86-slurm-daemon.sh); what must hold is everything
 # before: start-up, the exchange, its check. So a run is bounded (60 s) and

@@ -424,6 +424,94 @@ START_TEST(test_answer)
 }
 END_TEST
 
+/* The image's facts travel with the answer (joining tasks plan from them
+ * and never open the image); what does not fit is not sent, and lengths
+ * that do not add up are refused. */
+START_TEST(test_answer_image)
+{
+	static const char cfg[] = "{\"config\":{\"Env\":[\"A=1\"]}}";
+	struct wire_answer a = {.verdict = KEEPER_OK,
+				.digest = 7,
+				.image_known = true,
+				.image = {.kind = IMAGE_SIF,
+					  .path = (char *)"/data/app.sif",
+					  .offset = 4096,
+					  .size = 1 << 20,
+					  .compression = 6,
+					  .arch = (char *)"amd64",
+					  .oci_config_offset = 512,
+					  .oci_config_size = sizeof(cfg) - 1,
+					  .oci_config = (char *)cfg}},
+			   g;
+	struct answer_wire_head {
+		int32_t verdict;
+		uint32_t a, b;
+		int32_t ucx_len;
+		uint64_t digest;
+		uint32_t image_len, zero;
+	} h;
+	mpictr_err *err = NULL;
+	size_t len;
+	char *buf = wire_answer_put(&a, &len), *big;
+
+	ck_assert_int_eq(wire_answer_parse(buf, len, &g, &err), 0);
+	ck_assert(g.image_known);
+	ck_assert_int_eq(g.image.kind, IMAGE_SIF);
+	ck_assert_str_eq(g.image.path, "/data/app.sif");
+	ck_assert_str_eq(g.image.arch, "amd64");
+	ck_assert_uint_eq(g.image.offset, 4096);
+	ck_assert_uint_eq(g.image.size, 1 << 20);
+	ck_assert_int_eq(g.image.compression, 6);
+	ck_assert_uint_eq(g.image.oci_config_offset, 512);
+	ck_assert_uint_eq(g.image.oci_config_size, sizeof(cfg) - 1);
+	ck_assert_str_eq(g.image.oci_config, cfg);
+	wire_answer_free(&g);
+	ck_assert_ptr_null(g.image.path);
+	/* one byte short of the image section, one too many */
+	ck_assert_int_lt(wire_answer_parse(buf, len - 1, &g, &err), 0);
+	mpictr_err_free(err);
+	err = NULL;
+	/* a path that is not absolute */
+	buf[sizeof(h) + 56] = 'x';
+	ck_assert_int_lt(wire_answer_parse(buf, len, &g, &err), 0);
+	ck_assert_has(mpictr_err_message(err), "not a string");
+	mpictr_err_free(err);
+	err = NULL;
+	free(buf);
+	/* an image section whose length the header overstates */
+	buf = wire_answer_put(&a, &len);
+	memcpy(&h, buf, sizeof(h));
+	h.image_len += 1;
+	memcpy(buf, &h, sizeof(h));
+	ck_assert_int_lt(wire_answer_parse(buf, len, &g, &err), 0);
+	ck_assert_has(mpictr_err_message(err), "expected");
+	mpictr_err_free(err);
+	err = NULL;
+	free(buf);
+	/* an image config too large for one reply: no facts, the task
+	 * probes the image itself */
+	big = malloc(WIRE_REPLY_MAX + 1);
+	memset(big, ' ', WIRE_REPLY_MAX);
+	big[WIRE_REPLY_MAX] = '\0';
+	a.image.oci_config = big;
+	a.image.oci_config_size = WIRE_REPLY_MAX;
+	buf = wire_answer_put(&a, &len);
+	ck_assert_int_eq(wire_answer_parse(buf, len, &g, &err), 0);
+	ck_assert(!g.image_known);
+	ck_assert_ptr_null(g.image.path);
+	wire_answer_free(&g);
+	free(buf);
+	free(big);
+	/* not known: not sent */
+	a.image_known = false;
+	a.image.oci_config = (char *)cfg;
+	buf = wire_answer_put(&a, &len);
+	ck_assert_int_eq(wire_answer_parse(buf, len, &g, &err), 0);
+	ck_assert(!g.image_known);
+	free(buf);
+}
+END_TEST
+
 /* keeper_join against a keeper played over a socketpair: one request
  * with the claim, one answer; the fds only with verdict KEEPER_OK. */
 static int join_with(int sv[2], int32_t verdict, const int *fds, int nfds,
@@ -523,6 +611,7 @@ Suite *suite_wire(void)
 	tcase_add_test(tc, test_fds_closed);
 	tcase_add_test(tc, test_timeout);
 	tcase_add_test(tc, test_answer);
+	tcase_add_test(tc, test_answer_image);
 	tcase_add_test(tc, test_keeper_join);
 	suite_add_tcase(s, tc);
 	return s;
