@@ -635,8 +635,8 @@ static int container_flags(mpictr_config *cfg, mpictr_err **e)
 {
 	bool writable = opts.writable || (opts.site_writable && !opts.readonly);
 
-	if ((writable && mpictr_config_set_flag(
-				  cfg, MPICTR_FLAG_WRITABLE_TMPFS, 1, e) < 0) ||
+	if ((writable && mpictr_config_set_flag(cfg, MPICTR_FLAG_WRITABLE_TMPFS,
+						1, e) < 0) ||
 	    (opts.remap_root &&
 	     mpictr_config_set_flag(cfg, MPICTR_FLAG_FAKEROOT, 1, e) < 0) ||
 	    (opts.no_mount_home &&
