@@ -267,10 +267,9 @@ static int container_enter(const struct plan *p, int userns_fd, int mntns_fd,
 		/* Without its plugin the container runs as before, the
 		 * calls failing as the kernel says. */
 		if (seccomp_fakeroot_build(f, &e) < 0) {
-			log_warn("%s (hint: install mpictr-seccomp.so; "
-				 "without it setgroups, setuid and chown to "
-				 "other ids fail, and package managers with "
-				 "them)",
+			log_warn("%s; without it setgroups, setuid and "
+				 "chown to other ids fail, and package "
+				 "managers with them",
 				 mpictr_err_message(e));
 			mpictr_err_free(e);
 		}

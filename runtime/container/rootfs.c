@@ -1221,6 +1221,33 @@ static int pivot_and_detach(struct rootfs *r, mpictr_err **err)
 	return 0;
 }
 
+/* A writable --fakeroot container of a Debian image gets apt's sandbox
+ * user set to root (/etc/apt/apt.conf.d/mpictr-fakeroot), as Enroot's
+ * remapped root does (its 10-aptfix.sh hook): apt drops to _apt for its
+ * downloads and then checks that getuid() changed, which no system call
+ * filter can fake (seccomp.h makes the switch itself report success).
+ * Best effort: the file lands in the writable layer, or nowhere. */
+static void apt_sandbox_root(const struct rootfs *r)
+{
+	static const char text[] = "// mpictr --fakeroot: apt cannot switch "
+				   "to _apt in a one-uid user namespace\n"
+				   "APT::Sandbox::User \"root\";\n";
+	cleanup_close int dv = -1, d = -1, fd = -1;
+
+	if (!r->overlay_root || r->p->uid_in != 0 || r->p->uid == 0)
+		return;
+	dv = resolve(r, "/etc/debian_version", O_PATH);
+	d = dv < 0 ? -1
+		   : resolve(r, "/etc/apt/apt.conf.d", O_RDONLY | O_DIRECTORY);
+	if (d < 0)
+		return;
+	fd = openat(d, "mpictr-fakeroot",
+		    O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 || write_full(fd, text, sizeof(text) - 1) < 0)
+		log_debug("write /etc/apt/apt.conf.d/mpictr-fakeroot: %s",
+			  strerror(errno));
+}
+
 /* Step 7: the generated files' tmpfs goes, materialized directories and
  * the root become read-only. Best effort: the job runs either way. */
 static void finish_root(struct rootfs *r)
@@ -1321,6 +1348,7 @@ int rootfs_build(const struct plan *p, int nworkers, int image_fd,
 	for (size_t i = 0; i < r.ninject; i++)
 		if (place(&r, r.inject_mnt[i], r.inject[i].dst, false, err) < 0)
 			goto out;
+	apt_sandbox_root(&r);
 	/* 7. */
 	finish_root(&r);
 	rc = 0;

@@ -41,6 +41,52 @@ ok "... and the calls fail as the kernel says (chown to another id: Invalid argu
 ok "instance start --fakeroot --writable-tmpfs" $T "$MPICTR" instance start --fakeroot --writable-tmpfs -B "$W/p:/opt/p" "$I" $N
 ok "... exec: the calls report success" bash -c "$T '$MPICTR' exec instance://$N sh -c '$RUNP' | grep -qx fakeroot-ok"
 ok "... instance stop" $T "$MPICTR" instance stop $N
+# apt-get itself: an image of the host's apt and dpkg (with their
+# libraries: tests/images/elfclosure.py) on the busybox image, and a local
+# repository (file:, no network) with a package whose files are owned by
+# an id the user namespace does not map (the user's own, packed without
+# --root-owner-group), which dpkg chowns to.
+deb_image() {
+	local R=$W/deb/root f files=""
+	mkdir -p "$W/deb" && cp -a "$IMG/tiny" "$R" && chmod -R u+w "$R" || return 1
+	for f in /usr/bin/apt-get /usr/bin/apt-config /usr/bin/dpkg /usr/bin/dpkg-deb \
+		/usr/bin/dpkg-split /usr/bin/dpkg-query /usr/sbin/start-stop-daemon \
+		/usr/sbin/ldconfig /usr/bin/tar /usr/bin/diff /usr/lib/apt/methods/file \
+		/usr/lib/apt/methods/copy /usr/lib/apt/methods/store /usr/lib/apt/methods/gpgv \
+		/usr/lib/apt/apt-helper; do
+		[ -e "$f" ] && files="$files $f"
+	done
+	# shellcheck disable=SC2086
+	python3 "$ROOT/tests/images/elfclosure.py" copy "$R" $files || return 1
+	mkdir -p "$R/usr/share/dpkg" "$R/etc/apt/apt.conf.d" "$R/etc/apt/sources.list.d" \
+		"$R/etc/apt/preferences.d" "$R/etc/apt/trusted.gpg.d" "$R/var/lib/dpkg/info" \
+		"$R/var/lib/dpkg/updates" "$R/var/lib/dpkg/triggers" "$R/var/lib/apt/lists/partial" \
+		"$R/var/cache/apt/archives/partial" "$R/var/log/apt" "$R/etc/dpkg/dpkg.cfg.d" "$R/repo" || return 1
+	cp /usr/share/dpkg/*table "$R/usr/share/dpkg/" || return 1
+	: >"$R/var/lib/dpkg/status"
+	: >"$R/var/lib/dpkg/available"
+	echo 12 >"$R/etc/debian_version"
+	echo '_apt:x:42:65534::/nonexistent:/bin/false' >>"$R/etc/passwd"
+	echo 'deb [trusted=yes] file:/repo ./' >"$R/etc/apt/sources.list"
+	mkdir -p "$W/deb/pkg/DEBIAN" "$W/deb/pkg/usr/share/mpictr-hello" "$W/deb/repo" || return 1
+	printf 'Package: mpictr-hello\nVersion: 1.0\nArchitecture: all\nMaintainer: mpictr <t@example.org>\nDescription: test\n' >"$W/deb/pkg/DEBIAN/control"
+	echo hello-from-deb >"$W/deb/pkg/usr/share/mpictr-hello/hello"
+	dpkg-deb --build "$W/deb/pkg" "$W/deb/repo/mpictr-hello_1.0_all.deb" >/dev/null &&
+		(cd "$W/deb/repo" && dpkg-scanpackages . /dev/null >Packages 2>/dev/null) &&
+		mksquashfs "$R" "$W/deb.sqfs" -noappend -quiet -all-root >/dev/null
+}
+if command -v apt-get >/dev/null && command -v dpkg-scanpackages >/dev/null && deb_image; then
+	APT='apt-get -q update >/dev/null && apt-get -q install -y mpictr-hello >/dev/null && cat /usr/share/mpictr-hello/hello && dpkg-query -W -f "\${Status}\n" mpictr-hello'
+	ok "--fakeroot --writable-tmpfs: apt-get update and install from a file: repository" \
+		bash -c "$T '$MPICTR' --fakeroot --writable-tmpfs -B '$W/deb/repo:/repo' '$W/deb.sqfs' sh -c '$APT' | tr '\n' ' ' | grep -qx 'hello-from-deb install ok installed '"
+	ok "... apt's sandbox user is root there (as Enroot's aptfix)" \
+		bash -c "$T '$MPICTR' --fakeroot --writable-tmpfs '$W/deb.sqfs' grep -qx 'APT::Sandbox::User \"root\";' /etc/apt/apt.conf.d/mpictr-fakeroot"
+	ok "... without --fakeroot, none of it (apt-get update is refused)" \
+		bash -c "! $T '$MPICTR' --writable-tmpfs -B '$W/deb/repo:/repo' '$W/deb.sqfs' sh -c 'test -e /etc/apt/apt.conf.d/mpictr-fakeroot || apt-get -q update' >/dev/null 2>&1"
+else
+	need "apt-get in a Debian image" "apt-get, dpkg-scanpackages (dpkg-dev) or the image build failed"
+fi
+
 if slurm_up; then
 	ok "srun mpictr --fakeroot (join mode): the calls report success" \
 		bash -c "$T srun -n 1 '$MPICTR' --fakeroot --writable-tmpfs -B '$W/p:/opt/p' '$I' sh -c '$RUNP' | grep -qx fakeroot-ok"
