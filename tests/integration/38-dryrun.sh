@@ -45,6 +45,13 @@ single() {
 		$T "$MPICTR" "$I" sh -c "$(probe s)" && same dry.s s
 }
 ok "single process: the dry-run is the run" single
+# A writable container: its root is the overlay the dry-run shows.
+singlew() {
+	$T "$MPICTR" --writable-tmpfs --dry-run "$I" true >dry.w &&
+		$T "$MPICTR" --writable-tmpfs "$I" sh -c "$(probe w)" && same dry.w w &&
+		awk '$5 == "/" { l = $9 } END { exit l != "overlay" }' "$W/mnt.w"
+}
+ok "single process --writable-tmpfs: the dry-run is the run (/ the overlay)" singlew
 
 # The dry-run of -n shows rank 0's environment.
 launch() {
