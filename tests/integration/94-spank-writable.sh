@@ -27,7 +27,7 @@ fi
 W=$(mktemp -d /var/tmp/mpictr-spankw.XXXXXX) || exit 1
 chmod 0755 "$W"
 mkdir "$W/tmp"
-trap 't_cleanup; [ -n "$KEEP_W" ] || rm -rf "$W"' EXIT
+trap 't_cleanup; rm -rf "$W"' EXIT
 cd "$W" || exit 1
 export TMPDIR=$W/tmp
 NAME=mpw$$
