@@ -71,10 +71,12 @@ LDFLAGS_ALL := -Wl,-z,relro,-z,now $(SAN_LDFLAGS) $(LDFLAGS)
 
 # The plugins: their own sources, plus a copy of the pure helpers with
 # logging routed to the host (error.c built with MPICTR_PLUGIN_BUILD).
-PLUGIN_NAMES := pmix squash pull verify verify-pgp
+PLUGIN_NAMES := pmix squash pull verify verify-pgp seccomp
 PLUGIN_SRCS_pmix := pmi/pmix_server.c pmi/pmix_dyn.c pmi/pmix_gate.c pmi/upstream.c \
 	pmi/pmix_plugin.c pmi/pmix_register.c
 PLUGIN_SRCS_squash := sif/squash.c sif/squash_plugin.c
+# --fakeroot's system call filter (runtime/container/seccomp.h): libseccomp
+PLUGIN_SRCS_seccomp := runtime/container/seccomp.c
 # pull_stub.c is the host side (in libmpictr); the rest is the plugin.
 # pull_run.c and cache.c (pure POSIX: a run finds a cached image without
 # the plugin) are in libmpictr too.
@@ -111,6 +113,7 @@ PLUGIN_EXTRA_pull := $(B)/obj/sif/sif.o $(B)/obj/sif/sif_write.o $(B)/obj/sif/im
 PLUGIN_LIBS_pmix := $(PMIX_LIBS)
 PLUGIN_LIBS_pull := $(PULL_LIBS)
 PLUGIN_LIBS_squash := $(FUSE_LIBS)
+PLUGIN_LIBS_seccomp := $(shell $(PKG_CONFIG) --libs libseccomp 2>/dev/null || echo -lseccomp)
 PLUGINS := $(PLUGIN_NAMES:%=$(B)/plugins/mpictr-%.so)
 
 # The Slurm SPANK plugin (runtime/spank/): built where Slurm's spank.h is
@@ -221,7 +224,8 @@ $(B)/mpictr.pc: Makefile
 UNIT_SRCS := $(sort $(wildcard tests/unit/check_*.c))
 UNIT_NAMES := $(UNIT_SRCS:tests/unit/check_%.c=%)
 TEST_HELPER_SRCS := $(wildcard tests/helpers/*.c)
-TEST_HELPERS := $(TEST_HELPER_SRCS:tests/helpers/%.c=$(B)/tests/%) $(B)/tests/escape-probe
+TEST_HELPERS := $(TEST_HELPER_SRCS:tests/helpers/%.c=$(B)/tests/%) $(B)/tests/escape-probe \
+	$(B)/tests/fakeroot-probe
 
 $(B)/tests/suites.h: $(UNIT_SRCS) Makefile
 	@mkdir -p $(dir $@)
@@ -247,6 +251,9 @@ $(B)/tests/%: tests/helpers/%.c $(STATIC_LIB)
 # The isolation probe runs inside the (busybox-only) test image: static,
 # and no libmpictr.
 $(B)/tests/escape-probe: tests/probes/escape.c
+	@mkdir -p $(dir $@)
+	$(CC) -static -O2 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) -o $@ $<
+$(B)/tests/fakeroot-probe: tests/probes/fakeroot.c
 	@mkdir -p $(dir $@)
 	$(CC) -static -O2 -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) -o $@ $<
 

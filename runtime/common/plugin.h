@@ -4,13 +4,15 @@
  * The plugins: "pull" (runtime/pull/: libarchive, libsquashfs, jansson,
  * libcrypto, libcurl; only `mpictr pull` and an IMAGE to pull load it), "pmix"
  * (pmi/pmix_server.c, pmi/upstream.c: libpmix and with it hwloc, libevent,
- * munge and udev) and "squash" (sif/squash.c: libsquashfuse, libfuse3 and five
- * decompressors). Only the processes that serve PMIx or mount an image load
- * them, and those that read a squashfs image before mounting it (--dry-run;
- * outside join mode on a node with HCAs or with a profile's host MPI, for the
- * verbs decision and the MPI ABI check: imgread.c). A Slurm task that joins its
- * node's container (srun ... mpictr IMAGE CMD, one mpictr per task) maps
- * neither, which halves the start-up cost of every task (docs/bench-slurm.md).
+ * munge and udev), "squash" (sif/squash.c: libsquashfuse, libfuse3 and five
+ * decompressors) and "seccomp" (runtime/container/seccomp.c: libseccomp,
+ * loaded by a --fakeroot rank). Only the processes that serve PMIx or mount an
+ * image load them, and those that read a squashfs image before mounting it
+ * (--dry-run; outside join mode on a node with HCAs or with a profile's host
+ * MPI, for the verbs decision and the MPI ABI check: imgread.c). A Slurm task
+ * that joins its node's container (srun ... mpictr IMAGE CMD, one mpictr per
+ * task) maps neither, which halves the start-up cost of every task
+ * (docs/bench-slurm.md).
  *
  * The host side (sif/squash_stub.c, pmi/pmix_stub.c) keeps the functions of
  * squash.h and pmi.h and forwards each call to the plugin's table. A plugin

@@ -18,6 +18,7 @@
 #include "common/error.h"
 #include "container/exec.h"
 #include "container/ns.h"
+#include "container/seccomp.h"
 #include "common/proc.h"
 #include "host/mpiinject.h"
 #include "plan/mpicheck.h"
@@ -245,10 +246,34 @@ static int check_command(const struct plan *p, char *const *env, bool wrapped,
 	return 0;
 }
 
-/* Join the namespaces and enter the start directory. */
-static int container_enter(const struct plan *p, int userns_fd, int mntns_fd,
-			   mpictr_err **err)
+static void fprog_free(struct sock_fprog *f)
 {
+	free(f->filter);
+}
+#define cleanup_fprog __attribute__((cleanup(fprog_free)))
+
+/* Join the namespaces and enter the start directory. Under --fakeroot
+ * (the user is uid 0 inside) *f is first set to the system call filter
+ * (seccomp.h), built while its plugin, a host file, can still be
+ * loaded; to be installed after caps_drop_all's no_new_privs. */
+static int container_enter(const struct plan *p, int userns_fd, int mntns_fd,
+			   struct sock_fprog *f, mpictr_err **err)
+{
+	f->filter = NULL;
+	f->len = 0;
+	if (p->uid_in == 0 && p->uid != 0) {
+		mpictr_err *e = NULL;
+
+		/* Without its plugin the container runs as before, the
+		 * calls failing as the kernel says. */
+		if (seccomp_fakeroot_build(f, &e) < 0) {
+			log_warn("%s; without it setgroups, setuid and "
+				 "chown to other ids fail, and package "
+				 "managers with them",
+				 mpictr_err_message(e));
+			mpictr_err_free(e);
+		}
+	}
 	if (ns_join(userns_fd, mntns_fd, err) < 0)
 		return -1;
 	if (chdir(p->cwd) < 0) {
@@ -315,12 +340,13 @@ int container_enter_task(const struct plan *p, char ***env, int userns_fd,
 {
 	cleanup_free char *exe = NULL;
 	cleanup_strv char **own = NULL;
+	cleanup_fprog struct sock_fprog f = {0};
 	char *const *cmd = p->argv;
 	size_t ntail, nlead;
 	bool wrapped;
 
 	*program = NULL;
-	if (container_enter(p, userns_fd, mntns_fd, err) < 0)
+	if (container_enter(p, userns_fd, mntns_fd, &f, err) < 0)
 		return -1;
 	enroot_env(env, p->user_env);
 	own = container_argv(p);
@@ -340,7 +366,8 @@ int container_enter_task(const struct plan *p, char ***env, int userns_fd,
 		return -1;
 	if (wrapped && wrapper_script(env, p, cmd, nlead, program, err) < 0)
 		return -1;
-	if (caps_drop_all(err) < 0) {
+	if (caps_drop_all(err) < 0 ||
+	    (f.filter && seccomp_fakeroot_install(&f, err) < 0)) {
 		free(*program);
 		*program = NULL;
 		return -1;
@@ -353,9 +380,10 @@ int container_exec(const struct plan *p, char **env, int userns_fd,
 {
 	cleanup_free char *exe = NULL;
 	cleanup_strv char **own = NULL;
+	cleanup_fprog struct sock_fprog f = {0};
 	char **argv = p->argv, **wrapped;
 
-	if (container_enter(p, userns_fd, mntns_fd, err) < 0)
+	if (container_enter(p, userns_fd, mntns_fd, &f, err) < 0)
 		return -1;
 	enroot_env(&env, p->user_env);
 	own = container_argv(p);
@@ -374,7 +402,8 @@ int container_exec(const struct plan *p, char **env, int userns_fd,
 	mark_cloexec_except(keep_fd);
 	if (keep_fd >= 0 && fcntl(keep_fd, F_SETFD, 0) < 0)
 		return err_set(err, errno, "keep the PMI descriptor open");
-	if (caps_drop_all(err) < 0)
+	if (caps_drop_all(err) < 0 ||
+	    (f.filter && seccomp_fakeroot_install(&f, err) < 0))
 		return -1;
 	execve(exe, argv, env);
 	if (errno == ENOENT)

@@ -16,7 +16,10 @@
  *   4. mount a tmpfs on /dev/shm (in this namespace only) as the writable
  *      layer; mount the image read-only at LAYER/image (squashfuse, or a
  *      bind for a directory image); fill LAYER/root with the image's
- *      top-level entries (binds and copied symlinks);
+ *      top-level entries (binds and copied symlinks). A writable
+ *      container's root is instead an overlay on the image
+ *      (LAYER/overlay): the whole tree takes writes; the mount points
+ *      the image lacks are made in a lower layer above it (LAYER/mp);
  *   5. pivot_root into LAYER/root and detach the old root at once: from
  *      here a path can only reach the container (the image, the layer and
  *      what is bound), the sources are held as detached clones;
@@ -30,7 +33,8 @@
  *      by a tmpfs re-populated with binds of its entries; a dangling image
  *      symlink there is replaced by the mount point; a writable host
  *      directory is never written (error);
- *   7. remount the materialized directories and the root read-only.
+ *   7. remount the materialized directories and the root (unless it
+ *      is a writable container's overlay) read-only.
  * Device binds keep dev and get nosuid,noexec; every other bind gets
  * nosuid,nodev. Flags are only ever set (mount_setattr), so the flags the
  * kernel locked on a source mount are kept.
@@ -72,6 +76,10 @@ struct rootfs {
 	int root;     /* O_PATH fd of the container root (after step 5) */
 	struct mnt_set image; /* mounts that show image content */
 	struct mnt_set layer; /* tmpfs mounts of the writable layer */
+	/* A writable container (--writable-tmpfs, --overlay): the root is
+	 * the overlay itself, so the whole tree takes writes; its mount. */
+	bool overlay_root;
+	uint64_t overlay_id;
 	int *ro_mnt; /* materialized tmpfs mounts, made ro at the end */
 	size_t nro;
 	struct devices_bind *inject; /* --inject-verbs: host provider files */
@@ -444,7 +452,12 @@ static int layer_dir(struct rootfs *r, const char *dir, mpictr_err **err)
 			       dir);
 	if (mnt_id_at(fd, "", AT_EMPTY_PATH, &id) < 0)
 		return err_set(err, errno, "find the mount of '%s'", dir);
-	if (mnt_set_has(&r->layer, id))
+	/* A directory of the overlay root takes the mount point (in the
+	 * upper layer) where the container's user could write it too: a
+	 * root-owned image without --fakeroot is materialized instead. */
+	if (mnt_set_has(&r->layer, id) &&
+	    (!r->overlay_root || id != r->overlay_id ||
+	     faccessat(fd, "", W_OK | X_OK, AT_EMPTY_PATH | AT_EACCESS) == 0))
 		return steal_fd(&fd);
 	/* A read-only host bind (/sys) may be re-populated the same way:
 	 * nothing can be created on the host through it anyway. */
@@ -810,20 +823,164 @@ static int overlay_subdir(int dfd, const char *name, const char *dir,
 	return steal_fd(&fd);
 }
 
+/* Directory name of mp shows the image's directory st in the merged
+ * view (mp lies above the image): its owner and mode where the user
+ * namespace maps the owner, else the user's own, with the access the
+ * image gave the user (its "other" bits) for every class. */
+static void mp_dir_like(int mp, const char *name, const struct stat *st)
+{
+	mode_t o = st->st_mode & 07, mode = st->st_mode & 07777;
+
+	if (fchownat(mp, name, st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW) < 0)
+		mode = (st->st_mode & 07000) | o << 6 | o << 3 | o;
+	if (fchmodat(mp, name, mode, 0) < 0)
+		log_debug("mode of mount point directory '%s': %s", name,
+			  strerror(errno));
+}
+
+/* mp_target: the mount point target in mp (an fd of LAYER/mp) where the
+ * image at img lacks it: the image's directories on the way and the
+ * missing rest as directories of mp (mp_dir_like), the target a
+ * directory or an empty file. mp lies above the image, so overlayfs
+ * looks for an opaque mark in mp's directories only, never in the
+ * image's (which root's private directories would refuse). The image is read
+ * one name at a time, never following a symlink (the host root is still the
+ * root): a target behind an image symlink is left to step 6. Best effort: what
+ * is not made here is made after the pivot. The target is added to made when it
+ * was made. */
+static void mp_target(int img, int mp, const char *target, bool dir,
+		      struct strbuf *made)
+{
+	cleanup_free char *copy = xstrdup(target);
+	cleanup_close int i = fcntl(img, F_DUPFD_CLOEXEC, 3);
+	cleanup_close int m = fcntl(mp, F_DUPFD_CLOEXEC, 3);
+	char *save = NULL, *name = strtok_r(copy, "/", &save);
+	bool missing = false;
+
+	while (name && m >= 0) {
+		char *next = strtok_r(NULL, "/", &save);
+		struct stat st;
+		int fd;
+
+		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+			return;
+		if (!missing &&
+		    fstatat(i, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno != ENOENT)
+				return;
+			missing = true;
+		}
+		if (!missing && (!next || !S_ISDIR(st.st_mode)))
+			return; /* there already, or behind a symlink */
+		if (!next) {
+			fd = dir ? mkdirat(m, name, 0755)
+				 : openat(m, name,
+					  O_CREAT | O_EXCL | O_WRONLY |
+					      O_NOFOLLOW | O_CLOEXEC,
+					  0644);
+			if (!dir && fd >= 0)
+				close(fd);
+			if (fd >= 0)
+				sb_printf(made, "%s\n", target);
+			return;
+		}
+		if (mkdirat(m, name, 0755) == 0) {
+			if (!missing)
+				mp_dir_like(m, name, &st);
+		} else if (errno != EEXIST) {
+			return;
+		}
+		if (!missing) {
+			fd = openat(i, name,
+				    O_PATH | O_DIRECTORY | O_NOFOLLOW |
+					O_CLOEXEC);
+			close(i);
+			i = fd;
+			if (i < 0)
+				return;
+		}
+		fd = openat(m, name,
+			    O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(m);
+		m = fd;
+		name = next;
+	}
+}
+
+/* Is op i's target below the directory target of an earlier op (a tmpfs,
+ * a bind), which covers the image there? */
+static bool covered(const struct plan *p, size_t i)
+{
+	const char *t = p->ops[i].target;
+
+	for (size_t j = 0; j < i; j++) {
+		const char *d = p->ops[j].target;
+		size_t n = strlen(d);
+		bool dir = p->ops[j].kind == MOP_TMPFS ||
+			   p->ops[j].kind == MOP_DEVPTS ||
+			   (p->ops[j].kind == MOP_BIND && p->ops[j].src_is_dir);
+		if (dir && strcmp(d, "/") && strncmp(t, d, n) == 0 &&
+		    t[n] == '/')
+			return true;
+	}
+	return false;
+}
+
+/* The mount point layer of a writable container: LAYER/mp, a lower
+ * layer above the image, holds the mount points the plan's targets need
+ * where the image lacks them, so that they never land in the upper
+ * directory (--overlay DIR keeps only what the user wrote). Returns an
+ * fd of it. */
+static int mp_layer(struct rootfs *r, int img, mpictr_err **err)
+{
+	const struct plan *p = r->p;
+	cleanup_free char *d = xasprintf("%s/mp", r->layer_dir);
+	cleanup_close int mp = -1, fd = -1;
+	struct strbuf made = STRBUF_INIT;
+
+	if (mkdir(d, 0755) < 0 ||
+	    (mp = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return err_set(err, errno, "create '%s' in the layer", d);
+	for (size_t i = 0; i < p->nops; i++) {
+		const struct mount_op *op = &p->ops[i];
+		bool bind = op->kind == MOP_BIND || op->kind == MOP_DEV;
+
+		if ((bind && r->src_fd[i] < 0) || covered(p, i) ||
+		    (!bind && op->kind != MOP_TMPFS && op->kind != MOP_DEVPTS &&
+		     op->kind != MOP_FILE))
+			continue;
+		mp_target(img, mp, op->target,
+			  bind ? op->src_is_dir : op->kind != MOP_FILE, &made);
+	}
+	if (made.len &&
+	    ((fd = openat(mp, ROOTFS_MP_LIST,
+			  O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0444)) < 0 ||
+	     write_full(fd, made.buf, made.len) < 0)) {
+		sb_free(&made);
+		return err_set(err, errno, "write '%s/%s'", d, ROOTFS_MP_LIST);
+	}
+	sb_free(&made);
+	return steal_fd(&mp);
+}
+
 /* Step 4 of a writable container: at dst (LAYER/overlay) an overlay of
  * the image (LAYER/image, never written) whose upper directory is on a
  * new tmpfs (--writable-tmpfs, sized by the plan) or the user's DIR/upper
- * (--overlay). The container root's top-level entries are then binds of
- * it instead of the image's, so every rank that joins the namespace sees
- * the same writes; mount points are still made in the layer (a directory
- * of it materialized), never in the upper directory. */
+ * (--overlay). The overlay is the container root (pivot_root into it):
+ * /, /etc and every image directory take writes, and every rank that
+ * joins the namespace sees the same ones. The upper directory is the
+ * holder's, so / takes the pivot's and the generated files' transient
+ * directories. Mount points are made in a lower layer above the image
+ * (mp_layer); the rare one behind an image symlink is made after the
+ * pivot in the upper layer, or, in a directory the user cannot write (a
+ * root-owned image without --fakeroot), in a materialized directory. */
 static int overlay_mount(struct rootfs *r, const char *dst, mpictr_err **err)
 {
 	const struct plan *p = r->p;
-	cleanup_close int lfd = -1, dfd = -1, up = -1, work = -1;
+	cleanup_close int lfd = -1, dfd = -1, up = -1, work = -1, mp = -1;
 	cleanup_free char *opts = NULL;
 	const char *what = p->overlay_dir ? p->overlay_dir : "tmpfs";
-	char ls[64], us[64], ws[64];
+	char ls[64], ms[64], us[64], ws[64];
 	int rc;
 
 	if (p->overlay_tmpfs) {
@@ -850,10 +1007,13 @@ static int overlay_mount(struct rootfs *r, const char *dst, mpictr_err **err)
 	if (work < 0 || lfd < 0)
 		return work < 0 ? -1
 				: err_set(err, errno, "open the mounted image");
-	opts =
-	    xasprintf("lowerdir=%s,upperdir=%s,workdir=%s,userxattr",
-		      fd_path(lfd, ls, sizeof(ls)), fd_path(up, us, sizeof(us)),
-		      fd_path(work, ws, sizeof(ws)));
+	mp = mp_layer(r, lfd, err);
+	if (mp < 0)
+		return -1;
+	opts = xasprintf(
+	    "lowerdir=%s:%s,upperdir=%s,workdir=%s,userxattr",
+	    fd_path(mp, ms, sizeof(ms)), fd_path(lfd, ls, sizeof(ls)),
+	    fd_path(up, us, sizeof(us)), fd_path(work, ws, sizeof(ws)));
 	if (mkdir(dst, 0755) < 0)
 		return err_set(err, errno, "create '%s' in the layer", dst);
 	rc = mount("overlay", dst, "overlay", MS_NOSUID | MS_NODEV, opts);
@@ -878,15 +1038,15 @@ static int overlay_mount(struct rootfs *r, const char *dst, mpictr_err **err)
 	return 0;
 }
 
-/* Step 4: the image at LAYER/image and its top level in LAYER/root. */
+/* Step 4: the image at LAYER/image and its top level in LAYER/root; or,
+ * for a writable container, the overlay on it at LAYER/overlay, which is
+ * then the root itself (writes to / and to every image directory go to
+ * the upper layer; mount points are made there too). */
 static int image_and_root(struct rootfs *r, int nworkers,
 			  struct squash_mount **sq, mpictr_err **err)
 {
 	const struct image_info *img = &r->p->image;
 	cleanup_close int ifd = -1;
-	cleanup_free char *top = xasprintf(
-	    "%s/%s", r->layer_dir,
-	    r->p->overlay_tmpfs || r->p->overlay_dir ? "overlay" : "image");
 	char src[64];
 	DIR *d;
 	struct dirent *de;
@@ -902,7 +1062,8 @@ static int image_and_root(struct rootfs *r, int nworkers,
 	if (mount("tmpfs", r->layer_dir, "tmpfs", MS_NOSUID | MS_NODEV,
 		  "mode=755") < 0)
 		return err_set(err, errno, "mount the writable layer (tmpfs)");
-	if (mkdir(r->l_image, 0755) < 0 || mkdir(r->l_root, 0755) < 0)
+	if (mkdir(r->l_image, 0755) < 0 ||
+	    (!r->overlay_root && mkdir(r->l_root, 0755) < 0))
 		return err_set(err, errno, "create directories in the layer");
 	if (img->kind == IMAGE_DIR) {
 		if (bind_path(fd_path(ifd, src, sizeof(src)), r->l_image, true,
@@ -913,13 +1074,21 @@ static int image_and_root(struct rootfs *r, int nworkers,
 				 r->l_image, nworkers, sq, err) < 0)
 			return err_wrap(err, "image '%s'", img->path);
 	}
-	if ((r->p->overlay_tmpfs || r->p->overlay_dir) &&
-	    overlay_mount(r, top, err) < 0)
-		return -1;
+	if (r->overlay_root) {
+		if (overlay_mount(r, r->l_root, err) < 0)
+			return -1;
+		if (mnt_id_at(AT_FDCWD, r->l_root, 0, &r->overlay_id) < 0)
+			return err_set(err, errno, "find the overlay's mount");
+		/* in the layer (mount points), and image content for the
+		 * binds of a materialized directory of it */
+		mnt_set_add_id(&r->layer, r->overlay_id);
+		mnt_set_add_id(&r->image, r->overlay_id);
+		return 0;
+	}
 	if (mount(r->l_root, r->l_root, NULL, MS_BIND, NULL) < 0)
 		return err_set(err, errno, "bind the new root on itself");
 	mnt_set_add_path(&r->layer, r->l_root);
-	d = opendir(top);
+	d = opendir(r->l_image);
 	if (!d)
 		return err_set(err, errno, "read the image's root directory");
 	while ((de = readdir(d))) {
@@ -931,7 +1100,7 @@ static int image_and_root(struct rootfs *r, int nworkers,
 			continue;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
-		s = xasprintf("%s/%s", top, de->d_name);
+		s = xasprintf("%s/%s", r->l_image, de->d_name);
 		t = xasprintf("%s/%s", r->l_root, de->d_name);
 		if (S_ISLNK(st.st_mode)) {
 			char link[PATH_MAX];
@@ -1052,6 +1221,33 @@ static int pivot_and_detach(struct rootfs *r, mpictr_err **err)
 	return 0;
 }
 
+/* A writable --fakeroot container of a Debian image gets apt's sandbox
+ * user set to root (/etc/apt/apt.conf.d/mpictr-fakeroot), as Enroot's
+ * remapped root does (its 10-aptfix.sh hook): apt drops to _apt for its
+ * downloads and then checks that getuid() changed, which no system call
+ * filter can fake (seccomp.h makes the switch itself report success).
+ * Best effort: the file lands in the writable layer, or nowhere. */
+static void apt_sandbox_root(const struct rootfs *r)
+{
+	static const char text[] = "// mpictr --fakeroot: apt cannot switch "
+				   "to _apt in a one-uid user namespace\n"
+				   "APT::Sandbox::User \"root\";\n";
+	cleanup_close int dv = -1, d = -1, fd = -1;
+
+	if (!r->overlay_root || r->p->uid_in != 0 || r->p->uid == 0)
+		return;
+	dv = resolve(r, "/etc/debian_version", O_PATH);
+	d = dv < 0 ? -1
+		   : resolve(r, "/etc/apt/apt.conf.d", O_RDONLY | O_DIRECTORY);
+	if (d < 0)
+		return;
+	fd = openat(d, "mpictr-fakeroot",
+		    O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 || write_full(fd, text, sizeof(text) - 1) < 0)
+		log_debug("write /etc/apt/apt.conf.d/mpictr-fakeroot: %s",
+			  strerror(errno));
+}
+
 /* Step 7: the generated files' tmpfs goes, materialized directories and
  * the root become read-only. Best effort: the job runs either way. */
 static void finish_root(struct rootfs *r)
@@ -1070,7 +1266,8 @@ static void finish_root(struct rootfs *r)
 				  "%s",
 				  strerror(errno));
 	}
-	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0)
+	if (!r->overlay_root &&
+	    mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0)
 		log_debug("remount the root read-only: %s", strerror(errno));
 }
 
@@ -1123,8 +1320,10 @@ int rootfs_build(const struct plan *p, int nworkers, int image_fd,
 	r.layer_dir = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode)
 			  ? "/dev/shm"
 			  : "/tmp";
+	r.overlay_root = p->overlay_tmpfs || p->overlay_dir;
 	r.l_image = xasprintf("%s/image", r.layer_dir);
-	r.l_root = xasprintf("%s/root", r.layer_dir);
+	r.l_root = xasprintf("%s/%s", r.layer_dir,
+			     r.overlay_root ? "overlay" : "root");
 	for (size_t i = 0; i < p->nops; i++)
 		r.src_fd[i] = r.src_mnt[i] = -1;
 
@@ -1149,6 +1348,7 @@ int rootfs_build(const struct plan *p, int nworkers, int image_fd,
 	for (size_t i = 0; i < r.ninject; i++)
 		if (place(&r, r.inject_mnt[i], r.inject[i].dst, false, err) < 0)
 			goto out;
+	apt_sandbox_root(&r);
 	/* 7. */
 	finish_root(&r);
 	rc = 0;

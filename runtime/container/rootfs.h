@@ -14,6 +14,11 @@ struct squash_mount;
  * nworkers: FUSE worker processes for squashfs images. image_fd: the
  * image file already opened (the one the signature policy verified), or
  * -1 to open the plan's path. */
+/* In a writable container's root: the mount points made where the image
+ * lacked them (one absolute path a line), which `instance save` leaves
+ * out. */
+#define ROOTFS_MP_LIST ".mpictr-mountpoints"
+
 int rootfs_build(const struct plan *p, int nworkers, int image_fd,
 		 struct squash_mount **sq, mpictr_err **err);
 

@@ -10,11 +10,13 @@
  * a directory image) is cloned without the mounts below it (open_tree
  * without AT_RECURSIVE: no $HOME, working directory, /etc/passwd or device
  * binds), top-level symlinks are copied, everything else (/proc, /sys,
- * /dev, /tmp) becomes an empty directory. The child hands the stage's
- * directory over (SCM_RIGHTS) and mksquashfs (sif_mksquashfs, as `sif
- * create` runs it) reads it from the host as /proc/self/fd/N. Owners are what
- * the host sees: the image's root-owned files show as the overflow id unless
- * the instance maps the user to root
+ * /dev, /tmp) becomes an empty directory. The mount points the runtime
+ * made where the image lacked them (the list in the root, rootfs.h) are
+ * left out: the directories above them are staged entry by entry. The child
+ * hands the stage's directory over (SCM_RIGHTS) and mksquashfs (sif_mksquashfs,
+ * as `sif create` runs it) reads it from the host as /proc/self/fd/N. Owners
+ * are what the host sees: the image's root-owned files show as the overflow id
+ * unless the instance maps the user to root
  * (--fakeroot). Files the user cannot read in the container cannot be
  * packed (mksquashfs fails and says which).
  */
@@ -40,6 +42,7 @@
 #include "config/config.h"
 #include "container/imgtrust.h"
 #include "container/ns.h"
+#include "container/rootfs.h"
 #include "modes/instance.h"
 #include "modes/save.h"
 #include "modes/wire.h"
@@ -62,33 +65,68 @@ static bool shows_image(int dfd, const char *name)
 	       (unsigned long)sf.f_type == FUSE_MAGIC;
 }
 
-/* One top-level entry into the stage (an fd of its directory). */
-static int stage_entry(int root, int stage, const char *name, mpictr_err **err)
+/* Is path one of the mount points in skip ("made"), or a directory on
+ * the way to one ("above")? */
+static int skip_kind(char **skip, const char *path)
 {
+	size_t n = strlen(path);
+	int k = 0;
+
+	for (size_t i = 0; skip && skip[i]; i++) {
+		if (strcmp(skip[i], path) == 0)
+			return 2;
+		if (strncmp(skip[i], path, n) == 0 && skip[i][n] == '/')
+			k = 1;
+	}
+	return k;
+}
+
+static int stage_dir(int dir, int stage, const char *path, char **skip,
+		     mpictr_err **err);
+
+/* One entry name of the container's directory dir (at path, "" for the
+ * root) into the stage's directory stage. skip: the mount points the
+ * runtime made where the image lacked them (rootfs.h), left out; the
+ * directories above them are staged entry by entry. */
+static int stage_entry(int dir, int stage, const char *path, const char *name,
+		       char **skip, mpictr_err **err)
+{
+	cleanup_free char *full = xasprintf("%s/%s", path, name);
 	struct stat st;
 	cleanup_close int clone = -1, tfd = -1;
+	int kind = skip_kind(skip, full);
 
-	if (fstatat(root, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (kind == 2 || fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return 0;
 	if (S_ISLNK(st.st_mode)) {
 		char target[PATH_MAX];
-		ssize_t n = readlinkat(root, name, target, sizeof(target) - 1);
+		ssize_t n = readlinkat(dir, name, target, sizeof(target) - 1);
 
 		if (n < 0)
 			return 0;
 		target[n] = '\0';
 		if (symlinkat(target, stage, name) < 0)
-			return err_set(err, errno, "stage symlink '/%s'", name);
+			return err_set(err, errno, "stage symlink '%s'", full);
 		return 0;
 	}
 	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
 		return 0;
 	if (S_ISDIR(st.st_mode) ? mkdirat(stage, name, st.st_mode & 07777)
 				: mknodat(stage, name, S_IFREG | 0644, 0))
-		return err_set(err, errno, "stage '/%s'", name);
-	if (!shows_image(root, name))
+		return err_set(err, errno, "stage '%s'", full);
+	if (!shows_image(dir, name))
 		return 0; /* a mount of the host or a tmpfs: left empty */
-	clone = sys_open_tree(root, name,
+	if (kind == 1 && S_ISDIR(st.st_mode)) {
+		cleanup_close int sub = openat(
+		    dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		cleanup_close int ssub =
+		    openat(stage, name,
+			   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0 || ssub < 0)
+			return err_set(err, errno, "stage '%s'", full);
+		return stage_dir(sub, ssub, full, skip, err);
+	}
+	clone = sys_open_tree(dir, name,
 			      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
 				  AT_SYMLINK_NOFOLLOW);
 	tfd = openat(stage, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
@@ -96,17 +134,52 @@ static int stage_entry(int root, int stage, const char *name, mpictr_err **err)
 	    sys_move_mount(clone, "", tfd, "",
 			   MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) <
 		0)
-		return err_set(err, errno, "stage '/%s'", name);
+		return err_set(err, errno, "stage '%s'", full);
 	return 0;
+}
+
+/* Every entry of the container's directory dir (at path) into stage; at
+ * the root, the runtime's own entries (.mpictr*) are left out. */
+static int stage_dir(int dir, int stage, const char *path, char **skip,
+		     mpictr_err **err)
+{
+	DIR *d = fdopendir(dup(dir));
+	struct dirent *de;
+	int rc = 0;
+
+	if (!d)
+		return err_set(err, errno, "read '%s/'", path);
+	while (rc == 0 && (de = readdir(d))) {
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    (*path || strncmp(de->d_name, ".mpictr", 7)))
+			rc = stage_entry(dir, stage, path, de->d_name, skip,
+					 err);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* The mount points rootfs.c made where the image lacked them. */
+static char **made_mount_points(void)
+{
+	cleanup_free char *text = read_file("/" ROOTFS_MP_LIST, 1 << 20, NULL);
+	char **v = NULL, *save = NULL;
+
+	if (!text)
+		return NULL;
+	for (char *l = strtok_r(text, "\n", &save); l;
+	     l = strtok_r(NULL, "\n", &save))
+		if (l[0] == '/')
+			strv_push(&v, l);
+	return v;
 }
 
 /* In the child, inside the instance: the stage at SAVE_STAGE. */
 static int stage_build(int userns, int mntns, mpictr_err **err)
 {
 	cleanup_close int root = -1, stage = -1;
-	DIR *d;
-	struct dirent *de;
-	int rc = 0;
+	char **skip;
+	int rc;
 
 	if (ns_join(userns, mntns, err) < 0)
 		return -1;
@@ -121,15 +194,9 @@ static int stage_build(int userns, int mntns, mpictr_err **err)
 	    mkdir(SAVE_STAGE, 0755) < 0 ||
 	    (stage = open(SAVE_STAGE, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return err_set(err, errno, "mount the stage");
-	d = fdopendir(dup(root));
-	if (!d)
-		return err_set(err, errno, "read the container root");
-	while (rc == 0 && (de = readdir(d))) {
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
-		    strncmp(de->d_name, ".mpictr", 7))
-			rc = stage_entry(root, stage, de->d_name, err);
-	}
-	closedir(d);
+	skip = made_mount_points();
+	rc = stage_dir(root, stage, "", skip, err);
+	strv_free(skip);
 	return rc;
 }
 

@@ -73,6 +73,9 @@ struct spank_opts {
 	/* plugin argument registry_images=no|yes (NULL: not given) */
 	const char *registry_images;
 	char **registries; /* plugin argument registries=HOST[,HOST...] */
+	/* plugin argument container_writable=yes: writable unless the step
+	 * asks --container-readonly (Enroot's ENROOT_ROOTFS_WRITABLE) */
+	bool site_writable;
 };
 
 static struct spank_opts opts;
@@ -182,7 +185,9 @@ static struct spank_option spank_opts[] = {
      "[mpictr] writable container: changes in memory, kept by a named "
      "container for the job's later steps",
      0, OPT_WRITABLE, opt_cb},
-    {"container-readonly", NULL, "[mpictr] read-only container (the default)",
+    {"container-readonly", NULL,
+     "[mpictr] read-only container (the default unless the site's "
+     "container_writable=yes)",
      0, OPT_READONLY, opt_cb},
     {"container-remap-root", NULL,
      "[mpictr] appear as root inside (no privilege; not under --mpi)", 0,
@@ -212,6 +217,16 @@ static const char *opt_name(int val)
 		if (spank_opts[i].val == val)
 			return spank_opts[i].name;
 	return "?";
+}
+
+/* yes/true/1 -> 1, no/false/0 -> 0, else -1. */
+static int parse_bool(const char *v)
+{
+	if (!strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "1"))
+		return 1;
+	if (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "0"))
+		return 0;
+	return -1;
 }
 
 /* Plugin arguments in plugstack.conf: site policy, never the user's. */
@@ -273,10 +288,25 @@ static int parse_args(int ac, char **av)
 			}
 			continue;
 		}
+		if (strncmp(av[i], "container_writable=", 19) == 0) {
+			const char *v = av[i] + 19;
+			int b = parse_bool(v);
+
+			if (b < 0) {
+				slurm_error("mpictr: plugstack.conf: "
+					    "container_writable: '%s' is not "
+					    "yes or no",
+					    v);
+				return -1;
+			}
+			opts.site_writable = b;
+			continue;
+		}
 		slurm_error("mpictr: plugstack.conf: unknown argument '%s' "
 			    "(known: image_dirs=DIR[:DIR...], "
 			    "registry_images=yes|no, "
-			    "registries=HOST[,HOST...], prefix=WORD)",
+			    "registries=HOST[,HOST...], prefix=WORD, "
+			    "container_writable=yes|no)",
 			    av[i]);
 		return -1;
 	}
@@ -681,12 +711,15 @@ static int add_batch_script(mpictr_config *cfg, uint32_t step,
 	return mpictr_config_add_bind(cfg, spec, e);
 }
 
-/* What decides the container: --container-writable, -remap-root,
+/* What decides the container: --container-writable (or the site's
+ * container_writable=yes without --container-readonly), -remap-root,
  * --no-container-mount-home. */
 static int container_flags(mpictr_config *cfg, mpictr_err **e)
 {
-	if ((opts.writable && mpictr_config_set_flag(
-				  cfg, MPICTR_FLAG_WRITABLE_TMPFS, 1, e) < 0) ||
+	bool writable = opts.writable || (opts.site_writable && !opts.readonly);
+
+	if ((writable && mpictr_config_set_flag(cfg, MPICTR_FLAG_WRITABLE_TMPFS,
+						1, e) < 0) ||
 	    (opts.remap_root &&
 	     mpictr_config_set_flag(cfg, MPICTR_FLAG_FAKEROOT, 1, e) < 0) ||
 	    (opts.no_mount_home &&

@@ -17,7 +17,7 @@ require_images tiny
 W=$(mktemp -d /var/tmp/mpictr-writable.XXXXXX) || exit 1
 chmod 0755 "$W"
 N=w$$
-trap '"$MPICTR" instance stop $N >/dev/null 2>&1; t_cleanup; chmod -R u+rwX "$W" 2>/dev/null; rm -rf "$W"' EXIT
+trap '"$MPICTR" instance stop $N >/dev/null 2>&1; "$MPICTR" instance stop ${N}r >/dev/null 2>&1; t_cleanup; chmod -R u+rwX "$W" 2>/dev/null; rm -rf "$W"' EXIT
 cd "$W" || exit 1
 private_tmpdir
 
@@ -40,6 +40,44 @@ ok "--fakeroot --writable-tmpfs tiny.sif (root's files): /usr is writable" \
 	bash -c "$T '$MPICTR' --fakeroot --writable-tmpfs '$IMG/tiny.sif' sh -c 'echo w >/usr/new && cat /usr/new' | grep -qx w"
 ok "--writable-tmpfs tiny.sif as the user: root's directories stay closed (Permission denied)" \
 	bash -c "$T '$MPICTR' --writable-tmpfs '$IMG/tiny.sif' sh -c 'echo w >/usr/new' 2>&1 | grep -q 'Permission denied'"
+
+# The whole tree takes writes: /, /etc, /usr and /var, also where the
+# image lacks a mount point (no /etc/hosts, /etc/resolv.conf: mpictr binds
+# the host's, made in a layer of its own, never read-only over /etc);
+# root's directories with --fakeroot. The files mpictr provides stay.
+mkdir "$W/noetc" && cp -a "$IMG/tiny/." "$W/noetc/" && chmod -R u+w "$W/noetc" && rm -f "$W/noetc/etc/hosts" "$W/noetc/etc/resolv.conf"
+mksquashfs "$W/noetc" "$W/noetc-user.sqfs" -noappend -quiet >/dev/null 2>&1
+mksquashfs "$W/noetc" "$W/noetc-root.sqfs" -noappend -quiet -all-root >/dev/null 2>&1
+# shellcheck disable=SC2016
+WRITE='touch /newfile && echo e >/etc/x && echo u >/usr/x && echo v >/var/x && test -e /newfile && [ "$(cat /etc/x /usr/x /var/x | tr -d "\n")" = euv ] && cmp -s /etc/hosts /opt/hosts.ref && grep -q "^$(id -un):x:$(id -u):" /etc/passwd && echo files-ok'
+cp /etc/hosts "$W/.hosts" 2>/dev/null || : >"$W/.hosts"
+# wrote [N]: N lines (of N ranks), each saying all went well
+wrote() { [ "$(grep -cx files-ok)" = "${1:-1}" ]; }
+export -f wrote
+for f in tiny.sif noetc-root.sqfs; do
+	i=$W/$f
+	[ "$f" = tiny.sif ] && i=$IMG/tiny.sif
+	ok "--fakeroot --writable-tmpfs $f: /newfile, /etc/x, /usr/x, /var/x written; hosts, passwd kept" \
+		bash -c "$T '$MPICTR' --fakeroot --writable-tmpfs -B '$W/.hosts:/opt/hosts.ref' '$i' sh -c '$WRITE' | wrote"
+done
+ok "--writable-tmpfs noetc-user.sqfs (the user's files): the same without --fakeroot" \
+	bash -c "$T '$MPICTR' --writable-tmpfs -B '$W/.hosts:/opt/hosts.ref' '$W/noetc-user.sqfs' sh -c '$WRITE' | wrote"
+ok "--fakeroot --writable-tmpfs: / is an rw overlay in the run, as --dry-run shows it" \
+	bash -c "'$MPICTR' --dry-run --fakeroot --writable-tmpfs '$IMG/tiny.sif' true | jq -e '.mounts[1].target == \"/\" and (.mounts[1].options | startswith(\"overlay,rw\"))' >/dev/null && $T '$MPICTR' --fakeroot --writable-tmpfs '$IMG/tiny.sif' cat /proc/self/mountinfo | awk '\$5 == \"/\" { l = \$6 \" \" \$9 } END { print l }' | grep -qx 'rw,.* overlay'"
+ok "-n 2 --writable-tmpfs noetc-user.sqfs: every rank writes /newfile, /etc, /usr, /var" \
+	bash -c "$T '$MPICTR' -n 2 --writable-tmpfs -B '$W/.hosts:/opt/hosts.ref' '$W/noetc-user.sqfs' sh -c '$WRITE' | wrote 2"
+if slurm_up; then
+	ok "srun -n 2 mpictr --writable-tmpfs (join mode): every task writes /newfile, /etc, /usr, /var" \
+		bash -c "$T srun -O -n 2 '$MPICTR' --writable-tmpfs -B '$W/.hosts:/opt/hosts.ref' '$W/noetc-user.sqfs' sh -c '$WRITE' | wrote 2"
+else
+	need "srun --writable-tmpfs writes" "the test Slurm (tests/slurm/cluster.sh) is not up"
+fi
+ok "instance start --fakeroot --writable-tmpfs noetc-root.sqfs" $T "$MPICTR" instance start --fakeroot --writable-tmpfs -B "$W/.hosts:/opt/hosts.ref" "$W/noetc-root.sqfs" ${N}r
+ok "... one exec writes /newfile, /etc/x, /usr/x, /var/x" bash -c "$T '$MPICTR' exec instance://${N}r sh -c '$WRITE' | wrote"
+ok "... the next exec reads them" bash -c "$T '$MPICTR' exec instance://${N}r cat /newfile /etc/x /usr/x /var/x | tr '\n' ' ' | grep -qx 'e u v '"
+ok "... instance save: the writes are in the saved image, the mount points mpictr made are not" \
+	bash -c "$T '$MPICTR' instance save ${N}r '$W/saved-r.sqfs' && unsquashfs -l '$W/saved-r.sqfs' >'$W/saved-r.ls' && grep -qx 'squashfs-root/newfile' '$W/saved-r.ls' && grep -qx 'squashfs-root/etc/x' '$W/saved-r.ls' && ! grep -qE 'squashfs-root/(etc/hosts|etc/resolv.conf|opt/hosts.ref|\.mpictr.*)$' '$W/saved-r.ls'"
+ok "... instance stop" $T "$MPICTR" instance stop ${N}r
 
 # --overlay DIR: the writes stay in DIR/upper.
 mkdir "$W/ovl"

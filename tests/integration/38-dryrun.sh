@@ -57,6 +57,13 @@ missing = sorted(k for k in keys if "`%s`" % k not in para)
 if missing or n != len(keys):
     sys.exit("keys the doc does not name: %s; the doc says %d keys, there are %d" % (missing, n, len(keys)))
 ' "$W/dry.s" "$ROOT/docs/architecture.md"
+# A writable container: its root is the overlay the dry-run shows.
+singlew() {
+	$T "$MPICTR" --writable-tmpfs --dry-run "$I" true >dry.w &&
+		$T "$MPICTR" --writable-tmpfs "$I" sh -c "$(probe w)" && same dry.w w &&
+		awk '$5 == "/" { l = $9 } END { exit l != "overlay" }' "$W/mnt.w"
+}
+ok "single process --writable-tmpfs: the dry-run is the run (/ the overlay)" singlew
 
 # The dry-run of -n shows rank 0's environment.
 launch() {

@@ -127,6 +127,17 @@ static void try_invisible(const char *name, const char *path)
 		report(0, name, "%s is visible", path);
 }
 
+/* Did mknod(path) make a device node? --fakeroot's system call filter
+ * makes mknod of a device report success without making anything. */
+static int made_device(const char *path)
+{
+	struct stat st;
+	int made = lstat(path, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode));
+
+	unlink(path);
+	return made;
+}
+
 static void try_mknod(void)
 {
 	static const char *const dirs[] = {"/dev/shm", "/tmp", "."};
@@ -135,8 +146,10 @@ static void try_mknod(void)
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		snprintf(path, sizeof(path), "%s/.escape-probe-null.%d", dirs[i], (int)getpid());
 		if (mknod(path, S_IFCHR | 0666, makedev(1, 3)) == 0) {
-			unlink(path);
-			report(0, "mknod", "made char device 1:3 at %s", path);
+			if (made_device(path))
+				report(0, "mknod", "made char device 1:3 at %s", path);
+			else
+				report(1, "mknod", "mknod(%s) reported success, made nothing (a filter)", path);
 			return;
 		}
 		if (errno != EPERM && errno != EACCES && errno != EROFS)
@@ -185,6 +198,7 @@ static long host_uid(void)
 static void try_ids(void)
 {
 	uid_t u = getuid();
+	int rc, e;
 
 	if (u == 0) {
 		skipped("setuid", "already uid 0 in the container (--fakeroot or root)");
@@ -199,10 +213,14 @@ static void try_ids(void)
 		report(0, "setgid", "setgid(0) succeeded");
 	else
 		report(1, "setgid", "setgid(0): %s", strerror(errno));
-	if (setgroups(0, NULL) == 0)
+	rc = setgroups(0, NULL);
+	e = errno;
+	if (rc == 0 && getgroups(0, NULL) == 0)
 		report(0, "setgroups", "setgroups(0) succeeded");
+	else if (rc == 0)
+		report(1, "setgroups", "setgroups(0) reported success, changed nothing (a filter)");
 	else
-		report(1, "setgroups", "setgroups: %s", strerror(errno));
+		report(1, "setgroups", "setgroups: %s", strerror(e));
 }
 
 static void try_suid_binary(void)
@@ -361,12 +379,12 @@ static int nested_child(const char *mark)
 		report(0, "nested-umount", "unmounted a locked mount of the job (reveals what is under it)");
 	else
 		report(1, "nested-umount", "umount2(/usr, /etc): %s", strerror(errno));
-	if (mknod("/tmp/.escape-probe-nested", S_IFCHR | 0666, makedev(1, 3)) == 0) {
-		unlink("/tmp/.escape-probe-nested");
-		report(0, "nested-mknod", "made a device node in a nested namespace");
-	} else {
+	if (mknod("/tmp/.escape-probe-nested", S_IFCHR | 0666, makedev(1, 3)) < 0)
 		report(1, "nested-mknod", "mknod: %s", strerror(errno));
-	}
+	else if (made_device("/tmp/.escape-probe-nested"))
+		report(0, "nested-mknod", "made a device node in a nested namespace");
+	else
+		report(1, "nested-mknod", "mknod reported success, made nothing (a filter)");
 	if (kill(1, 0) == 0 && getppid() != 1)
 		printf("INFO nested-kill: pid 1 is signalable (same owner)\n");
 	/* Chroot escape: root of the nested namespace may chroot; walking up

@@ -359,8 +359,9 @@ install_spank() {
 		mv -f "$SPANK_DIR/.new.$n" "$SPANK_DIR/$n"
 	done
 	# optional: the pull plugin (--container-image=docker://...), the
-	# verify plugins (signed images, require_signature)
-	for n in mpictr-pull.so mpictr-verify.so mpictr-verify-pgp.so; do
+	# verify plugins (signed images, require_signature), the seccomp
+	# plugin (--container-remap-root's system call filter)
+	for n in mpictr-pull.so mpictr-verify.so mpictr-verify-pgp.so mpictr-seccomp.so; do
 		f=$FROM/$n
 		[ -f "$f" ] || continue
 		install -o root -g root -m 0644 "$f" "$SPANK_DIR/.new.$n"

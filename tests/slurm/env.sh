@@ -42,8 +42,8 @@ spank_installed() {
 	for n in mpictr-spank.so mpictr-squash.so mpictr-pmix.so; do
 		cmp -s "$1/$n" "$SPANK_DIR/$n" || return 1
 	done
-	# the verify plugins, where the build has them (signed images)
-	for n in mpictr-verify.so mpictr-verify-pgp.so; do
+	# the verify and seccomp plugins, where the build has them
+	for n in mpictr-verify.so mpictr-verify-pgp.so mpictr-seccomp.so; do
 		[ ! -f "$1/$n" ] || cmp -s "$1/$n" "$SPANK_DIR/$n" || return 1
 	done
 }
