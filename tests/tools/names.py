@@ -37,6 +37,8 @@ EXTERNAL = {
     "mm_posix.c", "cma_ep.c",
     # Apptainer's environment scripts in an image (/.singularity.d/env/)
     "90-environment.sh",
+    # Enroot's hook for apt under its remapped root
+    "10-aptfix.sh",
     # the OCI distribution spec's token.md (its auth/ folder)
     "token.md",
     # the reference notes kept beside the tree (shared/reference/)
