@@ -285,7 +285,7 @@ START_TEST(test_cache_layout)
 	ck_assert_int_eq(write(fd, "abc", 3), 3);
 	close(fd);
 	ck_assert_ptr_nonnull(strstr(tmp, "/tmp/blob."));
-	ck_assert_int_eq(cache_commit(tmp, blob, &e), 0);
+	ck_assert_int_eq(cache_commit_blob(&c, tmp, "sha256:" HEX64, &e), 0);
 	ck_assert(cache_has_blob(&c, "sha256:" HEX64, 3));
 	ck_assert(!cache_has_blob(&c, "sha256:" HEX64, 4));
 	ck_assert_int_eq(cache_ref_set(&c, "h:1", "test/img", "v1",
@@ -358,8 +358,11 @@ START_TEST(test_cache_refuses_open_dir)
 		cleanup_free char *sub = xasprintf("%s/images", dir);
 		cleanup_free char *lk = xasprintf("%s/locks/cache.lock", dir);
 		struct stat st;
+		/* ours: made sticky, the directories too */
+		ck_assert_int_eq(stat(dir, &st), 0);
+		ck_assert_uint_eq(st.st_mode & 07777, 03775);
 		ck_assert_int_eq(stat(sub, &st), 0);
-		ck_assert_uint_eq(st.st_mode & 07777, 02775);
+		ck_assert_uint_eq(st.st_mode & 07777, 03775);
 		ck_assert_int_eq(stat(lk, &st), 0);
 		ck_assert_uint_eq(st.st_mode & 0777, 0664);
 	}
