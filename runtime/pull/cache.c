@@ -131,10 +131,18 @@ static int open_sub(const struct cache *c, int dfd, const char *name,
 				       what);
 		fd = openat(dfd, name, flags);
 	}
-	if (fd < 0)
-		return err_set(err, errno == ELOOP ? ENOTDIR : errno,
-			       "image cache '%s/%s'%s", c->dir, what,
-			       errno == ELOOP ? " is a symlink" : "");
+	if (fd < 0) {
+		int e = errno;
+		struct stat st;
+		if ((e == ELOOP || e == ENOTDIR) &&
+		    fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISLNK(st.st_mode))
+			return err_set(err, 0,
+				       "image cache '%s': '%s' is a symlink: "
+				       "refused (never followed)",
+				       c->dir, what);
+		return err_set(err, e, "image cache '%s/%s'", c->dir, what);
+	}
 	if (made) { /* ours, just made: its mode exactly (no umask) */
 		struct stat st;
 		if (fstat(fd, &st) == 0 && st.st_uid == geteuid())
@@ -627,10 +635,11 @@ int cache_commit_image(const struct cache *c, const char *tmp,
 			       O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
 		      : -1;
 
-	/* ours (just written): read-only for all but us */
+	/* ours (just written): read-only for all but us; in a shared cache
+	 * readable by the group whatever our umask */
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    st.st_uid != geteuid() ||
-	    fchmod(fd, st.st_mode & 0755 & ~(mode_t)S_IWGRP) < 0) {
+	    fchmod(fd, c->shared ? 0755 : st.st_mode & 0755) < 0) {
 		int e = errno;
 		if (fd >= 0)
 			close(fd);
