@@ -33,13 +33,10 @@ asa() { runuser -u "$A" -- env HOME="$W/a" MPICTR_PULL_INSECURE="$REG_p" "$@"; }
 mkdir -m 0700 "$W/v" "$W/a" && chown "$V:" "$W/v" && chown "$A:" "$W/a"
 
 # The site's cache as docs/admin.md says: root's, the group's, 3775; its
-# layout made once by root (or by the cache's owner, if not root).
+# layout made once by its owner (root here) with `mpictr cache list`.
 newcache() {
-	local c=$1 sub
-	mkdir "$c" && chgrp "$G" "$c" && chmod 3775 "$c" || return 1
-	for sub in blobs blobs/sha256 images images/sha256 refs locks tmp; do
-		install -d -o root -g "$G" -m 3775 "$c/$sub" || return 1
-	done
+	mkdir "$1" && chgrp "$G" "$1" && chmod 3775 "$1" &&
+		"$MPICTR" cache list --cache-dir "$1" >/dev/null
 }
 
 reg_start p plain || { need "registry" "docker-registry did not start"; done_testing; exit; }
@@ -50,20 +47,21 @@ DIGEST=$(curl -sI -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
 HEX=${DIGEST#sha256:}
 IMG="docker://$REG_p/test/busybox@$DIGEST"
 
-# ---- 1. a lock symlinked to V's file -------------------------------------------------
+# ---- 1. a lock symlinked to V's file (locks are made when first needed) -------------
 C=$W/c1
 newcache "$C"
 printf 'secret\n' >"$W/v/secret" && chown "$V:" "$W/v/secret" && chmod 0600 "$W/v/secret"
 chmod 0711 "$W/v" # A may name the path, not list or read it
-asa ln -s "$W/v/secret" "$C/locks/cache.lock"
-asv $T "$MPICTR" cache list --cache-dir "$C" >"$W/out1" 2>&1
-check "1. a member's symlink at locks/cache.lock: V's file keeps mode 0600" \
+asa ln -s "$W/v/secret" "$C/locks/image-$HEX.lock"
+asv $T env MPICTR_CACHEDIR="$C" "$MPICTR" pull -q --insecure "$REG_p" "$IMG" "$W/v/one.sif" >"$W/out1" 2>&1
+check "1. a member's symlink at the image's lock: V's file keeps mode 0600" \
 	test "$(stat -c %a "$W/v/secret")" = 600
-check "... and the symlink is refused (named), not followed" grep -q "cache.lock" "$W/out1"
+check "... and the symlink is refused (named), not followed" grep -q "image-$HEX.lock" "$W/out1"
 
 # ---- 2. symlinks at the temporary names of the layout files --------------------------
 C=$W/c2
 newcache "$C"
+rm -f "$C/index.json" "$C/oci-layout" # as a member could, were the root not sticky
 printf 'mine\n' >"$W/v/file" && chown "$V:" "$W/v/file" && chmod 0644 "$W/v/file"
 rm -f "$W/go" "$W/v/pid"
 runuser -u "$V" -- bash -c 'echo $$ >"$1/v/pid.tmp"; mv "$1/v/pid.tmp" "$1/v/pid"
@@ -150,7 +148,8 @@ LAYER=$(skopeo inspect --raw --tls-verify=false "docker://$REG_p/test/busybox:1"
 	python3 -c 'import json,sys; print(json.load(sys.stdin)["layers"][-1]["digest"])')
 SIZE=$(curl -sI "http://$REG_p/v2/test/busybox/blobs/$LAYER" | sed -n 's/^Content-Length: *\([0-9]*\).*/\1/Ip' | tr -d '\r')
 asa bash -c 'head -c "$2" /dev/zero >"$1"; chmod 0644 "$1"' _ "$C/blobs/sha256/${LAYER#sha256:}" "$SIZE"
-ok "12b. a planted blob of the right size, wrong content: V's pull succeeds" \
+check "12b. (A's blob is planted: $SIZE bytes)" test "$(stat -c '%U %s' "$C/blobs/sha256/${LAYER#sha256:}")" = "$A $SIZE"
+ok "... a planted blob of the right size, wrong content: V's pull succeeds" \
 	asv $T env MPICTR_CACHEDIR="$C" "$MPICTR" pull -q --insecure "$REG_p" "$IMG" "$W/v/pulled.sif"
 asv $T "$MPICTR" exec "$W/v/pulled.sif" sh -c 'echo "greeting=$GREETING"' >"$W/out12b" 2>&1
 check "... the image is the registry's" grep -q greeting=hello "$W/out12b"
