@@ -712,6 +712,28 @@ int cache_tmpfile(const struct cache *c, const char *prefix, char **path,
  * member's file of the same tag is kept (sticky): ours is then not
  * written, which is no error. */
 
+/* A directory below refs/, opened or made (a member's will do: a name in
+ * it is only ever read with O_NOFOLLOW, and names nothing that runs). */
+static int refs_sub(const struct cache *c, int dfd, const char *name,
+		    const char *what, mpictr_err **err)
+{
+	const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+	int fd = openat(dfd, name, flags);
+	struct stat st;
+
+	if (fd < 0 && errno == ENOENT && mkdirat(dfd, name, 0700) == 0) {
+		fd = openat(dfd, name, flags);
+		if (fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == geteuid())
+			(void)fchmod(fd, c->shared ? 03775 : 0755);
+	} else if (fd < 0 && errno == ENOENT) {
+		fd = openat(dfd, name, flags); /* another pull made it */
+	}
+	if (fd < 0)
+		return err_set(err, errno, "image cache '%s': '%s'", c->dir,
+			       what);
+	return fd;
+}
+
 /* The directory refs/HOST/REPO, opened component by component (created
  * when create is set); -1 when it is not there or a component is not a
  * plain name. */
@@ -730,7 +752,7 @@ static int refs_dir(const struct cache *c, const char *host, const char *repo,
 			err_set(err, EINVAL, "tag reference '%s/%s'", host,
 				repo);
 		} else if (create) {
-			sub = open_sub(c, fd, t, what, err);
+			sub = refs_sub(c, fd, t, what, err);
 		} else {
 			sub = openat(fd, t,
 				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW |

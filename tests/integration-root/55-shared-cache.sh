@@ -155,4 +155,13 @@ asv $T "$MPICTR" exec "$W/v/pulled.sif" sh -c 'echo "greeting=$GREETING"' >"$W/o
 check "... the image is the registry's" grep -q greeting=hello "$W/out12b"
 check "... A's blob is left as it was, V's copy beside it" \
 	test -s "$C/blobs/sha256/${LAYER#sha256:}.$(id -u "$V")"
+
+# ---- members share the cache: pulls by tag, one after the other ---------------------
+C=$W/c13
+newcache "$C"
+ok "both members pull by tag into the shared cache (V, then A)" sh -c "
+	runuser -u '$V' -- env HOME='$W/v' MPICTR_CACHEDIR='$C' $T '$MPICTR' pull -q --insecure '$REG_p' 'docker://$REG_p/test/busybox:1' &&
+	runuser -u '$A' -- env HOME='$W/a' MPICTR_CACHEDIR='$C' $T '$MPICTR' pull -q --insecure '$REG_p' 'docker://$REG_p/test/busybox:1'"
+asa env MPICTR_CACHEDIR="$C" "$MPICTR" cache list >"$W/list" 2>&1
+check "... cache list names the tag" grep -q "test/busybox:1" "$W/list"
 done_testing
