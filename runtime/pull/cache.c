@@ -309,7 +309,9 @@ static int lock_wait(int fd, short type, unsigned wait, const char *what,
 				   what, who, dt, wait);
 			next += 10;
 		}
-		usleep(dt < 1 ? 20000 : 200000);
+		/* polled (a thread of a pull cannot take a signal for a
+		 * timeout): the waiters of one image wake soon after */
+		usleep(dt < 1 ? 10000 : 50000);
 	}
 }
 
