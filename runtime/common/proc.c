@@ -380,12 +380,15 @@ int exit_code_of(int status)
 #define RM_DEPTH 32
 
 struct rm_walk {
-	int top;	/* the tree's root directory */
-	dev_t dev;	/* its file system */
-	uint64_t mnt;	/* its mount id, 0 when the kernel has none */
-	int err;	/* errno of the first failure */
-	bool moved;	/* a subtree was moved up to top: list it again */
-	unsigned moves; /* names given to moved subtrees */
+	int top;	  /* the tree's root directory */
+	dev_t dev;	  /* its file system */
+	uint64_t mnt;	  /* its mount id, 0 when the kernel has none */
+	int err;	  /* errno of the first failure */
+	bool moved;	  /* a subtree was moved up to top: list it again */
+	unsigned moves;	  /* names given to moved subtrees */
+	uint64_t freed;	  /* bytes of the regular files removed */
+	bool keep_others; /* EPERM (a sticky directory, another's entry):
+			     kept, not a failure */
 };
 
 static uint64_t mount_id(int fd)
@@ -401,6 +404,8 @@ static uint64_t mount_id(int fd)
 
 static void rm_fail(struct rm_walk *w, int e)
 {
+	if (w->keep_others && (e == EPERM || e == EACCES || e == ENOTEMPTY))
+		return;
 	if (e != ENOENT && !w->err)
 		w->err = e;
 }
@@ -421,9 +426,17 @@ static void rm_at(struct rm_walk *w, int dfd, const char *name, int depth)
 {
 	for (int tries = 0; tries < 8; tries++) {
 		char moved[32];
+		struct stat st;
 		int fd;
 
-		if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			st.st_size = 0;
+		if (unlinkat(dfd, name, 0) == 0) {
+			if (S_ISREG(st.st_mode))
+				w->freed += (uint64_t)st.st_size;
+			return;
+		}
+		if (errno == ENOENT)
 			return;
 		if (errno != EISDIR) {
 			rm_fail(w, errno);
@@ -495,7 +508,12 @@ static void rm_empty(struct rm_walk *w, int fd, int depth)
 
 int rm_tree_empty(int fd)
 {
-	struct rm_walk w = {.top = fd};
+	return rm_tree_empty_count(fd, false, NULL);
+}
+
+int rm_tree_empty_count(int fd, bool keep_others, uint64_t *freed)
+{
+	struct rm_walk w = {.top = fd, .keep_others = keep_others};
 	struct stat st;
 
 	if (fstat(fd, &st) < 0)
@@ -510,6 +528,8 @@ int rm_tree_empty(int fd)
 		w.moved = false;
 		rm_empty(&w, copy, 0);
 	}
+	if (freed)
+		*freed += w.freed;
 	if (w.err) {
 		errno = w.err;
 		return -1;

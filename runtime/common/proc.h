@@ -11,6 +11,7 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "common/error.h"
@@ -115,6 +116,10 @@ int exit_code_of(int status);
 int rm_rf(const char *path);
 int rm_tree_at(int dfd, const char *name);
 int rm_tree_empty(int fd);
+/* rm_tree_empty adding the bytes of the files removed to *freed (when not
+ * NULL); keep_others: an entry the caller may not remove (EPERM: a sticky
+ * directory, someone else's) is kept without failing. */
+int rm_tree_empty_count(int fd, bool keep_others, uint64_t *freed);
 
 /* The parent of pid (from /proc/PID/stat), or -1. */
 pid_t proc_ppid(pid_t pid);

@@ -117,6 +117,31 @@ static void record_items(struct host_facts *f, const struct site_items *items)
 	}
 }
 
+/* The image cache's directory, chosen as cache_dir_choose() (pull/
+ * cache.h) does from the run's environment. */
+static void gather_image_cache(const struct mpictr_config *cfg,
+			       struct host_facts *f)
+{
+	const char *v = env_get(cfg->host_env, "MPICTR_CACHEDIR");
+	const char *xdg = env_get(cfg->host_env, "XDG_CACHE_HOME");
+	const char *home = env_get(cfg->host_env, "HOME");
+	cleanup_free char *dir = NULL;
+
+	if (v && v[0] == '/')
+		dir = xstrdup(v);
+	else if (cfg->site.cache_dir.value &&
+		 cfg->site.cache_dir.value[0] == '/')
+		dir = xstrdup(cfg->site.cache_dir.value);
+	else if (xdg && xdg[0] == '/')
+		dir = xasprintf("%s/mpictr", xdg);
+	else if (home && home[0] == '/')
+		dir = xasprintf("%s/.cache/mpictr", home);
+	if (!dir)
+		return;
+	f->image_cache = clean_path(dir);
+	host_facts_add_path(f, f->image_cache);
+}
+
 /* The host paths that binds, profiles and the fixed mounts name. */
 static void gather_paths(const struct mpictr_config *cfg, struct host_facts *f)
 {
@@ -129,6 +154,7 @@ static void gather_paths(const struct mpictr_config *cfg, struct host_facts *f)
 	host_facts_add_path(f, f->home);
 	if (f->cwd)
 		host_facts_add_path(f, f->cwd);
+	gather_image_cache(cfg, f);
 	if (pmix_tmp && pmix_tmp[0] == '/') {
 		cleanup_free char *d = clean_path(pmix_tmp);
 		host_facts_add_path(f, d);
@@ -521,6 +547,7 @@ void host_facts_free(struct host_facts *f)
 {
 	free(f->user);
 	free(f->home);
+	free(f->image_cache);
 	free(f->cwd);
 	image_info_free(&f->image);
 	mpictr_err_free(f->image_err);

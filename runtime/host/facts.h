@@ -90,6 +90,10 @@ struct host_facts {
 	struct site_trust trust;
 	mpictr_err *trust_err;
 	char *trust_cache;
+	/* The image cache of pull (its path fact recorded): bound read-only
+	 * into the container wherever a bind shows it (docs/security.md,
+	 * "Shared image cache"). NULL: no HOME to choose it from. */
+	char *image_cache;
 
 	struct path_fact *paths;
 	size_t npaths;

@@ -805,6 +805,47 @@ static int plan_options(const struct mpictr_config *cfg,
 	return 0;
 }
 
+/* The image cache, where a writable bind shows it in the container (it
+ * lies in $HOME by default): bound again over itself read-only, so that
+ * no program there can change what a later run of an image executes
+ * (docs/security.md, "Shared image cache"). */
+static void protect_image_cache(struct plan *p)
+{
+	const struct path_fact *pf =
+	    p->facts->image_cache
+		? host_facts_path(p->facts, p->facts->image_cache)
+		: NULL;
+	size_t n = p->nops;
+
+	if (!pf || pf->err || !pf->is_dir || !pf->real)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const struct mount_op *op = &p->ops[i];
+		cleanup_free char *src = NULL, *dst = NULL;
+		struct mount_op *ro;
+		size_t ls;
+
+		if (op->kind != MOP_BIND || !op->src_is_dir ||
+		    (op->flags & MS_RDONLY))
+			continue;
+		src = plan_realpath(p, op->source);
+		if (!src)
+			src = xstrdup(op->source);
+		ls = strcmp(src, "/") ? strlen(src) : 0;
+		if (strncmp(pf->real, src, ls) ||
+		    (pf->real[ls] != '/' && pf->real[ls] != '\0'))
+			continue;
+		dst =
+		    xasprintf("%s%s", strcmp(op->target, "/") ? op->target : "",
+			      pf->real + ls);
+		ro = add_op(p, MOP_BIND, pf->real, dst,
+			    MS_RDONLY | MS_NOSUID | MS_NODEV,
+			    "image cache, read-only");
+		ro->src_is_dir = true;
+		ro->who = BIND_TRUSTED;
+	}
+}
+
 static int plan_steps(const struct mpictr_config *cfg,
 		      const struct run_decision *d, const char *run_dir,
 		      struct plan *p, mpictr_err **err)
@@ -821,6 +862,7 @@ static int plan_steps(const struct mpictr_config *cfg,
 	    site_binds(cfg, p, profs, err) < 0 ||
 	    user_binds(cfg, p, cwd, err) < 0)
 		return -1;
+	protect_image_cache(p);
 	plan_verbs(p);
 	/* A refusal is the step's outcome: the holder reports it when it
 	 * gets there, --dry-run shows it. */

@@ -648,10 +648,10 @@ schema1:
 static int cache_put(struct client *cl, const char *digest, const void *data,
 		     size_t n, mpictr_err **err)
 {
-	cleanup_free char *tmp = NULL, *final = NULL;
+	cleanup_free char *tmp = NULL;
 	cleanup_close int fd = -1;
 
-	if (cache_has_blob(cl->cache, digest, n))
+	if (cache_blob(cl->cache, digest, n, NULL) == CACHE_TRUSTED)
 		return 0;
 	fd = cache_tmpfile(cl->cache, "manifest", &tmp, err);
 	if (fd < 0)
@@ -661,8 +661,7 @@ static int cache_put(struct client *cl, const char *digest, const void *data,
 		unlink(tmp);
 		return -1;
 	}
-	final = cache_blob_path(cl->cache, digest);
-	if (cache_commit(tmp, final, err) < 0) {
+	if (cache_commit_blob(cl->cache, tmp, digest, err) < 0) {
 		unlink(tmp);
 		return -1;
 	}
@@ -914,26 +913,63 @@ static int blob_check(struct client *cl, const struct blob *b, struct sink *s,
 	return 0;
 }
 
-/* Download one blob into the cache unless it is there; a lock per blob
- * makes concurrent pulls download it once. 1 when downloaded. */
+/* Whether the cache's copy of b can be used: ours (or root's, or the
+ * cache owner's) as it is; another member's only when its content hashes
+ * to its digest (a shared cache: a member may have planted anything under
+ * the name; read through the descriptor that was checked). */
+static bool blob_usable(struct client *cl, const struct blob *b)
+{
+	int fd = -1;
+	enum cache_entry st = cache_blob(cl->cache, b->digest, b->size, &fd);
+	EVP_MD_CTX *md;
+	unsigned char buf[1 << 16], d[32];
+	unsigned dlen = 0;
+	char hex[65];
+	ssize_t n = 0;
+
+	if (st != CACHE_OTHERS)
+		return st == CACHE_TRUSTED;
+	md = EVP_MD_CTX_new();
+	if (md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1)
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			EVP_DigestUpdate(md, buf, (size_t)n);
+	close(fd);
+	if (!md || n < 0 || EVP_DigestFinal_ex(md, d, &dlen) != 1) {
+		EVP_MD_CTX_free(md);
+		return false;
+	}
+	EVP_MD_CTX_free(md);
+	for (unsigned i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+	if (strcmp(hex, b->digest + 7) == 0)
+		return true;
+	log_warn("image cache '%s': blob %s is another user's and its "
+		 "content is sha256:%s: not used, fetching it again",
+		 cl->cache->dir, b->digest, hex);
+	return false;
+}
+
+/* Download one blob into the cache unless it is there (and usable); a
+ * lock per blob makes concurrent pulls download it once. 1 when
+ * downloaded. */
 static int blob_fetch(struct client *cl, CURL *h, const struct blob *b,
 		      unsigned idx, unsigned count, mpictr_err **err)
 {
 	struct reg_progress p = {
 	    .text = b->digest, .index = idx, .count = count, .total = b->size};
 	cleanup_free char *hex = xasprintf("blob-%s", b->digest + 7);
-	cleanup_free char *tmp = NULL, *final = NULL, *path = NULL;
+	cleanup_free char *tmp = NULL, *path = NULL;
 	cleanup_free char *what = NULL;
 	struct sink s = {.fd = -1, .cl = cl, .prog = &p, .limit = b->size};
 	struct resp r = {0};
 	int lock, rc = 0;
 
-	if (cache_has_blob(cl->cache, b->digest, b->size))
+	if (cache_blob(cl->cache, b->digest, b->size, NULL) == CACHE_TRUSTED)
 		goto cached;
 	lock = cache_lock(cl->cache, hex, err);
 	if (lock < 0)
 		return -1;
-	if (cache_has_blob(cl->cache, b->digest, b->size)) {
+	if (blob_usable(cl, b)) {
 		cache_unlock(lock);
 		goto cached;
 	}
@@ -949,9 +985,8 @@ static int blob_fetch(struct client *cl, CURL *h, const struct blob *b,
 		rc = call(cl, h, path, false, NULL, &s, &r, what, err);
 	if (rc == 0)
 		rc = blob_check(cl, b, &s, err);
-	final = cache_blob_path(cl->cache, b->digest);
 	if (rc == 0)
-		rc = cache_commit(tmp, final, err);
+		rc = cache_commit_blob(cl->cache, tmp, b->digest, err);
 	if (rc < 0 && tmp)
 		unlink(tmp);
 	if (s.fd >= 0)

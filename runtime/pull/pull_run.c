@@ -45,8 +45,7 @@ static char *cached_by_digest(const struct image_ref *ref, const char *dir)
 		mpictr_err_free(e);
 		return NULL;
 	}
-	if (cache_has_image(&c, ref->digest))
-		sif = cache_image_path(&c, ref->digest);
+	sif = cache_image_find(&c, ref->digest);
 	cache_close(&c);
 	return sif;
 }

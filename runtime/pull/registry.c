@@ -147,8 +147,7 @@ static int build_locked(struct cache *c, const struct image_ref *ref,
 			struct pull_stats *st, mpictr_err **err)
 {
 	cleanup_free char *name = xasprintf("image-%s", digest + 7);
-	cleanup_free char *sif = cache_image_path(c, digest);
-	cleanup_free char *tmp = NULL;
+	cleanup_free char *tmp = NULL, *sif = NULL;
 	struct image_ref by_digest = *ref;
 	struct reg_image im;
 	int lock, rc;
@@ -173,7 +172,7 @@ static int build_locked(struct cache *c, const struct image_ref *ref,
 		rc = pull_assemble(c->dir, digest, tmp, what, o, st, err);
 	}
 	if (rc == 0)
-		rc = cache_commit(tmp, sif, err);
+		rc = cache_commit_image(c, tmp, digest, &sif, err);
 	if (rc < 0 && tmp)
 		unlink(tmp);
 	cache_unlock(lock);
@@ -210,8 +209,10 @@ int pull_registry(const struct image_ref *ref, const char *out,
 		else if (o->progress)
 			o->progress("image cached", false, o->progress_data);
 	}
+	if (rc == 0 && !(*sif_out = cache_image_find(&c, digest)))
+		rc = err_set(err, ENOENT, "image '%s': no usable SIF in '%s'",
+			     what, c.dir);
 	if (rc == 0) {
-		*sif_out = cache_image_path(&c, digest);
 		if (out)
 			rc = copy_out(*sif_out, out, o->force, err);
 	}

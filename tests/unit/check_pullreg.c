@@ -3,6 +3,8 @@
  * / config.json, Enroot's netrc), and the image cache (paths, temporary
  * files, locks, tag references and index.json, clean). */
 #include <check.h>
+#include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -400,7 +402,7 @@ START_TEST(test_cache_layout)
 	ck_assert_int_eq(write(fd, "abc", 3), 3);
 	close(fd);
 	ck_assert_ptr_nonnull(strstr(tmp, "/tmp/blob."));
-	ck_assert_int_eq(cache_commit(tmp, blob, &e), 0);
+	ck_assert_int_eq(cache_commit_blob(&c, tmp, "sha256:" HEX64, &e), 0);
 	ck_assert(cache_has_blob(&c, "sha256:" HEX64, 3));
 	ck_assert(!cache_has_blob(&c, "sha256:" HEX64, 4));
 	ck_assert_int_eq(cache_ref_set(&c, "h:1", "test/img", "v1",
@@ -473,12 +475,100 @@ START_TEST(test_cache_refuses_open_dir)
 		cleanup_free char *sub = xasprintf("%s/images", dir);
 		cleanup_free char *lk = xasprintf("%s/locks/cache.lock", dir);
 		struct stat st;
+		/* ours: made sticky, the directories too */
+		ck_assert_int_eq(stat(dir, &st), 0);
+		ck_assert_uint_eq(st.st_mode & 07777, 03775);
 		ck_assert_int_eq(stat(sub, &st), 0);
-		ck_assert_uint_eq(st.st_mode & 07777, 02775);
+		ck_assert_uint_eq(st.st_mode & 07777, 03775);
 		ck_assert_int_eq(stat(lk, &st), 0);
 		ck_assert_uint_eq(st.st_mode & 0777, 0664);
 	}
 	cache_close(&c);
+}
+END_TEST
+
+/* A lock another process holds: waited for MPICTR_CACHE_LOCK_WAIT
+ * seconds, then an error naming the holder. */
+START_TEST(test_cache_lock_bounded)
+{
+	cleanup_free char *dir = tmpcache();
+	cleanup_free char *pidtext = NULL;
+	struct cache c;
+	mpictr_err *e = NULL;
+	int pipefd[2], lock;
+	char b;
+	pid_t pid;
+
+	ck_assert_int_eq(cache_open(&c, dir, &e), 0);
+	ck_assert_int_eq(pipe(pipefd), 0);
+	pid = fork();
+	if (pid == 0) {
+		int fd = cache_lock(&c, "held", &e);
+		ssize_t n = write(pipefd[1], fd >= 0 ? "y" : "n", 1);
+		(void)n;
+		pause(); /* holds it until killed */
+		_exit(0);
+	}
+	ck_assert_int_eq(read(pipefd[0], &b, 1), 1);
+	ck_assert_int_eq(b, 'y');
+	c.lock_wait = 1;
+	lock = cache_lock(&c, "held", &e);
+	ck_assert_int_eq(lock, -1);
+	ck_assert_int_eq(mpictr_err_errno(e), ETIMEDOUT);
+	pidtext = xasprintf("pid %d (uid %u)", (int)pid, (unsigned)geteuid());
+	ck_assert_ptr_nonnull(strstr(mpictr_err_message(e), pidtext));
+	mpictr_err_free(e);
+	e = NULL;
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	lock = cache_lock(&c, "held", &e);
+	ck_assert_int_ge(lock, 0);
+	cache_unlock(lock);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	cache_close(&c);
+}
+END_TEST
+
+/* Nothing below the root is followed through a symlink: a lock, a tmp/
+ * name, tmp/ itself. */
+START_TEST(test_cache_no_symlinks)
+{
+	cleanup_free char *dir = tmpcache();
+	cleanup_free char *victim = xasprintf("%s.victim", dir);
+	cleanup_free char *lk = NULL, *tmpd = NULL;
+	struct cache c;
+	mpictr_err *e = NULL;
+	uint64_t freed = 0;
+	struct stat st;
+
+	ck_assert_int_eq(cache_open(&c, dir, &e), 0);
+	cache_close(&c);
+	ck_assert_int_eq(write_file(victim, "x", O_WRONLY | O_CREAT | O_EXCL),
+			 0);
+	ck_assert_int_eq(chmod(victim, 0600), 0);
+	lk = xasprintf("%s/locks/evil.lock", dir);
+	ck_assert_int_eq(symlink(victim, lk), 0);
+	ck_assert_int_eq(cache_open(&c, dir, &e), 0);
+	ck_assert_int_eq(cache_lock(&c, "evil", &e), -1);
+	mpictr_err_free(e);
+	e = NULL;
+	cache_close(&c);
+	ck_assert_int_eq(stat(victim, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 0777, 0600);
+	/* tmp/ swapped for a symlink to a directory holding the victim */
+	tmpd = xasprintf("%s/tmp", dir);
+	ck_assert_int_eq(rmdir(tmpd), 0);
+	{
+		cleanup_free char *vdir = xstrdup(victim);
+		*strrchr(vdir, '/') = '\0';
+		ck_assert_int_eq(symlink(vdir, tmpd), 0);
+	}
+	ck_assert_int_eq(cache_clean(dir, false, &freed, &e), -1);
+	ck_assert_ptr_nonnull(strstr(mpictr_err_message(e), "symlink"));
+	mpictr_err_free(e);
+	ck_assert_int_eq(stat(victim, &st), 0);
+	unlink(victim);
 }
 END_TEST
 
@@ -514,6 +604,8 @@ Suite *suite_pullreg(void)
 	tcase_add_test(tc, test_cache_layout);
 	tcase_add_test(tc, test_cache_clean_busy);
 	tcase_add_test(tc, test_cache_refuses_open_dir);
+	tcase_add_test(tc, test_cache_lock_bounded);
+	tcase_add_test(tc, test_cache_no_symlinks);
 	tcase_add_test(tc, test_digest_valid);
 	suite_add_tcase(s, tc);
 	return s;
