@@ -74,7 +74,8 @@ static void print_help(void)
 	       "[--env-script F] [--labels F]\n"
 	       "       %s pull [--force] [-q] [--arch ARCH] [--tls-ca FILE] "
 	       "[--insecure HOST]\n"
-	       "            [--no-expansion-limit] SOURCE [OUT.sif]\n"
+	       "            [--no-expansion-limit] [--stall-timeout SECONDS] "
+	       "SOURCE [OUT.sif]\n"
 	       "       %s cache list|clean [--tmp] [--cache-dir DIR]\n"
 	       "       %s sif sign --key FILE IMAGE\n"
 	       "       %s verify [--key FILE]... [--json] [--legacy-insecure] "
@@ -1067,7 +1068,8 @@ static int cmd_inspect(int argc, char **argv)
 
 static const char pull_usage[] =
     "usage: pull [--force] [-q] [--arch ARCH] [--tls-ca FILE] "
-    "[--insecure HOST] [--no-expansion-limit] SOURCE [OUT.sif]";
+    "[--insecure HOST] [--no-expansion-limit] [--stall-timeout SECONDS] "
+    "SOURCE [OUT.sif]";
 
 /* Pull progress on stderr: on a terminal the byte counts update one line
  * in place; elsewhere only the step lines, one each. */
@@ -1093,6 +1095,7 @@ static int cmd_pull(int argc, char **argv)
 	    {"tls-ca", required_argument, NULL, 'C'},
 	    {"insecure", required_argument, NULL, 'I'},
 	    {"no-expansion-limit", no_argument, NULL, 'X'},
+	    {"stall-timeout", required_argument, NULL, 'S'},
 	    {"cache-dir", required_argument, NULL, 'D'},
 	    {NULL, 0, NULL, 0},
 	};
