@@ -62,6 +62,14 @@ struct pendings {
 	size_t bytes;	/* their memory, as counted (never less) */
 };
 
+/* The directories this layer has put members under, as 64-bit hashes of
+ * their paths (open addressing, 0 is empty); a collision only makes a
+ * rare refusal below more likely. */
+struct hset {
+	uint64_t *v;
+	size_t cap, count;
+};
+
 struct merge {
 	struct tree *t;
 	struct sqw *w;
@@ -73,8 +81,62 @@ struct merge {
 	struct pendings lower_new; /* the same, added by this layer */
 	struct pendings same;	   /* targets hidden from above, this layer */
 	struct tree hidden;	   /* this layer's hidden non-directories */
+	struct hset under;	   /* this layer's parent directories */
 	mpictr_err **err;
 };
+
+static bool hset_has(const struct hset *h, uint64_t k)
+{
+	for (size_t i = k & (h->cap - 1); h->cap && h->v[i];
+	     i = (i + 1) & (h->cap - 1))
+		if (h->v[i] == k)
+			return true;
+	return false;
+}
+
+static void hset_add(struct hset *h, uint64_t k)
+{
+	if (hset_has(h, k))
+		return;
+	if (2 * (h->count + 1) > h->cap) {
+		struct hset g = {.cap = h->cap ? 2 * h->cap : 1024};
+		g.v = xcalloc(g.cap, sizeof(*g.v));
+		for (size_t i = 0; i < h->cap; i++)
+			if (h->v[i])
+				hset_add(&g, h->v[i]);
+		free(h->v);
+		*h = g;
+	}
+	for (size_t i = k & (h->cap - 1);; i = (i + 1) & (h->cap - 1))
+		if (!h->v[i]) {
+			h->v[i] = k;
+			h->count++;
+			return;
+		}
+}
+
+static void hset_free(struct hset *h)
+{
+	free(h->v);
+	memset(h, 0, sizeof(*h));
+}
+
+/* FNV-1a of s[0..n), never 0. */
+static uint64_t path_key(const char *s, size_t n)
+{
+	uint64_t k = 14695981039346656037ULL;
+
+	for (size_t i = 0; i < n; i++)
+		k = (k ^ (unsigned char)s[i]) * 1099511628211ULL;
+	return k ? k : 1;
+}
+
+/* Record the parent directories of member path in m->under. */
+static void note_parents(struct merge *m, const char *path)
+{
+	for (const char *s = strchr(path, '/'); s; s = strchr(s + 1, '/'))
+		hset_add(&m->under, path_key(path, (size_t)(s - path)));
+}
 
 /* The layer reader: libarchive's client callback over fd. */
 struct lreader {
@@ -165,7 +227,8 @@ static int check_expansion(struct merge *m, struct archive *a, int layer)
  * the tree, this layer's hidden names and the pending hardlinks hold. */
 static int check_memory(struct merge *m, int layer)
 {
-	size_t used = m->t->bytes + m->hidden.bytes + m->lower.ix.bytes +
+	size_t used = m->t->bytes + m->hidden.bytes +
+		      m->under.cap * sizeof(*m->under.v) + m->lower.ix.bytes +
 		      m->lower.bytes + m->lower_new.ix.bytes +
 		      m->lower_new.bytes + m->same.ix.bytes + m->same.bytes;
 
@@ -687,7 +750,16 @@ static int on_member(struct merge *m, struct archive *a,
 	if (v == V_NEW && n) {
 		v = check_node(m, n, path, k, L);
 		/* a non-directory under an upper directory replaced what the
-		 * layers below had there: their children are gone */
+		 * layers below had there: their children are gone; so are the
+		 * earlier members of its own layer under it, which merged
+		 * with the upper directory already: refused, not unpicked */
+		if (v == V_HIDDEN && k != NODE_DIR && n->kind == NODE_DIR &&
+		    hset_has(&m->under, path_key(path, strlen(path))))
+			return bad_member(m, L, path,
+					  "is not a directory but earlier "
+					  "members of its layer lie under it "
+					  "and an upper layer has a directory "
+					  "there (not merged)");
 		if (v == V_HIDDEN && k != NODE_DIR && n->kind == NODE_DIR &&
 		    n->hide_lower < L)
 			n->hide_lower = L;
@@ -829,6 +901,7 @@ static int on_entry(struct merge *m, struct archive *a, struct archive_entry *e,
 		return reread ? 0 : whiteout(m, path, base, L);
 	if (reread)
 		return on_reread(m, a, e, path, L);
+	note_parents(m, path);
 	if (on_member(m, a, e, path, L, &made) < 0)
 		return -1;
 	if (wanted_lower(m, path))
@@ -985,6 +1058,7 @@ int merge_layers(struct tree *t, struct sqw *w, const struct layer_src *layers,
 			rc = unresolved(&m, &m.same);
 		pendings_free(&m.same);
 		tree_free(&m.hidden);
+		hset_free(&m.under);
 		/* the layers below may hold what this one's links name */
 		pendings_move(&m.lower, &m.lower_new);
 		st->layers++;
