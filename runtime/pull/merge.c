@@ -15,10 +15,15 @@
  *     lower one (resolved when it arrives), or hidden from above in the
  *     same layer (the layer is read again for it);
  *   - devices and sockets are dropped and counted; owners, modes, mtimes
- *     and the user., security. and trusted. xattrs are kept.
+ *     and the user., security. and trusted. xattrs are kept;
+ *   - a name given twice in a layer: the later member wins, as when the
+ *     layer is extracted (umoci).
  * Anything malformed fails the pull: "..", absolute names, a bare ".wh.",
- * hardlinks to nothing or to a directory, a layer that expands more than
- * max_expansion times, a digest that does not match.
+ * hardlinks to nothing, to a directory, to themselves or in a cycle,
+ * names over PATH_MAX, a layer that expands more than max_expansion
+ * times or whose tree needs more than PULL_MAX_TREE, a digest that does
+ * not match. Every member costs a bounded number of hash lookups (no
+ * walk of earlier members), so no layer makes the merge quadratic.
  */
 #include <archive.h>
 #include <archive_entry.h>
