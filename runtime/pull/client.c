@@ -262,12 +262,15 @@ static void curl_setup(CURL *h, struct client *cl, const char *url, bool head,
 	}
 }
 
-/* Whether the last transfer on h got as far as a connection. */
+/* Whether the last transfer on h got as far as sending its request (on
+ * a new connection or a reused one, whose connect time is 0): a timeout
+ * after that is the low-speed limit's. */
 static bool connected(CURL *h)
 {
 	double t = 0;
 
-	return curl_easy_getinfo(h, CURLINFO_CONNECT_TIME, &t) == CURLE_OK &&
+	return curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME, &t) ==
+		   CURLE_OK &&
 	       t > 0;
 }
 
