@@ -126,13 +126,11 @@ static void hset_free(struct hset *h)
 	memset(h, 0, sizeof(*h));
 }
 
-/* FNV-1a of s[0..n), never 0. */
+/* The tree's keyed hash of s[0..n), never 0. */
 static uint64_t path_key(const char *s, size_t n)
 {
-	uint64_t k = 14695981039346656037ULL;
+	uint64_t k = tree_hash(s, n);
 
-	for (size_t i = 0; i < n; i++)
-		k = (k ^ (unsigned char)s[i]) * 1099511628211ULL;
 	return k ? k : 1;
 }
 

@@ -3,19 +3,45 @@
  * one piece of an arena freed with the tree. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <sqfs/predef.h>
 
 #include "common/util.h"
 #include "pull/tree.h"
 
+/* A key drawn once a process: the names come from the image, and a
+ * layer of names made to share a bucket would make every lookup a walk. */
+static uint64_t hash_key[2];
+
+static void hash_key_init(void)
+{
+	if (hash_key[0] || hash_key[1])
+		return;
+	if (getrandom(hash_key, sizeof(hash_key), 0) != sizeof(hash_key)) {
+		hash_key[0] = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ULL;
+		hash_key[1] = (uint64_t)getpid() * 0xbf58476d1ce4e5b9ULL;
+	}
+	hash_key[0] |= 1;
+}
+
+uint64_t tree_hash(const char *s, size_t n)
+{
+	uint64_t h = 14695981039346656037ULL ^ hash_key[0]; /* FNV-1a */
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+	h ^= hash_key[1]; /* then splitmix64's finalizer */
+	h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+	return h ^ (h >> 31);
+}
+
 static size_t path_hash(const char *s)
 {
-	size_t h = 14695981039346656037ULL; /* FNV-1a */
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return h;
+	return (size_t)tree_hash(s, strlen(s));
 }
 
 #define ARENA_BLOCK (256u << 10)
@@ -48,6 +74,7 @@ static void *arena_alloc(struct tree *t, size_t n)
 
 void tree_init(struct tree *t)
 {
+	hash_key_init();
 	memset(t, 0, sizeof(*t));
 	t->nbuckets = 1024;
 	t->buckets = xcalloc(t->nbuckets, sizeof(*t->buckets));

@@ -90,6 +90,9 @@ static inline const char *node_name(const struct node *n)
 }
 
 void tree_init(struct tree *t);
+/* The keyed hash of s[0..n) the tree uses (its key drawn by the first
+ * tree_init of the process). */
+uint64_t tree_hash(const char *s, size_t n);
 void tree_free(struct tree *t);
 struct node *tree_get(const struct tree *t, const char *path);
 /* A new node at path (its parent must exist), linked under the parent. */
