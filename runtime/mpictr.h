@@ -162,7 +162,7 @@ MPICTR_PUBLIC mpictr_pull_opts *mpictr_pull_opts_new(void);
 MPICTR_PUBLIC void mpictr_pull_opts_free(mpictr_pull_opts *o);
 /* Set option name (the long option of `mpictr pull` without "--":
  * "force", "quiet", "arch", "tls-ca", "insecure", "no-expansion-limit",
- * "cache-dir"); value is NULL for the flags. */
+ * "stall-timeout", "cache-dir"); value is NULL for the flags. */
 MPICTR_PUBLIC int mpictr_pull_opts_set(mpictr_pull_opts *o, const char *name,
 				       const char *value, mpictr_err **err);
 /* Progress of a pull: fn gets one line at a time (no newline); transient

@@ -11,13 +11,15 @@
 
 static const char pull_usage[] =
     "usage: pull [--force] [-q] [--arch ARCH] [--tls-ca FILE] "
-    "[--insecure HOST] [--no-expansion-limit] SOURCE [OUT.sif]";
+    "[--insecure HOST] [--no-expansion-limit] [--stall-timeout SECONDS] "
+    "SOURCE [OUT.sif]";
 
 static const char pull_help[] =
     "usage: mpictr pull [--force] [-q] [--arch ARCH] [--tls-ca FILE] "
     "[--insecure HOST[:PORT]]...\n"
-    "                   [--cache-dir DIR] [--no-expansion-limit] SOURCE "
-    "[OUT.sif]\n"
+    "                   [--cache-dir DIR] [--no-expansion-limit] "
+    "[--stall-timeout SECONDS]\n"
+    "                   SOURCE [OUT.sif]\n"
     "\n"
     "Pull SOURCE into the image cache as a SIF and copy it to OUT.sif "
     "(without OUT,\n"
@@ -40,7 +42,11 @@ static const char pull_help[] =
     "the site's\n"
     "                          cache_dir, ~/.cache/mpictr)\n"
     "      --no-expansion-limit  accept layers that expand more than "
-    "100 times\n"
+    "100 times or whose\n"
+    "                          file tree needs more than 48 MiB\n"
+    "      --stall-timeout SECONDS  end a transfer slower than 1 KiB/s for "
+    "that long\n"
+    "                          (default 60)\n"
     "  -h, --help              this text\n";
 
 /* Pull progress on stderr: on a terminal the byte counts update one line
@@ -66,6 +72,7 @@ int cmd_pull(int argc, char **argv)
 	    {"tls-ca", required_argument, NULL, 'C'},
 	    {"insecure", required_argument, NULL, 'I'},
 	    {"no-expansion-limit", no_argument, NULL, 'X'},
+	    {"stall-timeout", required_argument, NULL, 'S'},
 	    {"cache-dir", required_argument, NULL, 'D'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},

@@ -28,6 +28,7 @@
 #include "pull/auth.h"
 #include "pull/client.h"
 #include "pull/oci.h"
+#include "pull/pull.h"
 
 #define ACCEPT_ALL                                                             \
 	"Accept: " OCI_MT_INDEX ", " OCI_MT_MANIFEST ", " OCI_MT_DOCKER_LIST   \
@@ -219,6 +220,12 @@ static char *url_host(const char *url)
 	return xstrndup(s, (size_t)(e - s));
 }
 
+static long stall_timeout(const struct client *cl)
+{
+	return cl->o->stall_timeout ? (long)cl->o->stall_timeout
+				    : PULL_STALL_TIMEOUT;
+}
+
 static void curl_setup(CURL *h, struct client *cl, const char *url, bool head,
 		       bool plain_ok, struct curl_slist *hdr, struct sink *s,
 		       struct resp *r)
@@ -233,8 +240,8 @@ static void curl_setup(CURL *h, struct client *cl, const char *url, bool head,
 	curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, 60L);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, (long)PULL_LOW_SPEED);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_timeout(cl));
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "mpictr/" MPICTR_VERSION_STRING);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
@@ -248,6 +255,18 @@ static void curl_setup(CURL *h, struct client *cl, const char *url, bool head,
 		curl_easy_setopt(h, CURLOPT_CAINFO, cl->o->tls_ca);
 		curl_easy_setopt(h, CURLOPT_CAPATH, "/etc/ssl/certs");
 	}
+}
+
+/* Whether the last transfer on h got as far as sending its request (on
+ * a new connection or a reused one, whose connect time is 0): a timeout
+ * after that is the low-speed limit's. */
+static bool connected(CURL *h)
+{
+	double t = 0;
+
+	return curl_easy_getinfo(h, CURLINFO_PRETRANSFER_TIME, &t) ==
+		   CURLE_OK &&
+	       t > 0;
 }
 
 /* Perform url once: 0 with r filled (any status), -1 on a transport
@@ -283,6 +302,13 @@ static int perform(struct client *cl, CURL *h, const char *url, bool head,
 			       "%s: plain HTTP is used only for hosts given "
 			       "with --insecure ('%s')",
 			       url, host ? host : "?");
+	if (rc == CURLE_OPERATION_TIMEDOUT && connected(h)) {
+		err_set(err, ETIMEDOUT,
+			"%s: stalled: less than %d bytes a second for %ld s",
+			url, PULL_LOW_SPEED, stall_timeout(cl));
+		return err_hint(err, "a slow link: a longer --stall-timeout "
+				     "SECONDS");
+	}
 	err_set(err, 0, "%s: %s", url, curl_easy_strerror(rc));
 	if (rc == CURLE_SSL_CONNECT_ERROR && !plain_ok)
 		err_hint(err, "a registry that speaks plain HTTP must be named "
@@ -441,12 +467,16 @@ static int authenticate(struct client *cl, CURL *h, const char *url,
 			       url, r->www_auth ? r->www_auth : "none");
 	if (ch.scheme == REG_AUTH_BEARER) {
 		cleanup_free char *rh = url_host(ch.realm);
+		/* the realm gets the password: over TLS, or over plain HTTP
+		 * only on a host the user named with --insecure; that the
+		 * registry itself is one names no other host */
 		if (!str_has_prefix(ch.realm, "https://") &&
 		    !(str_has_prefix(ch.realm, "http://") && rh &&
-		      (cl->plain || host_insecure(cl->o, rh)))) {
+		      host_insecure(cl->o, rh))) {
 			rc = err_set(err, 0,
-				     "token realm '%s' is not https (allowed "
-				     "only for --insecure hosts)",
+				     "token realm '%s' is not https and its "
+				     "host is not named with --insecure: "
+				     "no credentials are sent there",
 				     ch.realm);
 		} else {
 			rc = bearer_token(cl, h, &ch, err);

@@ -43,6 +43,7 @@ struct reg_opts {
 	unsigned parallel;     /* blobs in flight (0: 4) */
 	unsigned retries;      /* tries after a 429/503 (0: 4) */
 	unsigned retry_max_wait; /* longest Retry-After honoured, s (0: 60) */
+	unsigned stall_timeout;	 /* s below PULL_LOW_SPEED (0: the default) */
 	reg_progress_fn progress;
 	void *progress_data;
 };

@@ -15,10 +15,15 @@
  *     lower one (resolved when it arrives), or hidden from above in the
  *     same layer (the layer is read again for it);
  *   - devices and sockets are dropped and counted; owners, modes, mtimes
- *     and the user., security. and trusted. xattrs are kept.
+ *     and the user., security. and trusted. xattrs are kept;
+ *   - a name given twice in a layer: the later member wins, as when the
+ *     layer is extracted (umoci).
  * Anything malformed fails the pull: "..", absolute names, a bare ".wh.",
- * hardlinks to nothing or to a directory, a layer that expands more than
- * max_expansion times, a digest that does not match.
+ * hardlinks to nothing, to a directory, to themselves or in a cycle,
+ * names over PATH_MAX, a layer that expands more than max_expansion
+ * times or whose tree needs more than PULL_MAX_TREE, a digest that does
+ * not match. Every member costs a bounded number of hash lookups (no
+ * walk of earlier members), so no layer makes the merge quadratic.
  */
 #include <archive.h>
 #include <archive_entry.h>
@@ -32,18 +37,42 @@
 #include "common/util.h"
 #include "pull/merge.h"
 
-#define READ_CHUNK (1u << 20)
+#define READ_CHUNK (256u << 10)
 /* Slack on top of max_expansion x the compressed size: a small layer of
  * empty files is mostly tar headers and compresses far better than 100x. */
 #define EXPANSION_SLACK (16u << 20)
+/* What the block processor's inode of a file with data costs, and each
+ * pending hardlink besides its path (counted against PULL_MAX_TREE). */
+#define FILE_INODE_BYTES 96u
+#define PENDING_BYTES 64u
+/* What the kernel takes: a longer xattr could never be set. */
+#define XATTR_VALUE_MAX 65536u
 
+/* A hardlink whose target is still to be found. They are kept by target
+ * in a hash table (struct tree, the pending list of a target in the
+ * node's pend), so that each member costs one lookup however many
+ * hardlinks wait. */
 struct pending {
-	char *target;	   /* the path the hardlink names */
 	char *from;	   /* the hardlink's own path */
 	int layer;	   /* the layer of the hardlink */
 	struct node *node; /* the hardlink's node, linked when found; NULL
-			      for a hidden hardlink, only checked */
+			      for a hidden or replaced hardlink, only
+			      checked */
 	struct pending *next;
+};
+
+struct pendings {
+	struct tree ix; /* by target; node->pend: its struct pending list */
+	size_t count;	/* hardlinks waiting */
+	size_t bytes;	/* their memory, as counted (never less) */
+};
+
+/* The directories this layer has put members under, as 64-bit hashes of
+ * their paths (open addressing, 0 is empty); a collision only makes a
+ * rare refusal below more likely. */
+struct hset {
+	uint64_t *v;
+	size_t cap, count;
 };
 
 struct merge {
@@ -53,11 +82,64 @@ struct merge {
 	const char *what;
 	unsigned max_expansion;
 	struct pull_stats *st;
-	struct pending *lower; /* targets in a lower layer */
-	struct pending *same;  /* targets hidden from above, this layer */
-	struct tree hidden;    /* this layer's hidden non-directories */
+	struct pendings lower;	   /* targets in a lower layer */
+	struct pendings lower_new; /* the same, added by this layer */
+	struct pendings same;	   /* targets hidden from above, this layer */
+	struct tree hidden;	   /* this layer's hidden non-directories */
+	struct hset under;	   /* this layer's parent directories */
 	mpictr_err **err;
 };
+
+static bool hset_has(const struct hset *h, uint64_t k)
+{
+	for (size_t i = k & (h->cap - 1); h->cap && h->v[i];
+	     i = (i + 1) & (h->cap - 1))
+		if (h->v[i] == k)
+			return true;
+	return false;
+}
+
+static void hset_add(struct hset *h, uint64_t k)
+{
+	if (hset_has(h, k))
+		return;
+	if (2 * (h->count + 1) > h->cap) {
+		struct hset g = {.cap = h->cap ? 2 * h->cap : 1024};
+		g.v = xcalloc(g.cap, sizeof(*g.v));
+		for (size_t i = 0; i < h->cap; i++)
+			if (h->v[i])
+				hset_add(&g, h->v[i]);
+		free(h->v);
+		*h = g;
+	}
+	for (size_t i = k & (h->cap - 1);; i = (i + 1) & (h->cap - 1))
+		if (!h->v[i]) {
+			h->v[i] = k;
+			h->count++;
+			return;
+		}
+}
+
+static void hset_free(struct hset *h)
+{
+	free(h->v);
+	memset(h, 0, sizeof(*h));
+}
+
+/* The tree's keyed hash of s[0..n), never 0. */
+static uint64_t path_key(const char *s, size_t n)
+{
+	uint64_t k = tree_hash(s, n);
+
+	return k ? k : 1;
+}
+
+/* Record the parent directories of member path in m->under. */
+static void note_parents(struct merge *m, const char *path)
+{
+	for (const char *s = strchr(path, '/'); s; s = strchr(s + 1, '/'))
+		hset_add(&m->under, path_key(path, (size_t)(s - path)));
+}
 
 /* The layer reader: libarchive's client callback over fd. */
 struct lreader {
@@ -144,6 +226,26 @@ static int check_expansion(struct merge *m, struct archive *a, int layer)
 	return 0;
 }
 
+/* The pull's memory bound (PULL_MAX_TREE, docs/pull.md "Memory"): what
+ * the tree, this layer's hidden names and the pending hardlinks hold. */
+static int check_memory(struct merge *m, int layer)
+{
+	size_t used = m->t->bytes + m->hidden.bytes +
+		      m->under.cap * sizeof(*m->under.v) + m->lower.ix.bytes +
+		      m->lower.bytes + m->lower_new.ix.bytes +
+		      m->lower_new.bytes + m->same.ix.bytes + m->same.bytes;
+
+	if (!m->max_expansion || used <= PULL_MAX_TREE)
+		return 0;
+	err_set(m->err, EFBIG,
+		"%s: layer %d (%s): the file tree needs more than the %u MiB "
+		"a pull may hold (%" PRIu64 " entries so far)",
+		m->what, layer + 1, m->layers[layer].digest,
+		PULL_MAX_TREE >> 20, m->st->entries);
+	return err_hint(m->err, "a legitimate image: pull with "
+				"--no-expansion-limit");
+}
+
 static int archive_fail(struct merge *m, struct archive *a, int layer)
 {
 	int e = archive_errno(a);
@@ -164,16 +266,22 @@ static int copy_data(struct merge *m, struct archive *a, int layer,
 	size_t len;
 	la_int64_t off;
 	uint64_t at = 0;
+	bool begun = false;
 	int rc;
 
-	if (n && sqw_file_begin(m->w, n, m->err) < 0)
-		return -1;
 	while ((rc = archive_read_data_block(a, &buf, &len, &off)) ==
 	       ARCHIVE_OK) {
 		if (check_expansion(m, a, layer) < 0)
 			return -1;
-		if (!n)
+		if (!n || (!len && (off < 0 || (uint64_t)off <= at)))
 			continue;
+		/* begun at the first byte: an empty file takes no inode of
+		 * the block processor (sqfs.c writes it) */
+		if (!begun && sqw_file_begin(m->w, n, m->err) < 0)
+			return -1;
+		if (!begun)
+			m->t->bytes += FILE_INODE_BYTES;
+		begun = true;
 		while (off >= 0 && (uint64_t)off > at) {
 			size_t z = (uint64_t)off - at < sizeof(zeros)
 				       ? (size_t)((uint64_t)off - at)
@@ -188,7 +296,8 @@ static int copy_data(struct merge *m, struct archive *a, int layer,
 	}
 	if (rc != ARCHIVE_EOF)
 		return archive_fail(m, a, layer);
-	return n ? sqw_file_end(m->w, m->err) : 0;
+	m->t->bytes += at / (128u << 10) * 4; /* the inode's block sizes */
+	return begun ? sqw_file_end(m->w, m->err) : 0;
 }
 
 static bool keep_xattr(const char *key)
@@ -200,7 +309,8 @@ static bool keep_xattr(const char *key)
 	       strncmp(key, "trusted.", 8) == 0;
 }
 
-static void set_attrs(struct node *n, struct archive_entry *e, int layer)
+static int set_attrs(struct merge *m, struct node *n, struct archive_entry *e,
+		     int layer)
 {
 	const char *key;
 	const void *value;
@@ -213,11 +323,20 @@ static void set_attrs(struct node *n, struct archive_entry *e, int layer)
 	n->mode = archive_entry_perm(e) & 07777;
 	n->uid = (uint32_t)archive_entry_uid(e);
 	n->gid = (uint32_t)archive_entry_gid(e);
-	n->mtime = archive_entry_mtime(e);
+	n->mtime = archive_entry_mtime(e) < 0 ? 0
+		   : archive_entry_mtime(e) > 0xFFFFFFFFLL
+		       ? 0xFFFFFFFFu
+		       : (uint32_t)archive_entry_mtime(e);
 	archive_entry_xattr_reset(e);
 	while (archive_entry_xattr_next(e, &key, &value, &size) == ARCHIVE_OK) {
 		if (!keep_xattr(key))
 			continue;
+		if (strlen(key) > 255 || size > XATTR_VALUE_MAX)
+			return bad_member(m, layer, n->path,
+					  "an xattr larger than the kernel "
+					  "takes (name 255, value 65536 "
+					  "bytes)");
+		m->t->bytes += sizeof(*n->xattrs) + strlen(key) + size + 32;
 		n->xattrs =
 		    xrealloc(n->xattrs, (n->nxattrs + 1) * sizeof(*n->xattrs));
 		n->xattrs[n->nxattrs].key = xstrdup(key);
@@ -226,6 +345,7 @@ static void set_attrs(struct node *n, struct archive_entry *e, int layer)
 		n->xattrs[n->nxattrs].size = size;
 		n->nxattrs++;
 	}
+	return 0;
 }
 
 static enum node_kind entry_kind(struct archive_entry *e)
@@ -385,29 +505,100 @@ static int whiteout(struct merge *m, const char *path, const char *base, int L)
 	return 0;
 }
 
-static struct pending *pending_add(struct pending **list, const char *target,
-				   int layer, struct node *n, const char *from)
+static void pendings_init(struct pendings *ps)
+{
+	tree_init(&ps->ix);
+	ps->count = 0;
+	ps->bytes = 0;
+}
+
+/* Hang list p (one or more entries) under target in ps. */
+static void pendings_put(struct pendings *ps, const char *target,
+			 struct pending *p)
+{
+	struct node *t = tree_get(&ps->ix, target);
+	struct pending *last = p;
+
+	if (!t)
+		t = tree_add(&ps->ix, NULL, target, NODE_FILE);
+	for (ps->count++; last->next; last = last->next)
+		ps->count++;
+	last->next = t->pend;
+	t->pend = p;
+}
+
+static void pending_add(struct pendings *ps, const char *target, int layer,
+			struct node *n, const char *from)
 {
 	struct pending *p = xcalloc(1, sizeof(*p));
 
-	p->target = xstrdup(target);
 	p->from = xstrdup(from);
+	ps->bytes += PENDING_BYTES + strlen(from);
 	p->layer = layer;
 	p->node = n;
-	p->next = *list;
-	*list = p;
+	if (n)
+		n->pend = p;
+	pendings_put(ps, target, p);
+}
+
+/* Take the list of hardlinks waiting for target out of ps. */
+static struct pending *pendings_take(struct pendings *ps, const char *target)
+{
+	struct node *t = ps->count ? tree_get(&ps->ix, target) : NULL;
+	struct pending *p = t ? t->pend : NULL;
+
+	if (t)
+		t->pend = NULL;
+	for (struct pending *q = p; q; q = q->next)
+		ps->count--;
 	return p;
 }
 
-static void pending_free(struct pending **list)
+static void pending_free(struct pending *p)
 {
-	while (*list) {
-		struct pending *next = (*list)->next;
-		free((*list)->target);
-		free((*list)->from);
-		free(*list);
-		*list = next;
+	while (p) {
+		struct pending *next = p->next;
+		if (p->node)
+			p->node->pend = NULL;
+		free(p->from);
+		free(p);
+		p = next;
 	}
+}
+
+/* Each target's list moved from src to dst; src emptied. */
+static void pendings_move(struct pendings *dst, struct pendings *src)
+{
+	dst->bytes += src->bytes;
+	for (size_t i = 0; src->count && i < src->ix.nbuckets; i++)
+		for (struct node *t = src->ix.buckets[i]; t; t = t->hash_next)
+			if (t->pend) {
+				pendings_put(dst, t->path, t->pend);
+				t->pend = NULL;
+			}
+	tree_free(&src->ix);
+	pendings_init(src);
+}
+
+/* One hardlink still waiting in ps, and its target; NULL if none. */
+static struct pending *pendings_any(const struct pendings *ps,
+				    const char **target)
+{
+	for (size_t i = 0; ps->count && i < ps->ix.nbuckets; i++)
+		for (struct node *t = ps->ix.buckets[i]; t; t = t->hash_next)
+			if (t->pend) {
+				*target = t->path;
+				return t->pend;
+			}
+	return NULL;
+}
+
+static void pendings_free(struct pendings *ps)
+{
+	for (size_t i = 0; ps->ix.buckets && i < ps->ix.nbuckets; i++)
+		for (struct node *t = ps->ix.buckets[i]; t; t = t->hash_next)
+			pending_free(t->pend);
+	tree_free(&ps->ix);
 }
 
 /* Point hardlink node n (layer L) at target: now if the target is a
@@ -420,14 +611,23 @@ static int link_to(struct merge *m, struct node *n, const char *target, int L)
 		if (t->kind == NODE_DIR)
 			return bad_member(m, L, n->path,
 					  "is a hardlink to a directory");
-		n->kind = node_resolve(t)->kind;
-		n->link = t;
+		/* links go to earlier members, resolved (no chains to walk
+		 * again), and a member that a link of its layer names is
+		 * never replaced: no cycle can form but a link to itself */
+		struct node *r = node_resolve(t);
+		if (r == n)
+			return bad_member(m, L, n->path,
+					  t == n ? "is a hardlink to itself"
+						 : "is a hardlink cycle");
+		n->kind = r->kind;
+		n->link = r;
+		r->linked_same = true;
 		return 0;
 	}
 	if (tree_get(&m->hidden, target))
 		pending_add(&m->same, target, L, n, n->path);
 	else
-		pending_add(&m->lower, target, L, n, n->path);
+		pending_add(&m->lower_new, target, L, n, n->path);
 	n->kind = NODE_FILE; /* until linked */
 	return 0;
 }
@@ -435,11 +635,18 @@ static int link_to(struct merge *m, struct node *n, const char *target, int L)
 static int fill_node(struct merge *m, struct archive *a, struct node *n,
 		     struct archive_entry *e, enum node_kind k, int L)
 {
-	set_attrs(n, e, L);
-	n->kind = k;
+	const char *target = archive_entry_symlink(e);
+
+	if (set_attrs(m, n, e, L) < 0)
+		return -1;
+	n->kind = (uint8_t)k;
 	if (k == NODE_SLINK) {
-		n->target = xstrdup(
-		    archive_entry_symlink(e) ? archive_entry_symlink(e) : "");
+		if (target && strlen(target) >= PATH_MAX)
+			return bad_member(m, L, n->path,
+					  "a symlink target longer than "
+					  "PATH_MAX (4096)");
+		n->target = xstrdup(target ? target : "");
+		m->t->bytes += strlen(n->target) + 32;
 		n->mode = 0777; /* what extracting one makes, whatever the
 				   tar says */
 	}
@@ -450,12 +657,28 @@ static int fill_node(struct merge *m, struct archive *a, struct node *n,
 	return 0;
 }
 
-static bool wanted_lower(const struct merge *m, const char *path, int L)
+/* Whether hardlinks of upper layers wait for path. */
+static bool wanted_lower(const struct merge *m, const char *path)
 {
-	for (const struct pending *p = m->lower; p; p = p->next)
-		if (p->layer > L && strcmp(p->target, path) == 0)
-			return true;
-	return false;
+	const struct node *t =
+	    m->lower.count ? tree_get(&m->lower.ix, path) : NULL;
+
+	return t && t->pend;
+}
+
+/* The normalized target of hardlink path, or -1 with the error. */
+static int link_target(struct merge *m, const char *hl, const char *path, int L,
+		       char **target)
+{
+	*target = NULL;
+	if (merge_norm_path(hl, target) < 0 || !(*target)[0])
+		return bad_member(m, L, path,
+				  "is a hardlink outside the image");
+	if (strlen(*target) >= PATH_MAX)
+		return bad_member(m, L, path,
+				  "is a hardlink to a name longer than "
+				  "PATH_MAX (4096)");
+	return 0;
 }
 
 /* A hardlink hidden from above is checked all the same: a layer with a
@@ -467,16 +690,48 @@ static int check_hidden_link(struct merge *m, const char *path, const char *hl,
 	cleanup_free char *target = NULL;
 	struct node *t;
 
-	if (merge_norm_path(hl, &target) < 0 || !target[0])
-		return bad_member(m, L, path,
-				  "is a hardlink outside the image");
+	if (link_target(m, hl, path, L, &target) < 0)
+		return -1;
 	t = tree_get(m->t, target);
 	if (t && t->layer == L && t->kind == NODE_DIR)
 		return bad_member(m, L, path, "is a hardlink to a directory");
 	if ((t && t->layer == L && t->kind != NODE_WHITEOUT) ||
 	    tree_get(&m->hidden, target))
 		return 0;
-	pending_add(&m->lower, target, L, NULL, path);
+	pending_add(&m->lower_new, target, L, NULL, path);
+	return 0;
+}
+
+/* Member path of layer L, of kind k, takes the place of node n: the
+ * later member wins, as when the layer is extracted (what umoci does),
+ * but never over a member that a hardlink names (that hardlink keeps the
+ * old file where a tar extraction would; refused rather than guessed). */
+static int replace(struct merge *m, struct node *n, const char *path,
+		   enum node_kind k, int L)
+{
+	if (n->linked_same)
+		return bad_member(
+		    m, L, path,
+		    "replaces an earlier member of its layer that "
+		    "a hardlink names (a hardlink cycle or a "
+		    "file given twice)");
+	if (n->linked_upper && k == NODE_DIR)
+		return bad_member(m, L, path,
+				  "is a directory that a hardlink of an upper "
+				  "layer names");
+	if (n->pend) { /* a hardlink still waiting for its target */
+		((struct pending *)n->pend)->node = NULL;
+		n->pend = NULL;
+	}
+	if (n->layer == L && n->kind == NODE_DIR) {
+		/* a directory's members are gone with it; so are the lower
+		 * layers' */
+		tree_drop_children(m->t, n);
+		n->hide_lower = L;
+	} else if (n->layer == L && k == NODE_DIR) {
+		n->hide_lower = L; /* a new directory: nothing from below */
+	}
+	tree_retire_inode(m->t, n);
 	return 0;
 }
 
@@ -498,7 +753,16 @@ static int on_member(struct merge *m, struct archive *a,
 	if (v == V_NEW && n) {
 		v = check_node(m, n, path, k, L);
 		/* a non-directory under an upper directory replaced what the
-		 * layers below had there: their children are gone */
+		 * layers below had there: their children are gone; so are the
+		 * earlier members of its own layer under it, which merged
+		 * with the upper directory already: refused, not unpicked */
+		if (v == V_HIDDEN && k != NODE_DIR && n->kind == NODE_DIR &&
+		    hset_has(&m->under, path_key(path, strlen(path))))
+			return bad_member(m, L, path,
+					  "is not a directory but earlier "
+					  "members of its layer lie under it "
+					  "and an upper layer has a directory "
+					  "there (not merged)");
 		if (v == V_HIDDEN && k != NODE_DIR && n->kind == NODE_DIR &&
 		    n->hide_lower < L)
 			n->hide_lower = L;
@@ -513,7 +777,7 @@ static int on_member(struct merge *m, struct archive *a,
 			return check_hidden_link(m, path, hl, L);
 		/* read through it here, where the expansion is checked,
 		 * unless a hardlink above needs the data */
-		return k == NODE_FILE && !wanted_lower(m, path, L)
+		return k == NODE_FILE && !wanted_lower(m, path)
 			   ? copy_data(m, a, L, NULL)
 			   : 0;
 	}
@@ -521,21 +785,19 @@ static int on_member(struct merge *m, struct archive *a,
 		for (struct node *p = n->parent; p && p->ghost; p = p->parent)
 			p->ghost = false;
 	if (v == V_ATTRS) {
-		set_attrs(n, e, L);
 		*made = n;
-		return 0;
+		return set_attrs(m, n, e, L);
 	}
-	if (v == V_REPLACE)
-		tree_retire_inode(m->t, n);
-	else
+	if (v == V_REPLACE && replace(m, n, path, k, L) < 0)
+		return -1;
+	if (v != V_REPLACE)
 		n = tree_add(m->t, ensure_parents(m, path, L, false), path, k);
 	*made = n;
 	if (hl) {
 		cleanup_free char *target = NULL;
-		if (merge_norm_path(hl, &target) < 0 || !target[0])
-			return bad_member(m, L, path,
-					  "is a hardlink outside the image");
-		set_attrs(n, e, L);
+		if (link_target(m, hl, path, L, &target) < 0 ||
+		    set_attrs(m, n, e, L) < 0)
+			return -1;
 		return link_to(m, n, target, L);
 	}
 	return fill_node(m, a, n, e, k, L);
@@ -547,42 +809,36 @@ static int resolve_lower(struct merge *m, struct archive *a,
 			 struct archive_entry *e, const char *path, int L,
 			 struct node *made)
 {
+	struct pending *list = pendings_take(&m->lower, path);
 	struct node *copy = NULL;
+	int rc = 0;
 
-	for (struct pending **pp = &m->lower; *pp;) {
-		struct pending *p = *pp;
-		if (p->layer <= L || strcmp(p->target, path) != 0) {
-			pp = &p->next;
-			continue;
+	for (struct pending *p = list; p && rc == 0; p = p->next) {
+		if (entry_kind(e) == NODE_DIR) {
+			rc = bad_member(m, p->layer, p->from,
+					"is a hardlink to a directory");
+			break;
 		}
-		if (entry_kind(e) == NODE_DIR)
-			return bad_member(m, p->layer, p->from,
-					  "is a hardlink to a directory");
-		if (!p->node) { /* a hidden one: its target exists */
-			*pp = p->next;
-			free(p->target);
-			free(p->from);
-			free(p);
+		if (!p->node) /* a hidden one: its target exists */
 			continue;
-		}
 		if (!made && !copy) {
 			copy = tree_detached(m->t, path);
-			if (archive_entry_hardlink(e))
-				return bad_member(m, L, path,
-						  "is a hardlink that a "
-						  "hardlink of an upper layer "
-						  "names");
-			if (fill_node(m, a, copy, e, entry_kind(e), L) < 0)
-				return -1;
+			if (archive_entry_hardlink(e)) {
+				rc = bad_member(m, L, path,
+						"is a hardlink that a hardlink "
+						"of an upper layer names");
+				break;
+			}
+			if ((rc = fill_node(m, a, copy, e, entry_kind(e), L)) <
+			    0)
+				break;
 		}
 		p->node->link = made ? made : copy;
+		p->node->link->linked_upper = true;
 		p->node->kind = node_resolve(p->node->link)->kind;
-		*pp = p->next;
-		free(p->target);
-		free(p->from);
-		free(p);
 	}
-	return 0;
+	pending_free(list);
+	return rc;
 }
 
 /* Second reading of layer L: the same-layer hardlink targets that were
@@ -590,31 +846,42 @@ static int resolve_lower(struct merge *m, struct archive *a,
 static int on_reread(struct merge *m, struct archive *a,
 		     struct archive_entry *e, const char *path, int L)
 {
+	struct pending *list = pendings_take(&m->same, path);
 	struct node *copy = NULL;
+	int rc = 0;
 
-	for (struct pending **pp = &m->same; *pp;) {
-		struct pending *p = *pp;
-		if (strcmp(p->target, path) != 0) {
-			pp = &p->next;
+	for (struct pending *p = list; p && rc == 0; p = p->next) {
+		if (!p->node) /* replaced since */
 			continue;
-		}
 		if (!copy) {
-			if (archive_entry_hardlink(e))
-				return bad_member(
-				    m, L, p->from,
-				    "is a hardlink to a hardlink");
+			if (archive_entry_hardlink(e)) {
+				rc = bad_member(m, L, p->from,
+						"is a hardlink to a hardlink");
+				break;
+			}
 			copy = tree_detached(m->t, path);
-			if (fill_node(m, a, copy, e, entry_kind(e), L) < 0)
-				return -1;
+			if ((rc = fill_node(m, a, copy, e, entry_kind(e), L)) <
+			    0)
+				break;
 		}
 		p->node->link = copy;
 		p->node->kind = copy->kind;
-		*pp = p->next;
-		free(p->target);
-		free(p->from);
-		free(p);
 	}
-	return 0;
+	pending_free(list);
+	return rc;
+}
+
+/* Whether a component of path is longer than the kernel (and squashfs)
+ * take. */
+static bool long_component(const char *path)
+{
+	for (const char *p = path; *p;) {
+		size_t n = strcspn(p, "/");
+		if (n > NAME_MAX)
+			return true;
+		p += n + (p[n] == '/');
+	}
+	return false;
 }
 
 static int on_entry(struct merge *m, struct archive *a, struct archive_entry *e,
@@ -628,14 +895,19 @@ static int on_entry(struct merge *m, struct archive *a, struct archive_entry *e,
 	if (!raw || merge_norm_path(raw, &path) < 0)
 		return bad_member(m, L, raw ? raw : "(no name)",
 				  "an absolute name or a '..' component");
+	if (strlen(path) >= PATH_MAX || long_component(path))
+		return bad_member(m, L, path,
+				  "a name longer than PATH_MAX (4096) or a "
+				  "component longer than NAME_MAX (255)");
 	base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 	if (strncmp(base, ".wh.", 4) == 0)
 		return reread ? 0 : whiteout(m, path, base, L);
 	if (reread)
 		return on_reread(m, a, e, path, L);
+	note_parents(m, path);
 	if (on_member(m, a, e, path, L, &made) < 0)
 		return -1;
-	if (m->lower && wanted_lower(m, path, L))
+	if (wanted_lower(m, path))
 		return resolve_lower(m, a, e, path, L, made);
 	return 0;
 }
@@ -726,6 +998,8 @@ static int scan_layer(struct merge *m, int L, bool reread)
 		rc = check_expansion(m, a, L);
 		if (rc == 0)
 			rc = on_entry(m, a, e, L, reread);
+		if (rc == 0)
+			rc = check_memory(m, L);
 		if (rc == 0 && !reread)
 			m->st->entries++;
 	}
@@ -745,12 +1019,17 @@ static int scan_layer(struct merge *m, int L, bool reread)
 	return rc;
 }
 
-static int unresolved(struct merge *m, struct pending *p)
+static int unresolved(struct merge *m, const struct pendings *ps)
 {
+	const char *target = "";
+	const struct pending *p = pendings_any(ps, &target);
+
+	if (!p)
+		return 0;
 	return bad_member(m, p->layer, p->from,
-			  p->target[0] ? "is a hardlink to nothing (its target "
-					 "is in no layer)"
-				       : "is a hardlink to nothing");
+			  target[0] ? "is a hardlink to nothing (its target "
+				      "is in no layer)"
+				    : "is a hardlink to nothing");
 }
 
 int merge_layers(struct tree *t, struct sqw *w, const struct layer_src *layers,
@@ -768,22 +1047,29 @@ int merge_layers(struct tree *t, struct sqw *w, const struct layer_src *layers,
 	};
 	int rc = 0;
 
+	pendings_init(&m.lower);
+	pendings_init(&m.lower_new);
 	t->root->layer = INT_MAX;
 	t->root->implicit = true;
 	for (size_t i = n; i-- > 0 && rc == 0;) {
 		tree_init(&m.hidden);
+		pendings_init(&m.same);
 		rc = scan_layer(&m, (int)i, false);
-		if (rc == 0 && m.same)
+		if (rc == 0 && m.same.count)
 			rc = scan_layer(&m, (int)i, true);
-		if (rc == 0 && m.same)
-			rc = unresolved(&m, m.same);
+		if (rc == 0)
+			rc = unresolved(&m, &m.same);
+		pendings_free(&m.same);
 		tree_free(&m.hidden);
+		hset_free(&m.under);
+		/* the layers below may hold what this one's links name */
+		pendings_move(&m.lower, &m.lower_new);
 		st->layers++;
 	}
-	if (rc == 0 && m.lower)
-		rc = unresolved(&m, m.lower);
+	if (rc == 0)
+		rc = unresolved(&m, &m.lower);
 	t->root->implicit = false;
-	pending_free(&m.lower);
-	pending_free(&m.same);
+	pendings_free(&m.lower);
+	pendings_free(&m.lower_new);
 	return rc;
 }

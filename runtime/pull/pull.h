@@ -27,6 +27,20 @@
  * this many times its compressed size (a "zip bomb" guard). */
 #define PULL_MAX_EXPANSION 100
 
+/* The bound on a pull's memory that the layers decide: the merged file
+ * tree (about 150 bytes and the path per entry), the hidden names of a
+ * layer and the hardlinks still to resolve. A layer that needs more is
+ * refused; --no-expansion-limit lifts this too. The rest of a pull's
+ * memory is fixed (buffers, libraries: about 15 MiB) but for the JSON
+ * documents (at most 4 MiB each). */
+#define PULL_MAX_TREE (48u << 20)
+
+/* A transfer slower than PULL_LOW_SPEED bytes a second for the stall
+ * timeout (--stall-timeout SECONDS, MPICTR_PULL_STALL_TIMEOUT) ends the
+ * pull: a registry that stalls or trickles cannot hold it for ever. */
+#define PULL_LOW_SPEED 1024
+#define PULL_STALL_TIMEOUT 60
+
 struct pull_opts {
 	bool force;		/* replace an existing OUT */
 	bool quiet;		/* -q: no progress */
@@ -34,6 +48,7 @@ struct pull_opts {
 	const char *tls_ca;	/* --tls-ca FILE */
 	const char *insecure;	/* --insecure HOST[,HOST]: plain HTTP */
 	unsigned max_expansion; /* 0 = no limit (--no-expansion-limit) */
+	unsigned stall_timeout; /* s, 0 = PULL_STALL_TIMEOUT */
 	int comp_level;		/* zstd level, 0 = default (3) */
 	const char *cache_dir;	/* NULL: the default (h22b) */
 	/* Progress lines (NULL: none). A transient line (byte counts) may be

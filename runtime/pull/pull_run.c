@@ -50,6 +50,24 @@ static char *cached_by_digest(const struct image_ref *ref, const char *dir)
 	return sif;
 }
 
+/* MPICTR_PULL_STALL_TIMEOUT: pull's --stall-timeout for an IMAGE. */
+static int stall_env(char *const *env, struct pull_opts *o, mpictr_err **err)
+{
+	const char *v = env_get(env, "MPICTR_PULL_STALL_TIMEOUT");
+	long s;
+
+	if (!v || !*v)
+		return 0;
+	if (parse_long(v, 1, 86400, &s) < 0)
+		return err_set(
+		    err, EINVAL,
+		    "MPICTR_PULL_STALL_TIMEOUT='%s': not a number of "
+		    "seconds from 1 to 86400",
+		    v);
+	o->stall_timeout = (unsigned)s;
+	return 0;
+}
+
 int pull_resolve_image(mpictr_config *cfg, mpictr_err **err)
 {
 	struct pull_opts o = {.max_expansion = PULL_MAX_EXPANSION,
@@ -81,9 +99,10 @@ int pull_resolve_image(mpictr_config *cfg, mpictr_err **err)
 	o.insecure = env_get(env, "MPICTR_PULL_INSECURE");
 	o.tls_ca = env_get(env, "MPICTR_PULL_TLS_CA");
 	o.arch = env_get(env, "MPICTR_PULL_ARCH");
-	dir =
-	    cache_dir_choose(env_get(env, "MPICTR_CACHEDIR"), o.cache_dir, err);
-	if (!dir)
+	if (stall_env(env, &o, err) < 0)
+		rc = -1;
+	else if (!(dir = cache_dir_choose(env_get(env, "MPICTR_CACHEDIR"),
+					  o.cache_dir, err)))
 		rc = -1;
 	if (rc == 0) {
 		o.cache_dir = dir;

@@ -48,6 +48,20 @@ static int set_string(char **slot, const char **view, const char *name,
 	return 0;
 }
 
+/* --stall-timeout SECONDS: 1 s to a day. */
+static int set_stall(mpictr_pull_opts *p, const char *value, mpictr_err **err)
+{
+	long v;
+
+	if (!value || parse_long(value, 1, 86400, &v) < 0)
+		return err_set(err, EINVAL,
+			       "pull option '--stall-timeout %s': not a number "
+			       "of seconds from 1 to 86400",
+			       value ? value : "");
+	p->o.stall_timeout = (unsigned)v;
+	return 0;
+}
+
 MPICTR_PUBLIC int mpictr_pull_opts_set(mpictr_pull_opts *p, const char *name,
 				       const char *value, mpictr_err **err)
 {
@@ -57,6 +71,8 @@ MPICTR_PUBLIC int mpictr_pull_opts_set(mpictr_pull_opts *p, const char *name,
 		p->o.quiet = true;
 	else if (strcmp(name, "no-expansion-limit") == 0)
 		p->o.max_expansion = 0;
+	else if (strcmp(name, "stall-timeout") == 0)
+		return set_stall(p, value, err);
 	else if (strcmp(name, "arch") == 0)
 		return set_string(&p->arch, &p->o.arch, name, value, err);
 	else if (strcmp(name, "tls-ca") == 0)

@@ -188,6 +188,7 @@ int pull_registry(const struct image_ref *ref, const char *out,
 	struct reg_opts ro = {.arch = o->arch,
 			      .tls_ca = o->tls_ca,
 			      .insecure = insecure,
+			      .stall_timeout = o->stall_timeout,
 			      .progress = on_progress,
 			      .progress_data = &ps};
 	cleanup_free char *dir = cache_dir_choose(o->cache_dir, NULL, err);

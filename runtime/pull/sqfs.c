@@ -190,7 +190,11 @@ int sqw_open(int fd, uint64_t base, int level, const char *name,
 
 int sqw_file_begin(struct sqw *w, struct node *n, mpictr_err **err)
 {
-	int rc = sqfs_block_processor_begin_file(w->proc, &n->inode, NULL, 0);
+	int rc;
+
+	if (!n->inode) /* a cell of its own, at a fixed address */
+		n->inode = xcalloc(1, sizeof(*n->inode));
+	rc = sqfs_block_processor_begin_file(w->proc, n->inode, NULL, 0);
 
 	w->in_file = rc == 0;
 	return rc ? sq_fail(w, rc, "begin a file", err) : 0;
@@ -255,7 +259,7 @@ static int cmp_names(const void *a, const void *b)
 	const struct node *x = *(struct node *const *)a;
 	const struct node *y = *(struct node *const *)b;
 
-	return strcmp(x->name, y->name);
+	return strcmp(node_name(x), node_name(y));
 }
 
 /* The visible children of dir d, sorted by name. */
@@ -331,6 +335,10 @@ static sqfs_inode_generic_t *make_inode(const struct node *n)
 		in->payload_bytes_available = (sqfs_u32)tlen;
 		in->payload_bytes_used = (sqfs_u32)tlen;
 		memcpy(in->extra, n->target, tlen);
+	} else if (n->kind == NODE_FILE) {
+		/* an empty file: no blocks, no fragment */
+		in->base.type = SQFS_INODE_FILE;
+		in->data.file.fragment_index = 0xFFFFFFFF;
 	} else {
 		in->base.type = SQFS_INODE_FIFO;
 		in->data.ipc.nlink = n->nlink;
@@ -346,9 +354,7 @@ static int write_inode(struct sqw *w, struct node *n, sqfs_inode_generic_t *in)
 	int rc;
 
 	in->base.mode = (sqfs_u16)(node_type_bits(n) | (n->mode & 07777));
-	in->base.mod_time = n->mtime < 0	      ? 0
-			    : n->mtime > 0xFFFFFFFFLL ? 0xFFFFFFFFu
-						      : (sqfs_u32)n->mtime;
+	in->base.mod_time = n->mtime;
 	in->base.inode_number = n->ino;
 	if ((rc = sqfs_id_table_id_to_index(w->ids, n->uid,
 					    &in->base.uid_idx)) ||
@@ -376,8 +382,9 @@ static int write_leaf(struct sqw *w, struct node *r)
 
 	if (r->written)
 		return 0;
-	if (r->kind == NODE_FILE)
-		return write_inode(w, r, r->inode);
+	if (r->kind == NODE_FILE && r->inode)
+		return *r->inode ? write_inode(w, r, *r->inode)
+				 : SQFS_ERROR_INTERNAL;
 	in = make_inode(r);
 	rc = write_inode(w, r, in);
 	free(in);
@@ -401,7 +408,7 @@ static int write_dir(struct sqw *w, struct node *d, uint32_t parent_ino)
 	for (i = 0; i < n && rc == 0; i++) {
 		struct node *r = node_resolve(kids[i]);
 		rc = sqfs_dir_writer_add_entry(
-		    w->dirwr, kids[i]->name, r->ino, r->ref,
+		    w->dirwr, node_name(kids[i]), r->ino, r->ref,
 		    (sqfs_u16)(node_type_bits(r) | (r->mode & 07777)));
 	}
 	if (rc == 0)

@@ -31,34 +31,45 @@ struct xattr {
 	size_t size;
 };
 
+/* A node is allocated with its path in one piece from the tree's arena
+ * and lives as long as the tree: about 150 bytes and its path per entry
+ * (docs/pull.md "Memory"), so the fields are packed. */
 struct node {
-	char *path; /* full path; name points into it */
-	char *name; /* last component ("" for the root) */
+	char *path; /* full path, after the node; the name at name_off */
 	struct node *parent;
 	struct node *children; /* first child; siblings through next */
 	struct node *next;
 	struct node *hash_next;
-	enum node_kind kind;
-	int layer;	/* the layer of the entry (or that created it) */
-	int hide_lower; /* children from layers below this are hidden */
-	bool implicit;	/* a directory made as a parent, no entry yet */
-	bool ghost;	/* a directory that holds only whiteouts so far */
-	mode_t mode;	/* permission bits and setuid/setgid/sticky */
-	uint32_t uid, gid;
-	int64_t mtime;
 	char *target; /* symlink target */
 	struct xattr *xattrs;
-	size_t nxattrs;
-	/* files: the inode the block processor fills in */
-	sqfs_inode_generic_t *inode;
+	/* files with data: a cell the block processor fills in; the
+	 * processor keeps its address until sqw_finish(), so a replaced file
+	 * hands the cell on (tree_retire_inode) and never clears it. NULL
+	 * for an empty file, which has no data blocks */
+	sqfs_inode_generic_t **inode;
 	/* a hardlink: the node whose inode this entry shares */
 	struct node *link;
-	/* serializer */
-	uint32_t ino;
-	uint32_t nlink;
-	uint64_t ref;
-	bool written;
+	/* this hardlink's entry in the merge's list of targets to find */
+	void *pend;
+	uint64_t ref;	/* serializer: the inode's reference */
+	uint32_t mtime; /* squashfs's: 1970 to 2106 */
+	int layer;	/* the layer of the entry (or that created it) */
+	int hide_lower; /* children from layers below this are hidden */
+	uint32_t uid, gid;
+	uint32_t nxattrs;
+	uint32_t ino, nlink; /* serializer */
+	uint16_t mode;	     /* permission bits and setuid/setgid/sticky */
+	uint16_t name_off;   /* the last component ("" for the root) */
+	uint8_t kind;	     /* enum node_kind */
+	bool implicit : 1;   /* a directory made as a parent, no entry yet */
+	bool ghost : 1;	     /* a directory that holds only whiteouts so far */
+	bool written : 1;    /* serializer */
+	/* hardlinks of the same layer name this node (linked_same) or of an
+	 * upper layer do (linked_upper) */
+	bool linked_same : 1, linked_upper : 1;
 };
+
+struct arena_block;
 
 struct tree {
 	struct node *root;
@@ -66,9 +77,22 @@ struct tree {
 	size_t nbuckets, count;
 	/* nodes outside the tree whose data a hardlink needed */
 	struct node *detached;
+	/* where nodes come from, freed all at once */
+	struct arena_block *arena;
+	/* the memory the tree holds, as counted for the pull's bound:
+	 * nodes, paths, buckets, targets, xattrs, file inodes */
+	size_t bytes;
 };
 
+static inline const char *node_name(const struct node *n)
+{
+	return n->path + n->name_off;
+}
+
 void tree_init(struct tree *t);
+/* The keyed hash of s[0..n) the tree uses (its key drawn by the first
+ * tree_init of the process). */
+uint64_t tree_hash(const char *s, size_t n);
 void tree_free(struct tree *t);
 struct node *tree_get(const struct tree *t, const char *path);
 /* A new node at path (its parent must exist), linked under the parent. */
@@ -79,6 +103,9 @@ struct node *tree_detached(struct tree *t, const char *path);
 /* Before a file node is reused: move its inode (which the block
  * processor may still fill in) to a detached node. */
 void tree_retire_inode(struct tree *t, struct node *n);
+/* Take the nodes below directory n out of the tree (kept, detached, for
+ * the hardlinks that may name them). */
+void tree_drop_children(struct tree *t, struct node *n);
 /* Release a node's payload (target, xattrs) before it is reused. */
 void node_clear(struct node *n);
 /* The node a hardlink chain ends at. */

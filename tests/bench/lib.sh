@@ -66,12 +66,15 @@ bench_registry() {
 # bench_doc DOC [LINE...]: unless BENCH_DOCS=0, write DOC: the LINEs and a
 # blank line (when there are any), then the report $OUT.
 bench_doc() {
-	local doc=$1 l
+	local doc=$1 l keep=""
 	shift
 	[ "${BENCH_DOCS:-1}" = 1 ] || return 0
+	# what follows the marker line is written by hand: kept
+	[ -f "$doc" ] && keep=$(sed -n '/^<!-- kept by make bench -->$/,$p' "$doc")
 	{
 		for l; do echo "$l"; done
 		[ $# -eq 0 ] || echo
 		cat "$OUT"
+		[ -z "$keep" ] || printf '\n%s\n' "$keep"
 	} >"$doc"
 }
