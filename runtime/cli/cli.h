@@ -34,7 +34,9 @@ void cli_stderr_sink(enum mpictr_log_level level, const char *line, void *data);
 int cli_fail(mpictr_err *err);
 /* "mpictr: MESSAGE (see 'mpictr --help')" on stderr: 255. */
 __attribute__((format(printf, 1, 2))) int cli_usage_error(const char *fmt, ...);
-/* rc < 0: cli_fail(err); else print text (if any), free it: 0. */
+/* rc < 0: cli_fail(err); else print text (if any), free it: 0. Call the
+ * library first and pass its result: C leaves the order in which
+ * arguments are evaluated open, so text must already be set. */
 int cli_print_and_free(int rc, char *text, mpictr_err *err);
 /* Is argv[1..argc-1] a request for help (-h or --help, before any "--")? */
 bool cli_wants_help(int argc, char **argv);

@@ -39,26 +39,28 @@ static int sif_list(int argc, char **argv)
 {
 	mpictr_err *err = NULL;
 	char *text = NULL;
+	int rc;
 
 	if (cli_wants_help(argc - 1, argv + 1))
 		return cli_print_help(sif_help);
 	if (argc != 3)
 		return cli_usage_error("%s", "usage: sif list FILE");
-	return cli_print_and_free(mpictr_sif_list(argv[2], &text, &err), text,
-				  err);
+	rc = mpictr_sif_list(argv[2], &text, &err);
+	return cli_print_and_free(rc, text, err);
 }
 
 static int sif_header(int argc, char **argv)
 {
 	mpictr_err *err = NULL;
 	char *text = NULL;
+	int rc;
 
 	if (cli_wants_help(argc - 1, argv + 1))
 		return cli_print_help(sif_help);
 	if (argc != 3)
 		return cli_usage_error("%s", "usage: sif header FILE");
-	return cli_print_and_free(mpictr_sif_header(argv[2], &text, &err), text,
-				  err);
+	rc = mpictr_sif_header(argv[2], &text, &err);
+	return cli_print_and_free(rc, text, err);
 }
 
 static int sif_info(int argc, char **argv)
@@ -66,6 +68,7 @@ static int sif_info(int argc, char **argv)
 	mpictr_err *err = NULL;
 	char *text = NULL, *end;
 	long id;
+	int rc;
 
 	if (cli_wants_help(argc - 1, argv + 1))
 		return cli_print_help(sif_help);
@@ -77,8 +80,8 @@ static int sif_info(int argc, char **argv)
 		return cli_usage_error("invalid object ID '%s' (expected a "
 				       "positive number)",
 				       argv[3]);
-	return cli_print_and_free(
-	    mpictr_sif_info(argv[2], (uint32_t)id, &text, &err), text, err);
+	rc = mpictr_sif_info(argv[2], (uint32_t)id, &text, &err);
+	return cli_print_and_free(rc, text, err);
 }
 
 /* sif create on a terminal: what it is doing, and mksquashfs's bar. */
