@@ -82,8 +82,7 @@ int pull_resolve_image(mpictr_config *cfg, mpictr_err **err)
 	o.insecure = env_get(env, "MPICTR_PULL_INSECURE");
 	o.tls_ca = env_get(env, "MPICTR_PULL_TLS_CA");
 	o.arch = env_get(env, "MPICTR_PULL_ARCH");
-	dir =
-	    cache_dir_choose(env_get(env, "MPICTR_CACHEDIR"), o.cache_dir, err);
+	dir = cache_dir_choose(NULL, o.cache_dir, env, err);
 	if (!dir)
 		rc = -1;
 	if (rc == 0) {
@@ -107,7 +106,7 @@ static char *cache_dir_for(const char *dir, mpictr_err **err)
 {
 	cleanup_free char *site = dir ? NULL : pull_site_cache_dir();
 
-	return cache_dir_choose(dir, site, err);
+	return cache_dir_choose(dir, site, NULL, err);
 }
 
 MPICTR_PUBLIC int mpictr_cache_list(const char *dir, char **text,
