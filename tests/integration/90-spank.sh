@@ -42,7 +42,7 @@ fi
 spank_exports() {
 	nm -D --defined-only "$ROOT/build/plugins/mpictr-spank.so" | awk '{ print $3 }' | sort | tr '\n' ' '
 	[ "$(nm -D --defined-only "$ROOT/build/plugins/mpictr-spank.so" | awk '{ print $3 }' | sort | tr '\n' ' ')" = \
-		"plugin_name plugin_type plugin_version slurm_spank_exit slurm_spank_init slurm_spank_init_post_opt slurm_spank_task_init spank_plugin_version " ]
+		"plugin_name plugin_type plugin_version slurm_spank_exit slurm_spank_init slurm_spank_init_post_opt slurm_spank_task_exit slurm_spank_task_init spank_plugin_version " ]
 }
 ok "mpictr-spank.so exports the SPANK symbols only (libmpictr inside stays local)" spank_exports
 root_owned() {
