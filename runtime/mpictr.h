@@ -220,6 +220,12 @@ MPICTR_PUBLIC int mpictr_config_set_env(mpictr_config *cfg, const char *name,
 /* Start directory inside the container (default: the current directory). */
 MPICTR_PUBLIC int mpictr_config_set_pwd(mpictr_config *cfg, const char *dir,
 					mpictr_err **err);
+/* Start directory when neither mpictr_config_set_pwd() nor a pulled
+ * image's WorkingDir gives one, instead of the current directory (the
+ * SPANK plugin: "/", as Pyxis). */
+MPICTR_PUBLIC int mpictr_config_set_pwd_default(mpictr_config *cfg,
+						const char *dir,
+						mpictr_err **err);
 /* The host environment the container starts from; NULL-terminated, copied.
  * Default: environ at the time of mpictr_config_new(). */
 MPICTR_PUBLIC int mpictr_config_set_host_env(mpictr_config *cfg,

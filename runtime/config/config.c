@@ -33,6 +33,7 @@ MPICTR_PUBLIC void mpictr_config_free(mpictr_config *cfg)
 	bind_specs_free(cfg->binds, cfg->nbinds);
 	strv_free(cfg->user_env);
 	free(cfg->pwd);
+	free(cfg->pwd_default);
 	strv_free(cfg->host_env);
 	free(cfg->devices);
 	free(cfg->bind_to);
@@ -193,6 +194,14 @@ MPICTR_PUBLIC int mpictr_config_set_pwd(mpictr_config *cfg, const char *dir,
 					mpictr_err **err)
 {
 	return set_str(cfg, OPT_AT(pwd), dir, "directory", pwd_rule, err);
+}
+
+MPICTR_PUBLIC int mpictr_config_set_pwd_default(mpictr_config *cfg,
+						const char *dir,
+						mpictr_err **err)
+{
+	return set_str(cfg, OPT_AT(pwd_default), dir, "directory", pwd_rule,
+		       err);
 }
 
 MPICTR_PUBLIC int mpictr_config_set_host_env(mpictr_config *cfg,

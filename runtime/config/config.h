@@ -20,6 +20,7 @@ struct mpictr_config {
 	size_t nbinds;
 	char **user_env; /* NAME=VALUE from --env, in order */
 	char *pwd;
+	char *pwd_default; /* without pwd and an image WorkingDir, not cwd */
 	char **host_env;
 	bool contain, fakeroot, no_share, tag_output, transport_env, gpu,
 	    inject_verbs;

@@ -277,7 +277,7 @@ static int container_enter(const struct plan *p, int userns_fd, int mntns_fd,
 	if (ns_join(userns_fd, mntns_fd, err) < 0)
 		return -1;
 	if (chdir(p->cwd) < 0) {
-		err_set(err, errno, "start directory '%s' in the container",
+		err_set(err, errno, "the container's start directory %s",
 			p->cwd);
 		return err_hint(err, "bind it with -B or choose another with "
 				     "--pwd");

@@ -781,6 +781,8 @@ static int plan_options(const struct mpictr_config *cfg,
 		p->cwd = clean_path(cfg->pwd);
 	else if (p->oci_known && p->oci.workdir && p->oci.workdir[0] == '/')
 		p->cwd = clean_path(p->oci.workdir);
+	else if (cfg->pwd_default)
+		p->cwd = clean_path(cfg->pwd_default);
 	else if (cfg->contain)
 		p->cwd = xstrdup(p->home);
 	else

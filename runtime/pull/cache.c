@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,24 +30,36 @@
 #define LAYOUT_JSON "{\"imageLayoutVersion\":\"1.0.0\"}\n"
 #define INDEX_EMPTY "{\"schemaVersion\":2,\"manifests\":[]}\n"
 
-char *cache_dir_choose(const char *dir, const char *site_dir, mpictr_err **err)
+char *cache_dir_choose(const char *dir, const char *site_dir, char *const *env,
+		       mpictr_err **err)
 {
 	const char *v;
+	struct passwd *pw;
 
+	if (!env)
+		env = environ;
 	if (dir && *dir)
 		return xstrdup(dir);
-	v = getenv("MPICTR_CACHEDIR");
+	v = env_get(env, "MPICTR_CACHEDIR");
 	if (v && *v)
 		return xstrdup(v);
 	if (site_dir && *site_dir)
 		return xstrdup(site_dir);
-	v = getenv("XDG_CACHE_HOME");
+	v = env_get(env, "XDG_CACHE_HOME");
 	if (v && v[0] == '/')
 		return xasprintf("%s/mpictr", v);
-	v = getenv("HOME");
+	v = env_get(env, "HOME");
 	if (v && v[0] == '/')
 		return xasprintf("%s/.cache/mpictr", v);
-	err_set(err, 0, "no image cache directory: HOME is not set");
+	/* no HOME (a task of a daemon started without one): the user's home
+	 * from the user database, never another process's */
+	pw = getpwuid(getuid());
+	if (pw && pw->pw_dir && pw->pw_dir[0] == '/')
+		return xasprintf("%s/.cache/mpictr", pw->pw_dir);
+	err_set(err, 0,
+		"no image cache directory: HOME is not set and uid %u "
+		"has no home directory in the user database",
+		(unsigned)getuid());
 	err_hint(err, "set MPICTR_CACHEDIR or XDG_CACHE_HOME");
 	return NULL;
 }

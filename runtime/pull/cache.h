@@ -63,9 +63,13 @@ enum cache_entry {
 
 /* The cache directory: dir if not NULL, else $MPICTR_CACHEDIR, else
  * site_dir (the site configuration's cache_dir) if not NULL, else
- * $XDG_CACHE_HOME/mpictr or ~/.cache/mpictr. Returns a new string, or
- * NULL with *err when there is no HOME to put it in. */
-char *cache_dir_choose(const char *dir, const char *site_dir, mpictr_err **err);
+ * $XDG_CACHE_HOME/mpictr or $HOME/.cache/mpictr, the variables read from
+ * env (NULL: this process's environment; a SPANK task passes the job's,
+ * since slurmstepd's own HOME is root's or unset), else the calling
+ * user's home in the user database + /.cache/mpictr. Returns a new
+ * string, or NULL with *err when there is no home to put it in. */
+char *cache_dir_choose(const char *dir, const char *site_dir, char *const *env,
+		       mpictr_err **err);
 /* Open (creating the layout if needed) the cache in dir and take the
  * shared cache lock that `cache clean` waits for. A directory we create
  * ourselves is 0700; an existing one must be owned by us or by root and

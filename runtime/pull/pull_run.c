@@ -101,8 +101,7 @@ int pull_resolve_image(mpictr_config *cfg, mpictr_err **err)
 	o.arch = env_get(env, "MPICTR_PULL_ARCH");
 	if (stall_env(env, &o, err) < 0)
 		rc = -1;
-	else if (!(dir = cache_dir_choose(env_get(env, "MPICTR_CACHEDIR"),
-					  o.cache_dir, err)))
+	else if (!(dir = cache_dir_choose(NULL, o.cache_dir, env, err)))
 		rc = -1;
 	if (rc == 0) {
 		o.cache_dir = dir;
@@ -125,7 +124,7 @@ static char *cache_dir_for(const char *dir, mpictr_err **err)
 {
 	cleanup_free char *site = dir ? NULL : pull_site_cache_dir();
 
-	return cache_dir_choose(dir, site, err);
+	return cache_dir_choose(dir, site, NULL, err);
 }
 
 MPICTR_PUBLIC int mpictr_cache_list(const char *dir, char **text,

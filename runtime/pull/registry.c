@@ -191,7 +191,8 @@ int pull_registry(const struct image_ref *ref, const char *out,
 			      .stall_timeout = o->stall_timeout,
 			      .progress = on_progress,
 			      .progress_data = &ps};
-	cleanup_free char *dir = cache_dir_choose(o->cache_dir, NULL, err);
+	cleanup_free char *dir =
+	    cache_dir_choose(o->cache_dir, NULL, NULL, err);
 	cleanup_free char *what = image_ref_string(ref);
 	cleanup_free char *digest = NULL;
 	struct cache c;

@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <grp.h>
 #include <sys/prctl.h>
@@ -62,9 +63,16 @@
 SPANK_PLUGIN(mpictr, 1)
 
 struct spank_opts {
-	char *image, *mounts, *workdir, *env, *name, *save;
-	bool no_entrypoint, entrypoint;
-	bool writable, readonly, remap_root, mount_home, no_mount_home;
+	char *image, *mounts, *workdir, *env, *name, *save, *unshare;
+	/* --container-name=NAME:FLAG (Pyxis): "auto" (join the job's
+	 * container of that name, else start it), "create" (start it; an
+	 * error if it runs), "exec" (join it; an error if none runs) */
+	const char *name_flag;
+	/* Pyxis's pairs, -1 while neither was given (an option, else its
+	 * PYXIS_CONTAINER_* variable, decides): --[no-]container-entrypoint,
+	 * --container-entrypoint-log, --container-writable/-readonly,
+	 * --[no-]container-remap-root, --[no-]container-mount-home */
+	int entrypoint, entrypoint_log, writable, remap_root, mount_home;
 	bool dry_run; /* --container-dry-run: print the plan, run nothing */
 	char **image_dirs; /* site policy (plugin argument image_dirs=) */
 	/* The options' prefix (plugin argument prefix=, default
@@ -76,16 +84,24 @@ struct spank_opts {
 	/* plugin argument container_writable=yes: writable unless the step
 	 * asks --container-readonly (Enroot's ENROOT_ROOTFS_WRITABLE) */
 	bool site_writable;
+	/* --container-save without --container-name: the step runs in a
+	 * named container "stepSTEPID" of its own (name), which
+	 * slurm_spank_exit saves and stops */
+	bool step_named;
 };
 
-static struct spank_opts opts;
+static struct spank_opts opts = {.entrypoint = -1,
+				 .entrypoint_log = -1,
+				 .writable = -1,
+				 .remap_root = -1,
+				 .mount_home = -1};
 
 /* Store an option's value once; the same value twice is fine (Slurm may
  * call a callback again with what it had), a different one is an error. */
 static int opt_store(char **slot, const char *name, const char *arg)
 {
 	if (!arg || !*arg) {
-		slurm_error("mpictr: --%s needs a value", name);
+		slurm_error("mpictr: --%s: argument required", name);
 		return -1;
 	}
 	if (*slot && strcmp(*slot, arg) != 0) {
@@ -106,16 +122,52 @@ enum {
 	OPT_NAME,
 	OPT_NO_EP,
 	OPT_EP,
+	OPT_EP_LOG,
 	OPT_WRITABLE,
 	OPT_READONLY,
 	OPT_REMAP_ROOT,
+	OPT_NO_REMAP_ROOT,
 	OPT_MOUNT_HOME,
 	OPT_NO_MOUNT_HOME,
 	OPT_SAVE,
+	OPT_UNSHARE,
 	OPT_DRY_RUN,
 };
 
 static const char *opt_name(int val);
+
+/* One of a pair of options (on: val_on given, else val_off): the other
+ * one given too is an error. */
+static int opt_pair(int *slot, bool on, int val_on, int val_off)
+{
+	if (*slot != -1 && *slot != on) {
+		slurm_error("mpictr: --%s and --%s exclude each other",
+			    opt_name(val_on), opt_name(val_off));
+		return -1;
+	}
+	*slot = on;
+	return 0;
+}
+
+/* --container-env NAME[,NAME...]: no empty name (Pyxis's rule). */
+static int env_names_ok(const char *arg)
+{
+	const char *p = arg;
+
+	for (;;) {
+		size_t n = strcspn(p, ",");
+
+		if (n == 0 || !env_name_valid(p, n)) {
+			slurm_error("mpictr: --%s: invalid format: %s "
+				    "(expected NAME[,NAME...])",
+				    opt_name(OPT_ENV), arg);
+			return -1;
+		}
+		if (!p[n])
+			return 0;
+		p += n + 1;
+	}
+}
 
 static int opt_cb(int val, const char *arg, int remote)
 {
@@ -127,32 +179,39 @@ static int opt_cb(int val, const char *arg, int remote)
 	case OPT_WORKDIR:
 		return opt_store(&opts.workdir, opt_name(OPT_WORKDIR), arg);
 	case OPT_ENV:
+		if (arg && *arg && env_names_ok(arg) < 0)
+			return -1;
 		return opt_store(&opts.env, opt_name(OPT_ENV), arg);
 	case OPT_NAME:
 		return opt_store(&opts.name, opt_name(OPT_NAME), arg);
 	case OPT_NO_EP:
-		opts.no_entrypoint = true;
-		return 0;
 	case OPT_EP:
-		opts.entrypoint = true;
+		return opt_pair(&opts.entrypoint, val == OPT_EP, OPT_EP,
+				OPT_NO_EP);
+	case OPT_EP_LOG:
+		opts.entrypoint_log = 1;
 		return 0;
 	case OPT_WRITABLE:
-		opts.writable = true;
-		return 0;
 	case OPT_READONLY:
-		opts.readonly = true;
-		return 0;
+		return opt_pair(&opts.writable, val == OPT_WRITABLE,
+				OPT_WRITABLE, OPT_READONLY);
 	case OPT_REMAP_ROOT:
-		opts.remap_root = true;
-		return 0;
+	case OPT_NO_REMAP_ROOT:
+		return opt_pair(&opts.remap_root, val == OPT_REMAP_ROOT,
+				OPT_REMAP_ROOT, OPT_NO_REMAP_ROOT);
 	case OPT_MOUNT_HOME:
-		opts.mount_home = true;
-		return 0;
 	case OPT_NO_MOUNT_HOME:
-		opts.no_mount_home = true;
-		return 0;
+		return opt_pair(&opts.mount_home, val == OPT_MOUNT_HOME,
+				OPT_MOUNT_HOME, OPT_NO_MOUNT_HOME);
 	case OPT_SAVE:
+		if (arg && *arg && arg[strlen(arg) - 1] == '/') {
+			slurm_error("mpictr: --%s: target is a directory",
+				    opt_name(OPT_SAVE));
+			return -1;
+		}
 		return opt_store(&opts.save, opt_name(OPT_SAVE), arg);
+	case OPT_UNSHARE:
+		return opt_store(&opts.unshare, opt_name(OPT_UNSHARE), arg);
 	case OPT_DRY_RUN:
 		opts.dry_run = true;
 		return 0;
@@ -163,15 +222,20 @@ static int opt_cb(int val, const char *arg, int remote)
 
 static struct spank_option spank_opts[] = {
     {"container-image", "IMAGE",
-     "[mpictr] run the tasks in this image (SIF, squashfs or directory)", 1,
-     OPT_IMAGE, opt_cb},
-    {"container-mounts", "SRC[:DST[:ro|rw]][,...]",
-     "[mpictr] bind host paths into the container", 1, OPT_MOUNTS, opt_cb},
+     "[mpictr] run the tasks in this image (SIF, squashfs, directory or "
+     "[REGISTRY#]IMAGE[:TAG])",
+     1, OPT_IMAGE, opt_cb},
+    {"container-mounts", "SRC[:DST[:FLAGS]][,...]",
+     "[mpictr] bind host paths into the container; flags joined with '+' "
+     "(ro, rw, rbind, rprivate, ...)",
+     1, OPT_MOUNTS, opt_cb},
     {"container-workdir", "DIR",
-     "[mpictr] start directory inside the container", 1, OPT_WORKDIR, opt_cb},
+     "[mpictr] start directory inside the container (default: the image's "
+     "WorkingDir, else /)",
+     1, OPT_WORKDIR, opt_cb},
     {"container-env", "NAME[,NAME...]",
      "[mpictr] host variables that win over the image's", 1, OPT_ENV, opt_cb},
-    {"container-name", "NAME",
+    {"container-name", "NAME[:create|exec]",
      "[mpictr] the job's steps with this name share one container per node", 1,
      OPT_NAME, opt_cb},
     {"no-container-entrypoint", NULL,
@@ -181,6 +245,9 @@ static struct spank_option spank_opts[] = {
      "[mpictr] run the command through the image's runscript or Enroot "
      "entrypoint (/etc/rc)",
      0, OPT_EP, opt_cb},
+    {"container-entrypoint-log", NULL,
+     "[mpictr] show the entrypoint's output (default: hidden)", 0, OPT_EP_LOG,
+     opt_cb},
     {"container-writable", NULL,
      "[mpictr] writable container: changes in memory, kept by a named "
      "container for the job's later steps",
@@ -192,14 +259,20 @@ static struct spank_option spank_opts[] = {
     {"container-remap-root", NULL,
      "[mpictr] appear as root inside (no privilege; not under --mpi)", 0,
      OPT_REMAP_ROOT, opt_cb},
+    {"no-container-remap-root", NULL,
+     "[mpictr] keep your uid inside (the default)", 0, OPT_NO_REMAP_ROOT,
+     opt_cb},
     {"container-mount-home", NULL, "[mpictr] bind $HOME (the default)", 0,
      OPT_MOUNT_HOME, opt_cb},
     {"no-container-mount-home", NULL, "[mpictr] do not bind $HOME", 0,
      OPT_NO_MOUNT_HOME, opt_cb},
     {"container-save", "PATH",
-     "[mpictr] after the step, save the named container as a squashfs "
-     "image at PATH (first node)",
+     "[mpictr] after the step, save the container as a squashfs image at "
+     "PATH (first node)",
      1, OPT_SAVE, opt_cb},
+    {"container-unshare", "NS[,NS...]",
+     "[mpictr] Pyxis's net, ipc, uts: refused (the ranks share the host's)", 1,
+     OPT_UNSHARE, opt_cb},
     {"container-dry-run", NULL,
      "[mpictr] each task prints its plan as JSON (as mpictr --dry-run: "
      "environment, mounts) and runs nothing",
@@ -546,36 +619,148 @@ static bool name_ok(const char *n)
 	return true;
 }
 
+/* --container-name=NAME[:FLAG]: split off Pyxis's flag. */
+static int name_split(void)
+{
+	char *colon = opts.name ? strchr(opts.name, ':') : NULL;
+	static const char *const flags[] = {"auto", "create", "exec"};
+
+	if (!colon)
+		return 0;
+	*colon = '\0';
+	for (size_t i = 0; i < ARRAY_SIZE(flags); i++)
+		if (strcmp(colon + 1, flags[i]) == 0 || !colon[1]) {
+			opts.name_flag = colon[1] ? flags[i] : NULL;
+			return 0;
+		}
+	if (strcmp(colon + 1, "no_exec") == 0)
+		slurm_error("mpictr: --%s=%s:no_exec: not supported: a named "
+			    "container's files live in its running container "
+			    "(hint: another name starts a fresh one)",
+			    opt_name(OPT_NAME), opts.name);
+	else
+		slurm_error("mpictr: --%s: flag must be \"auto\", \"create\" "
+			    "or \"exec\", not \"%s\"",
+			    opt_name(OPT_NAME), colon + 1);
+	return -1;
+}
+
+/* --container-unshare: Pyxis 0.24's net, ipc, uts. The node's tasks run
+ * in the host's network (Slurm's PMIx server listens on loopback), IPC
+ * (shared-memory transports) and UTS namespaces: refused, clearly. */
+static int check_unshare(void)
+{
+	cleanup_free char *copy = NULL;
+	char *save = NULL;
+
+	if (!opts.unshare)
+		return 0;
+	copy = xstrdup(opts.unshare);
+	for (char *n = strtok_r(copy, ",", &save); n;
+	     n = strtok_r(NULL, ",", &save))
+		if (strcmp(n, "net") && strcmp(n, "ipc") && strcmp(n, "uts")) {
+			slurm_error("mpictr: --%s: unknown namespace '%s' "
+				    "(Pyxis knows net, ipc, uts)",
+				    opt_name(OPT_UNSHARE), n);
+			return -1;
+		}
+	slurm_error("mpictr: --%s=%s: not supported: mpictr runs the tasks in "
+		    "the host's network, IPC and UTS namespaces (Slurm's PMIx "
+		    "server and the shared-memory transports need them)",
+		    opt_name(OPT_UNSHARE), opts.unshare);
+	return -1;
+}
+
+/* Pyxis's mount flags (joined with '+') that mpictr's binds have anyway,
+ * and what they become (NULL: nothing to add). */
+static const struct {
+	const char *flag, *as;
+} mount_flags[] = {
+    {"ro", "ro"},	    {"rw", "rw"},
+    {"rbind", NULL},	    {"rprivate", NULL},
+    {"private", NULL},	    {"nosuid", NULL},
+    {"nodev", NULL},	    {"x-create=auto", NULL},
+    {"x-create=dir", NULL}, {"x-create=file", NULL},
+};
+
+/* One Pyxis mount flag: *mode becomes "ro" or "rw" for those; -1 when
+ * mpictr cannot honour it. */
+static int mount_flag(const char *f, const char *entry, const char **mode)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(mount_flags); i++)
+		if (strcmp(f, mount_flags[i].flag) == 0) {
+			if (mount_flags[i].as)
+				*mode = mount_flags[i].as;
+			return 0;
+		}
+	slurm_error("mpictr: --%s '%s': mount flag '%s' is not supported "
+		    "(mpictr's binds are recursive, private, nosuid and "
+		    "nodev; it takes ro, rw, rbind, rprivate, private, "
+		    "nosuid, nodev, x-create=...)",
+		    opt_name(OPT_MOUNTS), entry, f);
+	return -1;
+}
+
+/* --container-mounts in Pyxis's syntax (SRC[:DST[:FLAG+FLAG...]], comma
+ * separated) into mpictr's (SRC[:DST[:ro|rw]]), in place. */
+static int pyxis_mounts(void)
+{
+	struct strbuf sb = STRBUF_INIT;
+	cleanup_free char *copy = NULL;
+	char *rest;
+
+	if (!opts.mounts)
+		return 0;
+	copy = xstrdup(opts.mounts);
+	rest = copy;
+	for (char *entry; (entry = strsep(&rest, ","));) {
+		cleanup_free char *orig = xstrdup(entry);
+		char *src = strsep(&entry, ":"), *dst = NULL, *flags = NULL;
+		const char *mode = NULL;
+
+		if (entry)
+			dst = strsep(&entry, ":");
+		flags = entry;
+		if (!*src || (dst && !*dst)) {
+			slurm_error("mpictr: --%s: invalid format: %s",
+				    opt_name(OPT_MOUNTS), orig);
+			goto fail;
+		}
+		if (strcmp(src, "tmpfs") == 0 || strcmp(src, "umount") == 0) {
+			slurm_error("mpictr: --%s '%s': '%s:' mounts are not "
+				    "supported (mpictr mounts only what the "
+				    "image, the site and binds provide)",
+				    opt_name(OPT_MOUNTS), orig, src);
+			goto fail;
+		}
+		if (!strchr("./", src[0]) || (dst && !strchr("./", dst[0]))) {
+			slurm_error("mpictr: --%s '%s': mount source must be a "
+				    "relative or absolute path, and so must "
+				    "its target",
+				    opt_name(OPT_MOUNTS), orig);
+			goto fail;
+		}
+		sb_printf(&sb, "%s%s:%s", sb.len ? "," : "", src,
+			  dst ? dst : src);
+		for (char *f; flags && (f = strsep(&flags, "+"));)
+			if (*f && mount_flag(f, orig, &mode) < 0)
+				goto fail;
+		if (mode)
+			sb_printf(&sb, ":%s", mode);
+	}
+	free(opts.mounts);
+	opts.mounts = sb_steal(&sb);
+	return 0;
+fail:
+	free(sb_steal(&sb));
+	return -1;
+}
+
 /* Options that exclude each other, or need another. */
 static int opts_conflict(void)
 {
-	if (opts.writable && opts.readonly) {
-		slurm_error("mpictr: --%s and --%s exclude each other",
-			    opt_name(OPT_WRITABLE), opt_name(OPT_READONLY));
+	if (name_split() < 0 || check_unshare() < 0 || pyxis_mounts() < 0)
 		return -1;
-	}
-	if (opts.mount_home && opts.no_mount_home) {
-		slurm_error("mpictr: --%s and --%s exclude each other",
-			    opt_name(OPT_MOUNT_HOME),
-			    opt_name(OPT_NO_MOUNT_HOME));
-		return -1;
-	}
-	if (opts.entrypoint && opts.no_entrypoint) {
-		slurm_error("mpictr: --%s and --%s exclude each other",
-			    opt_name(OPT_EP), opt_name(OPT_NO_EP));
-		return -1;
-	}
-	if (opts.save && (!opts.name || opts.save[0] != '/')) {
-		if (!opts.name)
-			slurm_error("mpictr: --%s=%s: saves a named "
-				    "container: give --%s too",
-				    opt_name(OPT_SAVE), opts.save,
-				    opt_name(OPT_NAME));
-		else
-			slurm_error("mpictr: --%s=%s: PATH must be absolute",
-				    opt_name(OPT_SAVE), opts.save);
-		return -1;
-	}
 	if (opts.dry_run && opts.save) {
 		slurm_error("mpictr: --%s runs nothing: --%s=%s would save "
 			    "nothing",
@@ -583,42 +768,136 @@ static int opts_conflict(void)
 			    opts.save);
 		return -1;
 	}
-	if (!opts.image && (opts.writable || opts.readonly || opts.remap_root ||
-			    opts.no_mount_home || opts.mounts)) {
-		slurm_error("mpictr: --%s=%s alone joins the job's running "
-			    "container: what decides a container (--%s, --%s, "
-			    "--%s, --%s) goes with --%s",
-			    opt_name(OPT_NAME), opts.name, opt_name(OPT_MOUNTS),
-			    opt_name(OPT_WRITABLE), opt_name(OPT_REMAP_ROOT),
-			    opt_name(OPT_NO_MOUNT_HOME), opt_name(OPT_IMAGE));
+	if (!opts.image && opts.name_flag &&
+	    strcmp(opts.name_flag, "create") == 0) {
+		slurm_error("mpictr: --%s=%s:create needs --%s",
+			    opt_name(OPT_NAME), opts.name, opt_name(OPT_IMAGE));
 		return -1;
 	}
 	return 0;
+}
+
+/* Pyxis's booleans: 1 for 1/y/yes/true/on, 0 for 0/n/no/false/off, -1
+ * for anything else (case ignored). */
+static int parse_bool_word(const char *v)
+{
+	static const char *const yes[] = {"1", "y", "yes", "true", "on"};
+	static const char *const no[] = {"0", "n", "no", "false", "off"};
+
+	for (size_t i = 0; i < ARRAY_SIZE(yes); i++) {
+		if (strcasecmp(v, yes[i]) == 0)
+			return 1;
+		if (strcasecmp(v, no[i]) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+/* Pyxis's variables: PYXIS_CONTAINER_IMAGE and the others give an option
+ * that was not on the command line. With prefix=WORD, their names are
+ * PYXIS_WORD_IMAGE... (WORD in capitals, '-' as '_'), as the options'. */
+static void env_options(spank_t sp)
+{
+	static const struct {
+		const char *suffix;
+		int val;
+		bool boolean;
+	} vars[] = {
+	    {"IMAGE", OPT_IMAGE, false},
+	    {"MOUNTS", OPT_MOUNTS, false},
+	    {"WORKDIR", OPT_WORKDIR, false},
+	    {"NAME", OPT_NAME, false},
+	    {"SAVE", OPT_SAVE, false},
+	    {"ENV", OPT_ENV, false},
+	    {"UNSHARE", OPT_UNSHARE, false},
+	    {"MOUNT_HOME", OPT_MOUNT_HOME, true},
+	    {"REMAP_ROOT", OPT_REMAP_ROOT, true},
+	    {"ENTRYPOINT", OPT_EP, true},
+	    {"ENTRYPOINT_LOG", OPT_EP_LOG, true},
+	    {"WRITABLE", OPT_WRITABLE, true},
+	    {"READONLY", OPT_READONLY, true},
+	};
+	char *const *slots[] = {
+	    [OPT_IMAGE] = &opts.image,	   [OPT_MOUNTS] = &opts.mounts,
+	    [OPT_WORKDIR] = &opts.workdir, [OPT_NAME] = &opts.name,
+	    [OPT_SAVE] = &opts.save,	   [OPT_ENV] = &opts.env,
+	    [OPT_UNSHARE] = &opts.unshare,
+	};
+	int *pairs[] = {
+	    [OPT_MOUNT_HOME] = &opts.mount_home,
+	    [OPT_REMAP_ROOT] = &opts.remap_root,
+	    [OPT_EP] = &opts.entrypoint,
+	    [OPT_EP_LOG] = &opts.entrypoint_log,
+	    [OPT_WRITABLE] = &opts.writable,
+	    [OPT_READONLY] = &opts.writable,
+	};
+	cleanup_free char *word =
+	    xstrdup(opts.prefix ? opts.prefix : "container");
+
+	for (char *c = word; *c; c++)
+		*c = *c == '-' ? '_' : (char)toupper((unsigned char)*c);
+	for (size_t i = 0; i < ARRAY_SIZE(vars); i++) {
+		cleanup_free char *var =
+		    xasprintf("PYXIS_%s_%s", word, vars[i].suffix);
+		char buf[PATH_MAX];
+		const char *v = NULL;
+		int on;
+
+		if (spank_context() == S_CTX_REMOTE)
+			v = spank_getenv(sp, var, buf, sizeof(buf)) ==
+				    ESPANK_SUCCESS
+				? buf
+				: NULL;
+		else
+			v = getenv(var);
+		if (!v)
+			continue;
+		if (!vars[i].boolean) {
+			if (!*slots[vars[i].val] && *v)
+				opt_cb(vars[i].val, v, 0);
+			continue;
+		}
+		if (*pairs[vars[i].val] != -1)
+			continue;
+		on = parse_bool_word(v);
+		if (on < 0)
+			continue; /* as Pyxis: a word it does not know */
+		if (vars[i].val == OPT_READONLY)
+			on = !on;
+		*pairs[vars[i].val] = on;
+	}
 }
 
 int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 {
 	spank_context_t ctx = spank_context();
 
+	env_options(sp);
 	if (!enabled())
 		return 0;
-	if (opts.name && !name_ok(opts.name)) {
-		slurm_error("mpictr: --%s '%s': at most 20 of "
-			    "A-Z a-z 0-9 _ . -, starting with a letter or "
-			    "digit",
-			    opt_name(OPT_NAME), opts.name);
-		if (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR)
-			exit(1);
-		return -1;
-	}
-	if (opts_conflict() < 0) {
+	if (opts_conflict() < 0 ||
+	    (opts.name && !name_ok(opts.name) &&
+	     (slurm_error("mpictr: --%s '%s': at most 20 of "
+			  "A-Z a-z 0-9 _ . -, starting with a letter or "
+			  "digit",
+			  opt_name(OPT_NAME), opts.name),
+	      true))) {
 		if (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR)
 			exit(1);
 		return -1;
 	}
 	/* slurmstepd (root): nothing but reading the options. */
-	if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR)
+	if (ctx != S_CTX_LOCAL && ctx != S_CTX_ALLOCATOR) {
+		uint32_t step = 0;
+
+		if (opts.save && !opts.name &&
+		    spank_get_item(sp, S_JOB_STEPID, &step) == ESPANK_SUCCESS &&
+		    step != SLURM_BATCH_SCRIPT) {
+			opts.name = xasprintf("step%u", step);
+			opts.step_named = true;
+		}
 		return 0;
+	}
 	if (check_image() < 0)
 		exit(1); /* srun, sbatch, salloc: nothing launched yet */
 	return 0;
@@ -713,19 +992,71 @@ static int add_batch_script(mpictr_config *cfg, uint32_t step,
 
 /* What decides the container: --container-writable (or the site's
  * container_writable=yes without --container-readonly), -remap-root,
- * --no-container-mount-home. */
-static int container_flags(mpictr_config *cfg, mpictr_err **e)
+ * --no-container-mount-home. With --container-remap-root the home
+ * directory is /root, as Pyxis's (Enroot's): $HOME is bound there. */
+static int container_flags(mpictr_config *cfg, char **env, mpictr_err **e)
 {
-	bool writable = opts.writable || (opts.site_writable && !opts.readonly);
+	const char *home = env_get(env, "HOME");
+	cleanup_free char *root_home =
+	    home && home[0] == '/' ? xasprintf("%s:/root", home) : NULL;
+	bool writable =
+	    opts.writable == 1 || (opts.writable < 0 && opts.site_writable);
 
-	if ((writable && mpictr_config_set_flag(cfg, MPICTR_FLAG_WRITABLE_TMPFS,
-						1, e) < 0) ||
-	    (opts.remap_root &&
+	if ((writable &&
+	     mpictr_config_set_flag(cfg, MPICTR_FLAG_WRITABLE_TMPFS, 1, e) <
+		 0) ||
+	    (opts.remap_root == 1 &&
 	     mpictr_config_set_flag(cfg, MPICTR_FLAG_FAKEROOT, 1, e) < 0) ||
-	    (opts.no_mount_home &&
-	     mpictr_config_set_flag(cfg, MPICTR_FLAG_NO_HOME, 1, e) < 0))
+	    (opts.remap_root == 1 && opts.mount_home != 0 && root_home &&
+	     mpictr_config_set_home(cfg, root_home, e) < 0) ||
+	    (opts.mount_home == 0 &&
+	     mpictr_config_set_flag(cfg, MPICTR_FLAG_NO_HOME, 1, e) < 0) ||
+	    (opts.remap_root == 1 && opts.mount_home == 0 &&
+	     mpictr_config_set_env(cfg, "HOME", "/root", e) < 0))
 		return -1;
 	return 0;
+}
+
+/* The start directory: --container-workdir, taken from / when relative
+ * (Pyxis chdirs there after entering the container's root, so "../" is
+ * "/"); without it the image's WorkingDir, else "/" (not the job's
+ * directory on the host). */
+static int start_dir(mpictr_config *cfg, mpictr_err **e)
+{
+	cleanup_free char *dir = NULL;
+
+	if (!opts.workdir)
+		return mpictr_config_set_pwd_default(cfg, "/", e);
+	dir = opts.workdir[0] == '/' ? xstrdup(opts.workdir)
+				     : xasprintf("/%s", opts.workdir);
+	return mpictr_config_set_pwd(cfg, dir, e);
+}
+
+/* Is name one of --container-env's? */
+static bool container_env_has(const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = opts.env; p && *p;) {
+		size_t len = strcspn(p, ",");
+
+		if (len == n && strncmp(p, name, n) == 0)
+			return true;
+		p += len + (p[len] == ',');
+	}
+	return false;
+}
+
+/* The host's locale variables do not reach the container (its programs
+ * would warn about a locale the image lacks), unless --container-env
+ * names them: Pyxis's rule. */
+static void drop_host_locale(char ***env)
+{
+	static const char *const names[] = {"LANG", "LANGUAGE", "LC_ALL"};
+
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (!container_env_has(names[i]))
+			env_unset(env, names[i]);
 }
 
 /* The configuration of this task from the options, the site file and
@@ -742,13 +1073,13 @@ static mpictr_config *task_config(char **env, const char *image, bool full,
 	    (full && add_batch_script(cfg, step, argv[0], e) < 0) ||
 	    mpictr_config_load_site(cfg, NULL, e) < 0 ||
 	    mpictr_config_set_image(cfg, image, e) < 0 ||
-	    (opts.entrypoint
+	    (opts.entrypoint == 1
 		 ? mpictr_config_set_runscript(cfg, argc, argv, e)
 		 : mpictr_config_set_command(cfg, argc, argv, e)) < 0 ||
 	    (full && opts.mounts &&
 	     mpictr_config_add_bind(cfg, opts.mounts, e) < 0) ||
-	    (opts.workdir && mpictr_config_set_pwd(cfg, opts.workdir, e) < 0) ||
-	    (full && container_flags(cfg, e) < 0) ||
+	    start_dir(cfg, e) < 0 ||
+	    (full && container_flags(cfg, env, e) < 0) ||
 	    add_container_env(cfg, env, e) < 0) {
 		mpictr_config_free(cfg);
 		return NULL;
@@ -780,19 +1111,56 @@ static mpictr_config *named_config(char **env, const char *image, bool full,
 	return cfg;
 }
 
+/* Start the job's instance name (from opts.image). 0: started; 1:
+ * another task started it first; -1: *e says why. */
+static int start_named(char **host, const char *name, uint32_t step, int argc,
+		       char **argv, mpictr_err **e)
+{
+	mpictr_config *cfg =
+	    named_config(host, opts.image, true, step, argc, argv, e);
+	/* watch pid 0: the instance ends with the job (its extern or batch
+	 * slurmstepd here, else its state in Slurm), not with this step. */
+	int rc = cfg ? mpictr_instance_start(cfg, name, 0, 0, e) : -1;
+
+	mpictr_config_free(cfg);
+	if (rc == 0)
+		return 0;
+	if (!*e || !strstr(mpictr_err_message(*e), "already exists"))
+		return -1;
+	mpictr_err_free(*e);
+	*e = NULL;
+	return 1;
+}
+
 /* --container-name=NAME: every step of the job that names it joins the
  * instance JOBID.NAME on the node, started by the first task that finds
- * none; it ends with the job. */
+ * none; it ends with the job. NAME:create: the node's first task starts
+ * it (an error if it exists), the others wait for it; NAME:exec: joins
+ * it, an error if it does not run. */
 static int join_named(spank_t sp, char **host, uint32_t step, int argc,
 		      char **argv, char ***env, char **program, mpictr_err **e)
 {
-	uint32_t job = 0;
+	uint32_t job = 0, local = 0;
 	cleanup_free char *name = NULL, *ref = NULL;
 	long deadline = mono_ms() + 120 * 1000L;
+	bool create = streq0(opts.name_flag, "create");
 
 	spank_get_item(sp, S_JOB_ID, &job);
+	spank_get_item(sp, S_TASK_ID, &local);
 	name = xasprintf("%u.%s", job, opts.name);
 	ref = xasprintf("instance://%s", name);
+	if (create && local == 0) {
+		int rc = start_named(host, name, step, argc, argv, e);
+
+		if (rc == 1)
+			return err_set(e, EEXIST,
+				       "--%s=%s:create: the job's container "
+				       "'%s' already exists on this node",
+				       opt_name(OPT_NAME), opts.name,
+				       opts.name);
+		if (rc < 0)
+			return -1;
+	}
 	for (;;) {
 		mpictr_config *cfg =
 		    named_config(host, ref, false, step, argc, argv, e);
@@ -803,6 +1171,12 @@ static int join_named(spank_t sp, char **host, uint32_t step, int argc,
 			return rc;
 		mpictr_err_free(*e);
 		*e = NULL;
+		if (streq0(opts.name_flag, "exec"))
+			return err_set(e, 0,
+				       "--%s=%s:exec: this job's container "
+				       "'%s' is not running on this node",
+				       opt_name(OPT_NAME), opts.name,
+				       opts.name);
 		if (!opts.image)
 			return err_set(e, 0,
 				       "--%s=%s: this job has no container of "
@@ -812,19 +1186,13 @@ static int join_named(spank_t sp, char **host, uint32_t step, int argc,
 				       opt_name(OPT_NAME), opts.name,
 				       opt_name(OPT_IMAGE), opt_name(OPT_NAME),
 				       opts.name);
-		cfg = named_config(host, opts.image, true, step, argc, argv, e);
-		/* watch pid 0: the instance ends with the job (its
-		 * extern or batch slurmstepd here, else its state in
-		 * Slurm), not with this step. */
-		rc = cfg ? mpictr_instance_start(cfg, name, 0, 0, e) : -1;
-		mpictr_config_free(cfg);
+		/* with :create the node's first task starts it */
+		rc = create ? 1 : start_named(host, name, step, argc, argv, e);
+		if (rc < 0)
+			return -1;
 		if (rc == 0)
 			continue;
-		if (!*e || !strstr(mpictr_err_message(*e), "already exists"))
-			return -1;
 		/* another task of the node is starting it */
-		mpictr_err_free(*e);
-		*e = NULL;
 		if (mono_ms() > deadline) {
 			slurm_error("mpictr: --%s=%s: the "
 				    "container '%s' did not come up",
@@ -838,11 +1206,11 @@ static int join_named(spank_t sp, char **host, uint32_t step, int argc,
 /* --container-mounts with --container-name: the container's mounts are
  * made by the step that starts it, and a step that joins it later cannot
  * add or change them (its mount namespace is shared with the running
- * steps). The mounts asked for must be there: the file each source is on
- * the host (device and inode, read before joining) is what the container
- * has at its destination, read-only where asked. True for the tasks of
- * the starting step; false for a later step with other mounts, which is
- * refused rather than silently run without them. */
+ * steps). For the tasks of the starting step the mounts asked for are
+ * there: the file each source is on the host (device and inode, read
+ * before joining) is what the container has at its destination,
+ * read-only where asked. A later step with other mounts goes on without
+ * them, with Pyxis's warning. */
 struct mount_want {
 	char *spec, *src, *dst;
 	dev_t dev;
@@ -893,7 +1261,7 @@ static struct mount_want *mounts_wanted(mpictr_err **e)
 }
 
 /* In the container (after joining): are the wanted mounts there? */
-static int mounts_present(const struct mount_want *w, const char *inst)
+static void mounts_present(const struct mount_want *w, const char *inst)
 {
 	for (size_t i = 0; w[i].spec; i++) {
 		struct stat st;
@@ -904,19 +1272,14 @@ static int mounts_present(const struct mount_want *w, const char *inst)
 		    (!w[i].ro || (statvfs(w[i].dst, &vfs) == 0 &&
 				  (vfs.f_flag & ST_RDONLY))))
 			continue;
-		slurm_error("mpictr: --%s '%s%s': not a mount of "
-			    "the container '%s' (--%s=%s), which "
-			    "an earlier step of this job started with other "
-			    "mounts; a step that joins a running container "
-			    "cannot add or change its mounts: give them to "
-			    "the job's first step with this name, or use "
-			    "another --%s",
-			    opt_name(OPT_MOUNTS), w[i].spec,
-			    w[i].ro ? ":ro" : "", inst, opt_name(OPT_NAME),
-			    opts.name, opt_name(OPT_NAME));
-		return -1;
+		slurm_spank_log("mpictr: ignoring --%s when attaching to a "
+				"running container ('%s%s' is not a mount of "
+				"'%s', which an earlier step of this job "
+				"started with other mounts)",
+				opt_name(OPT_MOUNTS), w[i].spec,
+				w[i].ro ? ":ro" : "", inst);
+		return;
 	}
-	return 0;
 }
 
 /* join_named, then the check of --container-mounts. */
@@ -934,8 +1297,8 @@ static int join_named_checked(spank_t sp, char **host, uint32_t step, int argc,
 	rc = join_named(sp, host, step, argc, argv, env, program, e);
 	spank_get_item(sp, S_JOB_ID, &job);
 	inst = xasprintf("%u.%s", job, opts.name);
-	if (rc == 0 && w && mounts_present(w, inst) < 0)
-		rc = -1;
+	if (rc == 0 && w)
+		mounts_present(w, inst);
 	mounts_free(w);
 	return rc;
 }
@@ -961,6 +1324,24 @@ static int apply_env(spank_t sp, char **old, char **env)
 			return -1;
 	}
 	return 0;
+}
+
+/* As Pyxis: where the container's environment has PYTORCH_VERSION (a
+ * PyTorch image), each task gets RANK and LOCAL_RANK from Slurm's ranks,
+ * which torch.distributed reads. */
+static void pytorch_env(char ***env)
+{
+	static const char *const map[][2] = {{"SLURM_PROCID", "RANK"},
+					     {"SLURM_LOCALID", "LOCAL_RANK"}};
+
+	if (!env_get(*env, "PYTORCH_VERSION"))
+		return;
+	for (size_t i = 0; i < ARRAY_SIZE(map); i++) {
+		const char *v = env_get(*env, map[i][0]);
+
+		if (v)
+			env_set(env, map[i][1], v);
+	}
 }
 
 /* Steps that are not srun's get a job key of their own: the batch script
@@ -1052,6 +1433,7 @@ static int task_enter(spank_t sp, uint32_t step, mpictr_err **e)
 		return -1;
 	}
 	host = strv_dup(job_env);
+	drop_host_locale(&host);
 	single_task_key(sp, step, &host);
 	if (opts.dry_run) {
 		rc = task_dry_run(sp, host, step, argc, argv, e);
@@ -1069,6 +1451,7 @@ static int task_enter(spank_t sp, uint32_t step, mpictr_err **e)
 		mpictr_config_free(cfg);
 	}
 	if (rc == 0) {
+		pytorch_env(&env);
 		rc = apply_env(sp, job_env, env);
 		if (rc < 0)
 			slurm_error("mpictr: cannot set the task's "
@@ -1122,8 +1505,10 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 
 /* --container-save, in the child of slurmstepd: become the job's user for
  * good (groups, gid, uid; no way back, no new privileges), then save the
- * job's named container on this node. Returns the exit status. */
-static int save_as_user(spank_t sp, const char *name)
+ * job's named container on this node (save; a relative PATH is the job's
+ * working directory's, as Pyxis's) and stop it (stop: the container of a
+ * step without --container-name). Returns the exit status. */
+static int save_as_user(spank_t sp, const char *name, bool save, bool stop)
 {
 	uid_t uid = (uid_t)-1;
 	gid_t gid = (gid_t)-1, *gids = NULL;
@@ -1131,6 +1516,7 @@ static int save_as_user(spank_t sp, const char *name)
 	char **job_env = NULL;
 	mpictr_config *cfg;
 	mpictr_err *e = NULL;
+	cleanup_free char *path = NULL;
 	int rc;
 
 	if (spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS ||
@@ -1145,10 +1531,30 @@ static int save_as_user(spank_t sp, const char *name)
 			    opt_name(OPT_SAVE));
 		return MPICTR_EXIT_FAILURE;
 	}
+	if (opts.save[0] == '/')
+		path = xstrdup(opts.save);
+	else if (env_get(job_env, "PWD") && env_get(job_env, "PWD")[0] == '/')
+		path = xasprintf("%s/%s", env_get(job_env, "PWD"), opts.save);
+	else {
+		slurm_error("mpictr: --%s=%s: a relative path, and the job's "
+			    "working directory is unknown",
+			    opt_name(OPT_SAVE), opts.save);
+		return MPICTR_EXIT_FAILURE;
+	}
 	cfg = mpictr_config_new();
-	rc = mpictr_config_set_host_env(cfg, job_env, &e) < 0
-		 ? -1
-		 : mpictr_instance_save(cfg, name, opts.save, &e);
+	rc = mpictr_config_set_host_env(cfg, job_env, &e);
+	if (rc == 0 && save)
+		rc = mpictr_instance_save(cfg, name, path, &e);
+	if (stop) {
+		mpictr_err *e2 = NULL;
+
+		if (mpictr_instance_stop(cfg, name, &e2) < 0 && rc == 0) {
+			rc = -1;
+			e = e2;
+		} else {
+			mpictr_err_free(e2);
+		}
+	}
 	mpictr_config_free(cfg);
 	if (rc < 0) {
 		cleanup_free char *typed = as_typed(mpictr_err_message(e));
@@ -1161,24 +1567,32 @@ static int save_as_user(spank_t sp, const char *name)
 	return 0;
 }
 
-/* slurmstepd (root), once the step's tasks have ended: --container-save
- * of the named container, on the step's first node, in a child that is
- * the job's user (the save reads the container and writes PATH as the
- * user, never as root). A failed save is reported on the step's output. */
-int slurm_spank_exit(spank_t sp, int ac, char **av)
+/* slurmstepd (root), once the step's tasks on this node have ended:
+ * --container-save of the named container, on the step's first node, in
+ * a child that is the job's user (the save reads the container and
+ * writes PATH as the user, never as root); a step without
+ * --container-name ran in a named container of its own (step_named),
+ * stopped now on every node. Once per step: from the last task's
+ * slurm_spank_task_exit (slurmstepd reports the tasks' end to srun
+ * after it, so that the next step finds the saved image), else from
+ * slurm_spank_exit. A failed save is reported on the step's output. */
+static int save_step(spank_t sp)
 {
+	static bool done;
 	uint32_t step = 0, job = 0, node = 1;
 	cleanup_free char *name = NULL;
 	pid_t pid;
 	int status;
 
-	if (!opts.save || !opts.name || opts.dry_run || !spank_remote(sp))
+	if (done || !opts.save || !opts.name || opts.dry_run ||
+	    !spank_remote(sp))
 		return 0;
+	done = true;
 	spank_get_item(sp, S_JOB_STEPID, &step);
 	spank_get_item(sp, S_JOB_NODEID, &node);
 	spank_get_item(sp, S_JOB_ID, &job);
 	if (step == SLURM_EXTERN_CONT || step == SLURM_BATCH_SCRIPT ||
-	    node != 0)
+	    (node != 0 && !opts.step_named))
 		return 0;
 	name = xasprintf("%u.%s", job, opts.name);
 	pid = fork();
@@ -1188,9 +1602,27 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 		return -1;
 	}
 	if (pid == 0)
-		_exit(save_as_user(sp, name));
+		_exit(save_as_user(sp, name, node == 0, opts.step_named));
 	if (TEMP_FAILURE_RETRY(waitpid(pid, &status, 0)) < 0 ||
 	    !WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return -1;
 	return 0;
+}
+
+int slurm_spank_task_exit(spank_t sp, int ac, char **av)
+{
+	static uint32_t ended;
+	uint32_t ntasks = 0;
+
+	if (!opts.save || !spank_remote(sp) ||
+	    spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) !=
+		ESPANK_SUCCESS ||
+	    ++ended < ntasks)
+		return 0;
+	return save_step(sp);
+}
+
+int slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+	return save_step(sp);
 }

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -359,25 +360,41 @@ START_TEST(test_cache_dir_choose)
 
 	unsetenv("MPICTR_CACHEDIR");
 	setenv("XDG_CACHE_HOME", "/x", 1);
-	d = cache_dir_choose(NULL, NULL, &e);
+	d = cache_dir_choose(NULL, NULL, NULL, &e);
 	ck_assert_str_eq(d, "/x/mpictr");
 	free(d);
-	d = cache_dir_choose(NULL, "/site", &e);
+	d = cache_dir_choose(NULL, "/site", NULL, &e);
 	ck_assert_str_eq(d, "/site");
 	free(d);
 	setenv("MPICTR_CACHEDIR", "/env", 1);
-	d = cache_dir_choose(NULL, "/site", &e);
+	d = cache_dir_choose(NULL, "/site", NULL, &e);
 	ck_assert_str_eq(d, "/env");
 	free(d);
-	d = cache_dir_choose("/opt", "/site", &e);
+	d = cache_dir_choose("/opt", "/site", NULL, &e);
 	ck_assert_str_eq(d, "/opt");
 	free(d);
 	unsetenv("MPICTR_CACHEDIR");
 	unsetenv("XDG_CACHE_HOME");
 	setenv("HOME", "/h", 1);
-	d = cache_dir_choose(NULL, NULL, &e);
+	d = cache_dir_choose(NULL, NULL, NULL, &e);
 	ck_assert_str_eq(d, "/h/.cache/mpictr");
 	free(d);
+	/* another environment than the process's (a SPANK task's job) */
+	{
+		char *env[] = {"HOME=/job", NULL}, *none[] = {"X=1", NULL};
+		struct passwd *pw = getpwuid(getuid());
+
+		d = cache_dir_choose(NULL, NULL, env, &e);
+		ck_assert_str_eq(d, "/job/.cache/mpictr");
+		free(d);
+		/* no HOME there: the user database, not this HOME */
+		d = cache_dir_choose(NULL, NULL, none, &e);
+		ck_assert_ptr_nonnull(pw);
+		ck_assert_ptr_nonnull(d);
+		ck_assert_int_eq(strncmp(d, pw->pw_dir, strlen(pw->pw_dir)), 0);
+		ck_assert_str_eq(d + strlen(pw->pw_dir), "/.cache/mpictr");
+		free(d);
+	}
 }
 END_TEST
 
