@@ -712,14 +712,14 @@ static void plan_argv(const struct mpictr_config *cfg, struct plan *p)
  * Open MPI ranks joining, docs/bench-hybrid.md) two workers inflated 28 MB
  * for 13 MB read, one worker 20 MB, and the job took 20 ms less wall and
  * 40 ms less CPU. MPICTR_FUSE_WORKERS (1..64) overrides it. */
-static int fuse_workers(const struct mpictr_config *cfg, long ncpu)
+static int fuse_workers(const struct mpictr_config *cfg, int nranks, long ncpu)
 {
 	const char *s = env_get(cfg->host_env, "MPICTR_FUSE_WORKERS");
 	long n;
 
 	if (s && parse_long(s, 1, 64, &n) == 0)
 		return (int)n;
-	n = cfg->nranks > 0 ? cfg->nranks : 2;
+	n = nranks > 0 ? nranks : 2;
 	if (ncpu > 0 && n > ncpu - 1)
 		n = ncpu - 1;
 	return (int)(n < 1 ? 1 : n > 8 ? 8 : n);
@@ -736,7 +736,7 @@ static void plan_ranks(const struct mpictr_config *cfg,
 	const struct launch_peers *pe = &d->peers;
 
 	p->single_node = d->mode == RUN_SINGLE || d->mode == RUN_LAUNCH;
-	p->nlocal = cfg->nranks > 0 ? cfg->nranks : 1;
+	p->nlocal = p->nranks;
 	p->local_rank = 0;
 	if (d->mode == RUN_JOIN) {
 		p->nlocal = pe->local_size != LAUNCHER_UNKNOWN
@@ -746,7 +746,30 @@ static void plan_ranks(const struct mpictr_config *cfg,
 				    ? (int)pe->local_rank
 				    : 0;
 	}
-	p->fuse_workers = fuse_workers(cfg, p->facts->ncpu);
+	p->fuse_workers = fuse_workers(cfg, d->nranks, p->facts->ncpu);
+}
+
+/* The job's PMI shape: the ranks (1 without -n), whether our PMI servers
+ * serve them, the holders, and the universe: --universe-size, else in
+ * launch mode the cores or the ranks when more (as mpirun's on one node),
+ * in node daemon mode the job's size (0: the server's default). */
+static void plan_pmi_shape(const struct mpictr_config *cfg,
+			   const struct run_decision *d, struct plan *p)
+{
+	p->nranks = d->nranks > 0 ? d->nranks : 1;
+	p->serves_pmi = run_mode_serves_pmi(d->mode);
+	p->nholders = cfg->no_share ? (size_t)p->nranks : 1;
+	p->universe_hard = cfg->no_oversubscribe ||
+			   streq0(cfg->site.oversubscribe.value, "no");
+	p->universe = 0;
+	if (!p->serves_pmi)
+		return;
+	if (cfg->universe_size > 0)
+		p->universe = (uint32_t)cfg->universe_size;
+	else if (d->mode == RUN_LAUNCH)
+		p->universe = (uint32_t)p->nranks > p->facts->ncores
+				  ? (uint32_t)p->nranks
+				  : p->facts->ncores;
 }
 
 static int plan_options(const struct mpictr_config *cfg,
@@ -799,6 +822,7 @@ static int plan_options(const struct mpictr_config *cfg,
 	    .name = d->peers.name ? d->peers.name : "no launcher",
 	    .size = d->peers.size,
 	};
+	plan_pmi_shape(cfg, d, p);
 	plan_ranks(cfg, d, p);
 	return 0;
 }
@@ -867,7 +891,7 @@ static int plan_build_all(const struct mpictr_config *cfg,
 			       "rejects ranks whose uid differs from the "
 			       "server's (hint: --fakeroot is for single "
 			       "processes)");
-	if (cfg->shell && run_mode_serves_pmi(d->mode) && cfg->nranks > 1)
+	if (cfg->shell && run_mode_serves_pmi(d->mode) && d->nranks > 1)
 		return err_set(err, 0,
 			       "'mpictr shell' starts one interactive shell, "
 			       "not -n %d (%d shells would share one "
@@ -875,7 +899,7 @@ static int plan_build_all(const struct mpictr_config *cfg,
 			       "runs ranks, and a shell beside them is "
 			       "'mpictr shell instance://NAME' of an "
 			       "instance the ranks run in)",
-			       cfg->nranks, cfg->nranks, cfg->nranks);
+			       d->nranks, d->nranks, d->nranks);
 	if (cfg->fakeroot && d->outer_pmi)
 		return err_set(err, 0,
 			       "--fakeroot cannot be used under a PMI server "

@@ -184,6 +184,21 @@ static void json_checks(struct jw *w, const struct plan *p)
 	jw_end(w);
 }
 
+/* The job's PMI shape: "universe" is null where it is not ours to
+ * decide (no PMI server of ours; node daemon mode without
+ * --universe-size, where it is the job's size). */
+static void json_pmi_shape(struct jw *w, const struct plan *p)
+{
+	jw_int(w, "ranks", p->nranks);
+	jw_bool(w, "serves_pmi", p->serves_pmi);
+	jw_uint(w, "holders", p->nholders);
+	if (p->universe)
+		jw_uint(w, "universe", p->universe);
+	else
+		jw_null(w, "universe");
+	jw_bool(w, "universe_hard", p->universe_hard);
+}
+
 char *plan_to_json(const struct plan *p)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -207,6 +222,7 @@ char *plan_to_json(const struct plan *p)
 	jw_strv(&w, "profiles", p->profiles);
 	json_mpi(&w, p);
 	jw_int(&w, "fuse_workers", p->fuse_workers);
+	json_pmi_shape(&w, p);
 	/* the site's signature policy (the holder applies it:
 	 * docs/signing.md) */
 	jw_obj(&w, "signature_policy", &jw_inline);
