@@ -233,14 +233,14 @@ UNIT_PLUGIN_OBJS := $(B)/obj/pmi/pmix_gate.o $(B)/obj/runtime/pull/auth.o
 $(B)/tests/check_unit: tests/unit/main.c $(UNIT_SRCS) $(B)/tests/suites.h $(STATIC_LIB) \
 		$(UNIT_PLUGIN_OBJS)
 	$(CC) $(CPPFLAGS_ALL) -I$(B)/tests -Itests/unit $(CFLAGS_ALL) $(CHECK_CFLAGS) \
-		$(FUSE_CFLAGS_TESTS) -o $@ tests/unit/main.c $(UNIT_SRCS) $(UNIT_PLUGIN_OBJS) \
+		-o $@ tests/unit/main.c $(UNIT_SRCS) $(UNIT_PLUGIN_OBJS) \
 		$(LDFLAGS_ALL) $(STATIC_LIB) $(DEP_LIBS) $(CHECK_LIBS) \
 		$(shell $(PKG_CONFIG) --libs jansson)
 
 $(B)/tests/%: tests/helpers/%.c $(STATIC_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) $(HELPER_CFLAGS_$*) -o $@ $< \
-		$(LDFLAGS_ALL) $(STATIC_LIB) $(DEP_LIBS) $(HELPER_LIBS_$*)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS_ALL) -o $@ $< \
+		$(LDFLAGS_ALL) $(STATIC_LIB) $(DEP_LIBS)
 
 # The isolation probe runs inside the (busybox-only) test image: static,
 # and no libmpictr.
