@@ -1,4 +1,4 @@
-# mpictr - plain, strict Makefile (R14). `make`, `make check`, `make bench`,
+# mpictr - plain, strict Makefile (docs/architecture.md "Conventions"). `make`, `make check`, `make bench`,
 # `make fuzz`, `make install PREFIX=... DESTDIR=...`, `make uninstall`,
 # `make clean`. DEBUG=1 adds ASan/UBSan; WERROR=1 makes warnings fatal (CI).
 
@@ -21,7 +21,7 @@ CLANG      ?= clang
 PKG_CONFIG ?= pkg-config
 B          := build
 
-# Dependencies, each kept to the files that use it (R10).
+# Dependencies, each kept to the files that use it.
 DEPS_FUSE  := squashfuse_ll fuse3 libdeflate
 DEPS_PMIX  := pmix
 DEPS_ALL   := libcap $(DEPS_FUSE) $(DEPS_PMIX)

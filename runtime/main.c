@@ -2,7 +2,7 @@
  * file of runtime/cli/ with its options and its --help, and what runs
  * before any of them (the setuid refusal, the log sink). The command line
  * uses the public API only (mpictr.h) and maps the library's errors to the
- * documented exit codes (R1, R3, R7: runtime/cli/cli.c).
+ * documented exit codes (runtime/cli/cli.c).
  */
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* squash.c - mount a squashfs image in-process with libsquashfuse and libfuse3,
- * served by several forked worker processes (R10: the only file that includes
- * squashfuse or libfuse headers).
+ * served by several forked worker processes (the only file that includes
+ * squashfuse or libfuse headers: docs/architecture.md "Conventions").
  *
  * Sequence (docs/mount.md has the reasoning):
  *   1. check the image ourselves (magic, version, compressor, size) so that

@@ -2,7 +2,8 @@
  * libsquashfuse in-process, served by forked worker processes.
  *
  * Design, caching and lifetime rules: docs/mount.md. Only squash.c includes
- * the squashfuse and libfuse headers (R10); this header is self-contained.
+ * the squashfuse and libfuse headers (docs/architecture.md "Conventions");
+ * this header is self-contained.
  */
 #ifndef MPICTR_SQUASH_H
 #define MPICTR_SQUASH_H

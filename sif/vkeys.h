@@ -1,7 +1,7 @@
 /* vkeys.h - the keys and signature primitives of the verify plugins: PEM
  * keys and digests with OpenSSL 3 (vkeys.c), OpenPGP keys and clear-signed
  * messages with RNP (vkeys_pgp.c). Only those files include their headers
- * (R10).
+ * (dependencies: docs/architecture.md "Conventions").
  */
 #ifndef MPICTR_VKEYS_H
 #define MPICTR_VKEYS_H

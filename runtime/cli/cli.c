@@ -1,5 +1,6 @@
 /* cli.c - what the verbs of the command line share: the log sink, errors
- * printed and mapped to the documented exit codes (R1, R3, R7), the
+ * printed and mapped to the documented exit codes (docs/architecture.md
+ * "Conventions"), the
  * did-you-mean distance.
  */
 #include <stdarg.h>

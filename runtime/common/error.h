@@ -1,4 +1,5 @@
-/* error.h - the error object (R1) and the internal log helpers (R11).
+/* error.h - the error object and the internal log helpers
+ * (docs/architecture.md "Conventions").
  *
  * err_set() is the constructor: `return err_set(err, errno, "open '%s'", p)`
  * stores "open 'p': <strerror>" and returns -1. err_wrap() prefixes context
@@ -34,7 +35,7 @@ int err_wrap(mpictr_err **err, const char *fmt, ...)
 int err_hint(mpictr_err **err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Build an error from a relayed (errnum, exit_code, message) triple, as sent
- * by a forked child over a sync socket (R3). Returns -1. */
+ * by a forked child over its relay pipe (proc.h). Returns -1. */
 int err_from_relay(mpictr_err **err, int errnum, int exit_code,
 		   const char *msg);
 

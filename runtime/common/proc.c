@@ -23,7 +23,7 @@
 
 #define RELAY_MSG_MAX 1024
 
-/* What a child reports over its CLOEXEC relay pipe (R3). An exec that
+/* What a child reports over its CLOEXEC relay pipe. An exec that
  * succeeds closes the pipe with nothing written. */
 struct relay {
 	int ready; /* relay_send_ready: no error; msg: its note, if any */

@@ -1,7 +1,8 @@
 /* proc.h - the process layer: what every fork site of the runtime shares.
  *
  * The child preamble (die with the parent, default signals, the caller's
- * mask), the child->parent error relay (R3), fork with a relay pipe,
+ * mask), the child->parent error relay (docs/architecture.md
+ * "Conventions"), fork with a relay pipe,
  * descriptor hygiene before exec, wait statuses as exit codes, the
  * monotonic clock and the recursive delete. No policy: launch mode, the
  * node daemon, join mode and the holder all use it the same way.

@@ -1,4 +1,5 @@
-/* syscalls.h - raw system calls glibc lacks, in one place (R6). Each
+/* syscalls.h - raw system calls glibc lacks, in one place
+ * (docs/architecture.md "Conventions"). Each
  * returns -1 with errno set on failure, ENOSYS where the kernel headers
  * do not know the call. */
 #ifndef MPICTR_SYSCALLS_H

@@ -1,4 +1,5 @@
-/* util.h - small helpers shared by every module (R4): scope-bound cleanup,
+/* util.h - small helpers shared by every module: scope-bound cleanup
+ * (docs/architecture.md "Conventions"),
  * allocators that abort on out-of-memory, a growable string buffer with a
  * JSON writer, NULL-terminated string vectors, and full read/write loops.
  */

@@ -1,4 +1,5 @@
-/* caps.h - drop every capability before exec (R9). */
+/* caps.h - drop every capability before exec (docs/architecture.md
+ * "Conventions"). */
 #ifndef MPICTR_CAPS_H
 #define MPICTR_CAPS_H
 

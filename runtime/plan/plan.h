@@ -1,6 +1,7 @@
 /* plan.h - the plan: an ordered list of mount operations plus the
  * environment and command, built from a config and the host facts
- * gathered for it (facts.h) before anything runs (R7). Building it is
+ * gathered for it (facts.h) before anything runs (docs/architecture.md
+ * "Conventions"). Building it is
  * pure (no I/O, no fork), so unit tests feed it recorded facts;
  * `--dry-run` prints it as JSON.
  */
