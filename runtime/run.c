@@ -14,6 +14,7 @@
 #include "plan/mode.h"
 #include "plan/mpicheck.h"
 #include "plan/plan.h"
+#include "plan/prepare.h"
 #include "pull/pull.h"
 
 static int refuse_privileged(mpictr_err **err)
@@ -57,11 +58,9 @@ static int run_singleton(mpictr_config *cfg, const struct ns_source *inst,
 	log_info("%s", mpictr_err_message(*err));
 	mpictr_err_free(*err);
 	*err = NULL;
-	cfg->nranks = 1;
-	run_decide(cfg, &d);
+	run_decide_ranks(cfg, 1, &d);
 	rc = launch_run(cfg, &d, inst, status, err);
 	run_decision_free(&d);
-	cfg->nranks = 0;
 	return rc;
 }
 
@@ -173,7 +172,8 @@ MPICTR_PUBLIC int mpictr_plan_json(mpictr_config *cfg, char **json,
 		return -1;
 	run_decide(cfg, &d);
 	memset(&p, 0, sizeof(p));
-	if (host_facts_gather(cfg, HOST_FACTS_IMAGE, NULL, &f, err) == 0 &&
+	if (host_facts_gather(cfg, HOST_FACTS_IMAGE | plan_facts_flags(&d),
+			      NULL, &f, err) == 0 &&
 	    plan_build(cfg, &d, &f, NULL, &p, err) == 0) {
 		*json = plan_to_json(&p);
 		rc = 0;

@@ -767,35 +767,19 @@ static sqfs_err squash_inflate(void *in, size_t insz, void *out, size_t *outsz)
 	return SQFS_OK;
 }
 
-/* Check the superblock ourselves, then let sqfs_init() read the tables. */
-static int squash_open_image(struct squash_ctx *c, const char *image,
-			     uint64_t offset, mpictr_err **err)
+/* The superblock of the squashfs at offset of image (avail bytes from
+ * there) into *super, checked (image_squashfs_super); -1 with *err naming
+ * what is wrong with it. */
+static int squash_check_super(int fd, const char *image, uint64_t offset,
+			      uint64_t avail, struct squashfs_super *super,
+			      mpictr_err **err)
 {
 	struct squashfs_super sb;
-	struct stat st;
-	uint64_t avail;
-	unsigned comp;
-	sqfs_inode root;
-	sqfs_err serr;
 
-	c->image_fd = open(image, O_RDONLY | O_CLOEXEC);
-	if (c->image_fd < 0)
-		return err_set(err, errno, "open squashfs image '%s'", image);
-	if (fstat(c->image_fd, &st))
-		return err_set(err, errno, "stat squashfs image '%s'", image);
-	if (!S_ISREG(st.st_mode))
-		return err_set(
-		    err, 0, "squashfs image '%s': not a regular file", image);
-	if (offset >= (uint64_t)st.st_size)
-		return err_set(err, 0,
-			       "squashfs '%s' at offset %" PRIu64
-			       ": offset is beyond the end of the file "
-			       "(%lld bytes)",
-			       image, offset, (long long)st.st_size);
-	avail = (uint64_t)st.st_size - offset;
-	switch (image_squashfs_super(c->image_fd, offset, avail, &sb)) {
+	switch (image_squashfs_super(fd, offset, avail, &sb)) {
 	case SQUASHFS_OK:
-		break;
+		*super = sb;
+		return 0;
 	case SQUASHFS_SHORT:
 		return err_set(err, 0,
 			       "squashfs '%s' at offset %" PRIu64
@@ -828,6 +812,36 @@ static int squash_open_image(struct squash_ctx *c, const char *image,
 		return err_set(err, EINVAL, "squashfs '%s' at offset %" PRIu64,
 			       image, offset);
 	}
+}
+
+/* Check the superblock ourselves, then let sqfs_init() read the tables. */
+static int squash_open_image(struct squash_ctx *c, const char *image,
+			     uint64_t offset, mpictr_err **err)
+{
+	struct squashfs_super sb = {0};
+	struct stat st;
+	uint64_t avail;
+	unsigned comp;
+	sqfs_inode root;
+	sqfs_err serr;
+
+	c->image_fd = open(image, O_RDONLY | O_CLOEXEC);
+	if (c->image_fd < 0)
+		return err_set(err, errno, "open squashfs image '%s'", image);
+	if (fstat(c->image_fd, &st))
+		return err_set(err, errno, "stat squashfs image '%s'", image);
+	if (!S_ISREG(st.st_mode))
+		return err_set(
+		    err, 0, "squashfs image '%s': not a regular file", image);
+	if (offset >= (uint64_t)st.st_size)
+		return err_set(err, 0,
+			       "squashfs '%s' at offset %" PRIu64
+			       ": offset is beyond the end of the file "
+			       "(%lld bytes)",
+			       image, offset, (long long)st.st_size);
+	avail = (uint64_t)st.st_size - offset;
+	if (squash_check_super(c->image_fd, image, offset, avail, &sb, err) < 0)
+		return -1;
 	comp = sb.compression;
 	if (!sqfs_decompressor_get((sqfs_compression_type)comp)) {
 		const char *name = image_compression_name(comp);

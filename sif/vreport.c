@@ -212,23 +212,20 @@ char *verify_report_text(const struct verify_report *r)
 	return sb_steal(&sb);
 }
 
-static void json_ids(struct strbuf *sb, const uint32_t *v, size_t n)
+/* The report's JSON: the top object's first members on one line, then
+ * "signatures" and "groups" a line each, their entries a line each. */
+static const struct jw_layout vr_top = {"", ",\n ", ""};
+static const struct jw_layout vr_list = {"\n  ", ",\n  ", ""};
+
+static void json_ids(struct jw *w, const char *key, const uint32_t *v, size_t n)
 {
-	sb_putc(sb, '[');
+	jw_arr(w, key, &jw_inline);
 	for (size_t i = 0; i < n; i++)
-		sb_printf(sb, "%s%u", i ? ", " : "", v[i]);
-	sb_putc(sb, ']');
+		jw_uint(w, NULL, v[i]);
+	jw_end(w);
 }
 
-static void json_str_or_null(struct strbuf *sb, const char *s)
-{
-	if (s)
-		sb_json_str(sb, s);
-	else
-		sb_puts(sb, "null");
-}
-
-static void json_sig(struct strbuf *sb, const struct verify_report *r,
+static void json_sig(struct jw *w, const struct verify_report *r,
 		     const struct vsig *s)
 {
 	static const char *const st[] = {
@@ -239,54 +236,51 @@ static void json_sig(struct strbuf *sb, const struct verify_report *r,
 	    [VSIG_LEGACY] = "legacy-ignored",
 	    [VSIG_NOT_GROUP] = "ignored",
 	};
-	sb_printf(sb, "{\"id\": %u, \"form\": ", s->id);
-	sb_json_str(sb, s->form);
-	sb_puts(sb, ", \"hash\": ");
-	json_str_or_null(sb, s->hash);
-	sb_printf(sb, ", \"group\": %u, \"object\": %u, \"status\": \"%s\"",
-		  s->group, s->object, st[s->status]);
-	sb_puts(sb, ", \"key\": ");
-	json_str_or_null(sb, s->key);
-	sb_puts(sb, ", \"key_id\": ");
-	json_str_or_null(sb, s->key_id);
-	sb_puts(sb, ", \"signer_ids\": ");
-	json_str_or_null(sb, s->signer_ids);
-	sb_puts(sb, ", \"objects\": ");
-	json_ids(sb, s->objects, s->nobjects);
-	sb_printf(sb, ", \"data_cached\": %s, \"error\": ",
-		  r->data_cached ? "true" : "false");
-	json_str_or_null(sb, s->msg);
-	sb_putc(sb, '}');
+	jw_obj(w, NULL, &jw_inline);
+	jw_uint(w, "id", s->id);
+	jw_str(w, "form", s->form);
+	jw_str(w, "hash", s->hash);
+	jw_uint(w, "group", s->group);
+	jw_uint(w, "object", s->object);
+	jw_str(w, "status", st[s->status]);
+	jw_str(w, "key", s->key);
+	jw_str(w, "key_id", s->key_id);
+	jw_str(w, "signer_ids", s->signer_ids);
+	json_ids(w, "objects", s->objects, s->nobjects);
+	jw_bool(w, "data_cached", r->data_cached);
+	jw_str(w, "error", s->msg);
+	jw_end(w);
 }
 
 char *verify_report_json(const struct verify_report *r)
 {
 	struct strbuf sb = STRBUF_INIT;
+	struct jw w = {.sb = &sb};
 
-	sb_puts(&sb, "{\"image\": ");
-	sb_json_str(&sb, r->image);
-	sb_printf(&sb, ", \"verified\": %s, \"trusted\": %s, \"problem\": ",
-		  verify_report_strict(r) ? "true" : "false",
-		  verify_report_trusted(r) ? "true" : "false");
-	json_str_or_null(&sb, r->problem);
-	sb_puts(&sb, ",\n \"signatures\": [");
-	for (size_t i = 0; i < r->nsigs; i++) {
-		sb_puts(&sb, i ? ",\n  " : "\n  ");
-		json_sig(&sb, r, &r->sigs[i]);
-	}
-	sb_puts(&sb, "],\n \"groups\": [");
+	jw_obj(&w, NULL, &jw_inline);
+	jw_str(&w, "image", r->image);
+	jw_bool(&w, "verified", verify_report_strict(r));
+	jw_bool(&w, "trusted", verify_report_trusted(r));
+	jw_str(&w, "problem", r->problem);
+	jw_relayout(&w, &vr_top);
+	jw_arr(&w, "signatures", &vr_list);
+	for (size_t i = 0; i < r->nsigs; i++)
+		json_sig(&w, r, &r->sigs[i]);
+	jw_end(&w);
+	jw_arr(&w, "groups", &vr_list);
 	for (size_t i = 0; i < r->ngroups; i++) {
 		const struct vgroup *g = &r->groups[i];
-		sb_printf(&sb,
-			  "%s{\"id\": %u, \"objects\": ", i ? ",\n  " : "\n  ",
-			  g->id);
-		json_ids(&sb, g->objects, g->nobjects);
-		sb_printf(&sb,
-			  ", \"signatures\": %zu, \"verified\": %s, "
-			  "\"trusted\": %s}",
-			  g->nsigs, group_strict(r, g) ? "true" : "false",
-			  group_trusted(r, g) ? "true" : "false");
+
+		jw_obj(&w, NULL, &jw_inline);
+		jw_uint(&w, "id", g->id);
+		json_ids(&w, "objects", g->objects, g->nobjects);
+		jw_uint(&w, "signatures", g->nsigs);
+		jw_bool(&w, "verified", group_strict(r, g));
+		jw_bool(&w, "trusted", group_trusted(r, g));
+		jw_end(&w);
 	}
-	sb_puts(&sb, "]}\n");
+	jw_end(&w);
+	jw_end(&w);
+	sb_putc(&sb, '\n');
 	return sb_steal(&sb);
 }

@@ -1,4 +1,6 @@
-/* util.c - allocation, string buffer, string vectors and I/O helpers. */
+/* util.c - allocation, string buffer, JSON writer, string vectors and I/O
+ * helpers. */
+#include <assert.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -190,6 +192,100 @@ void sb_json_strv(struct strbuf *sb, char *const *v)
 		sb_json_str(sb, v[i]);
 	}
 	sb_putc(sb, ']');
+}
+
+const struct jw_layout jw_inline = {"", ", ", ""};
+const struct jw_layout jw_lines = {"\n  ", ",\n  ", "\n"};
+const struct jw_layout jw_lines2 = {"\n    ", ",\n    ", "\n  "};
+
+void jw_key(struct jw *w, const char *key)
+{
+	if (w->depth > 0) {
+		struct jw_level *l = &w->lv[w->depth - 1];
+		sb_puts(w->sb, l->n++ ? l->layout->next : l->layout->first);
+	}
+	if (key) {
+		sb_json_str(w->sb, key);
+		sb_puts(w->sb, ": ");
+	}
+}
+
+static void jw_open(struct jw *w, const char *key,
+		    const struct jw_layout *layout, char open, char close)
+{
+	jw_key(w, key);
+	sb_putc(w->sb, open);
+	/* a nesting deeper than JW_DEPTH is a bug of the caller's shape */
+	assert(w->depth < JW_DEPTH);
+	w->lv[w->depth++] = (struct jw_level){layout, 0, close};
+}
+
+void jw_obj(struct jw *w, const char *key, const struct jw_layout *layout)
+{
+	jw_open(w, key, layout, '{', '}');
+}
+
+void jw_arr(struct jw *w, const char *key, const struct jw_layout *layout)
+{
+	jw_open(w, key, layout, '[', ']');
+}
+
+void jw_end(struct jw *w)
+{
+	struct jw_level *l = &w->lv[--w->depth];
+
+	if (l->n)
+		sb_puts(w->sb, l->layout->last);
+	sb_putc(w->sb, l->close);
+}
+
+void jw_relayout(struct jw *w, const struct jw_layout *layout)
+{
+	w->lv[w->depth - 1].layout = layout;
+}
+
+void jw_str(struct jw *w, const char *key, const char *s)
+{
+	jw_key(w, key);
+	sb_json_str(w->sb, s);
+}
+
+void jw_strv(struct jw *w, const char *key, char *const *v)
+{
+	jw_key(w, key);
+	sb_json_strv(w->sb, v);
+}
+
+void jw_strv_null(struct jw *w, const char *key, char *const *v)
+{
+	if (v)
+		jw_strv(w, key, v);
+	else
+		jw_null(w, key);
+}
+
+void jw_bool(struct jw *w, const char *key, bool b)
+{
+	jw_key(w, key);
+	sb_puts(w->sb, b ? "true" : "false");
+}
+
+void jw_int(struct jw *w, const char *key, long long v)
+{
+	jw_key(w, key);
+	sb_printf(w->sb, "%lld", v);
+}
+
+void jw_uint(struct jw *w, const char *key, unsigned long long v)
+{
+	jw_key(w, key);
+	sb_printf(w->sb, "%llu", v);
+}
+
+void jw_null(struct jw *w, const char *key)
+{
+	jw_key(w, key);
+	sb_puts(w->sb, "null");
 }
 
 char *sb_steal(struct strbuf *sb)

@@ -89,6 +89,56 @@ void sb_json_strv(struct strbuf *sb, char *const *v);
 char *sb_steal(struct strbuf *sb);
 void sb_free(struct strbuf *sb);
 
+/* ---- JSON writer: the separators and the layout, on a strbuf ----
+ * Every member goes through jw_*, which puts the comma, the line break
+ * and the indent its container's layout asks for; key is NULL for the
+ * top value and in arrays:
+ *	struct jw w = {.sb = &sb};
+ *	jw_obj(&w, NULL, &jw_lines);
+ *	jw_str(&w, "path", p);		  -> {\n  "path": "/x"
+ *	jw_strv(&w, "argv", v);		  -> ,\n  "argv": ["a", "b"]
+ *	jw_end(&w);			  -> \n}
+ */
+struct jw_layout {
+	const char *first; /* before the first member */
+	const char *next;  /* between two members */
+	const char *last;  /* after the last one, when there was one */
+};
+/* {"a": 1, "b": 2} */
+extern const struct jw_layout jw_inline;
+/* One member a line, two spaces in: the top of --dry-run and inspect. */
+extern const struct jw_layout jw_lines;
+/* One member a line, four spaces in: a list in a jw_lines object. */
+extern const struct jw_layout jw_lines2;
+#define JW_DEPTH 8 /* containers open at once */
+struct jw {
+	struct strbuf *sb;
+	int depth;
+	struct jw_level {
+		const struct jw_layout *layout;
+		size_t n; /* members so far */
+		char close;
+	} lv[JW_DEPTH];
+};
+/* Open an object or array (member key of the open object; NULL in an
+ * array or at the top) whose members are laid out as layout says. */
+void jw_obj(struct jw *w, const char *key, const struct jw_layout *layout);
+void jw_arr(struct jw *w, const char *key, const struct jw_layout *layout);
+void jw_end(struct jw *w);
+/* Lay the open container's next members out as layout says. */
+void jw_relayout(struct jw *w, const struct jw_layout *layout);
+/* The separator and "key": of the next member, whose value the caller
+ * writes to w->sb itself. */
+void jw_key(struct jw *w, const char *key);
+void jw_str(struct jw *w, const char *key, const char *s);   /* NULL: null */
+void jw_strv(struct jw *w, const char *key, char *const *v); /* NULL: [] */
+/* NULL (absent, not empty): null */
+void jw_strv_null(struct jw *w, const char *key, char *const *v);
+void jw_bool(struct jw *w, const char *key, bool b);
+void jw_int(struct jw *w, const char *key, long long v);
+void jw_uint(struct jw *w, const char *key, unsigned long long v);
+void jw_null(struct jw *w, const char *key);
+
 /* ---- string vectors (NULL-terminated char *[]) ---- */
 size_t strv_len(char *const *v);
 void strv_push(char ***v, const char *s); /* copies s */

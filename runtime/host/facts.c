@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -245,6 +246,52 @@ static unsigned long long job_memory(void)
 			mem = lim;
 	}
 	return mem;
+}
+
+/* The (package, core) of CPU c as one number; c itself when the kernel
+ * does not say. */
+static long core_of(int c)
+{
+	cleanup_free char *pp = xasprintf(
+	    "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", c);
+	cleanup_free char *cp =
+	    xasprintf("/sys/devices/system/cpu/cpu%d/topology/core_id", c);
+	cleanup_free char *pkg = read_file(pp, 64, NULL);
+	cleanup_free char *core = read_file(cp, 64, NULL);
+	long p, k;
+
+	if (!pkg || !core)
+		return -1 - c;
+	pkg[strcspn(pkg, "\n")] = '\0';
+	core[strcspn(core, "\n")] = '\0';
+	if (parse_long(pkg, 0, 65535, &p) < 0 ||
+	    parse_long(core, 0, (1L << 20) - 1, &k) < 0)
+		return -1 - c;
+	return p << 20 | k;
+}
+
+/* The cores of this process's affinity (hardware threads of a core share
+ * its id); at least 1. */
+static unsigned gather_cores(void)
+{
+	long ids[CPU_SETSIZE];
+	unsigned cores = 0;
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		for (int c = 0; c < CPU_SETSIZE; c++) {
+			long id;
+			bool dup = false;
+
+			if (!CPU_ISSET(c, &set))
+				continue;
+			id = core_of(c);
+			for (unsigned i = 0; i < cores && !dup; i++)
+				dup = ids[i] == id;
+			if (!dup)
+				ids[cores++] = id;
+		}
+	return cores ? cores : 1;
 }
 
 static void gather_identity(const struct mpictr_config *cfg,
@@ -523,6 +570,8 @@ int host_facts_gather(const struct mpictr_config *cfg, unsigned flags,
 	memset(f, 0, sizeof(*f));
 	f->hostdev.ptrace_scope = -1;
 	gather_identity(cfg, f);
+	if (flags & HOST_FACTS_CORES)
+		f->ncores = gather_cores();
 	/* A joining task takes the image's facts from the node's keeper,
 	 * which probed it: the image is not opened once per task. */
 	if (cfg->image && given && given->image)

@@ -43,7 +43,11 @@ struct host_facts {
 	char *cwd;  /* NULL when getcwd failed (cwd_err) */
 	int cwd_err;
 	unsigned long long page_size;
-	long ncpu;		       /* online CPUs, 0: unknown */
+	long ncpu; /* online CPUs, 0: unknown */
+	/* The CPU cores this process may run on (its affinity, the
+	 * hardware threads of a core counted once, as Open MPI's mpirun
+	 * counts slots); 0: not gathered (HOST_FACTS_CORES). */
+	unsigned ncores;
 	unsigned long long job_memory; /* bytes the job may use, 0: unknown */
 
 	struct image_info image; /* image_probe's answer */
@@ -108,6 +112,9 @@ struct host_facts {
  * DECIDE. */
 #define HOST_FACTS_IMAGE 1u
 #define HOST_FACTS_DECIDE 2u
+/* CORES: count the cores (ncores: the default universe of launch mode;
+ * sysfs is read once per CPU, so only where the plan needs it). */
+#define HOST_FACTS_CORES 4u
 
 /* Node-wide facts another process of the job already gathered (join
  * mode: the node's keeper, which planned first), used instead of asking

@@ -208,17 +208,6 @@ static void text_section(struct strbuf *sb, const char *title, const char *text)
 		sb_putc(sb, '\n');
 }
 
-/* A list as JSON (unambiguous with spaces and quotes), as `docker
- * inspect` shows Entrypoint and Cmd. */
-/* v as a JSON array; NULL (the field was not there) gives null. */
-static void strv_json(struct strbuf *sb, char *const *v)
-{
-	if (v)
-		sb_json_strv(sb, v);
-	else
-		sb_puts(sb, "null");
-}
-
 /* One "Name: value" line: the image is untrusted, so a control character
  * in the value (a newline that would forge a line, a terminal escape) is
  * shown as '?'. */
@@ -242,9 +231,11 @@ static void oci_text(struct strbuf *sb, const struct oci_config *c)
 		struct strbuf l = STRBUF_INIT;
 		cleanup_free char *t = NULL;
 
+		/* as JSON: unambiguous with spaces and quotes, as `docker
+		 * inspect` shows Entrypoint and Cmd */
 		if (!lists[i])
 			continue;
-		strv_json(&l, lists[i]);
+		sb_json_strv(&l, lists[i]);
 		t = sb_steal(&l);
 		line_clean(sb, names[i], t, "");
 	}
@@ -303,10 +294,13 @@ static char *as_text(const struct inspect *in)
 	return sb_steal(&sb);
 }
 
-/* A JSON value: text embedded when it is a valid object, else as a
+/* Member key: text embedded when it is a valid object, else as a
  * string; null when absent. */
-static void json_embed(struct strbuf *sb, const char *text)
+static void json_embed(struct jw *w, const char *key, const char *text)
 {
+	struct strbuf *sb = w->sb;
+
+	jw_key(w, key);
 	if (!text)
 		sb_puts(sb, "null");
 	else if (json_object_valid(text))
@@ -317,121 +311,89 @@ static void json_embed(struct strbuf *sb, const char *text)
 		sb->buf[--sb->len] = '\0';
 }
 
-static void json_str_or_null(struct strbuf *sb, const char *key,
-			     const char *text)
+static void json_sif_objects(struct jw *w, const struct inspect *in)
 {
-	sb_printf(sb, ",\n  \"%s\": ", key);
-	if (text)
-		sb_json_str(sb, text);
-	else
-		sb_puts(sb, "null");
-}
-
-static void json_sif_objects(struct strbuf *sb, const struct inspect *in)
-{
-	sb_puts(sb, ",\n  \"sif_objects\": ");
 	if (!in->have_sif) {
-		sb_puts(sb, "null");
+		jw_null(w, "sif_objects");
 		return;
 	}
-	sb_putc(sb, '[');
+	jw_arr(w, "sif_objects", &jw_lines2);
 	for (size_t i = 0; i < in->sif.ndescs; i++) {
 		const struct sif_descriptor *d = &in->sif.descs[i];
-		sb_printf(sb, "%s\n    {\"id\": %u, \"type\": ", i ? "," : "",
-			  (unsigned)d->id);
-		sb_json_str(sb, sif_datatype_name(d->datatype));
-		sb_puts(sb, ", \"name\": ");
-		sb_json_str(sb, d->name);
-		sb_printf(sb, ", \"offset\": %lld, \"size\": %lld}",
-			  (long long)d->offset, (long long)d->size);
+
+		jw_obj(w, NULL, &jw_inline);
+		jw_uint(w, "id", d->id);
+		jw_str(w, "type", sif_datatype_name(d->datatype));
+		jw_str(w, "name", d->name);
+		jw_int(w, "offset", d->offset);
+		jw_int(w, "size", d->size);
+		jw_end(w);
 	}
-	sb_puts(sb, in->sif.ndescs ? "\n  ]" : "]");
+	jw_end(w);
 }
 
 /* "oci": the fields of oci-config.json (the names of --dry-run's
  * image_config where they are the same), or null. */
-static void oci_json(struct strbuf *sb, const struct inspect *in)
+static void oci_json(struct jw *w, const struct inspect *in)
 {
 	const struct oci_config *c = &in->oci;
 
-	sb_puts(sb, ", \"oci\": ");
 	if (!in->oci_known) {
-		sb_puts(sb, "null");
+		jw_null(w, "oci");
 		return;
 	}
-	sb_puts(sb, "{\"entrypoint\": ");
-	strv_json(sb, c->entrypoint);
-	sb_puts(sb, ", \"cmd\": ");
-	strv_json(sb, c->cmd);
-	sb_puts(sb, ", \"env\": ");
-	strv_json(sb, c->env);
-	sb_puts(sb, ", \"working_dir\": ");
-	sb_json_str(sb, c->workdir);
-	sb_puts(sb, ", \"user\": ");
-	sb_json_str(sb, c->user);
-	sb_printf(sb, ", \"user_ignored\": %s",
-		  oci_config_user_nonroot(c) ? "true" : "false");
-	sb_puts(sb, ", \"exposed_ports\": ");
-	strv_json(sb, c->exposed_ports);
-	sb_puts(sb, ", \"volumes\": ");
-	strv_json(sb, c->volumes);
-	sb_puts(sb, ", \"stop_signal\": ");
-	sb_json_str(sb, c->stop_signal);
-	sb_puts(sb, ", \"labels\": ");
+	jw_obj(w, "oci", &jw_inline);
+	jw_strv_null(w, "entrypoint", c->entrypoint);
+	jw_strv_null(w, "cmd", c->cmd);
+	jw_strv_null(w, "env", c->env);
+	jw_str(w, "working_dir", c->workdir);
+	jw_str(w, "user", c->user);
+	jw_bool(w, "user_ignored", oci_config_user_nonroot(c));
+	jw_strv_null(w, "exposed_ports", c->exposed_ports);
+	jw_strv_null(w, "volumes", c->volumes);
+	jw_str(w, "stop_signal", c->stop_signal);
 	if (!c->label_keys) {
-		sb_puts(sb, "null");
+		jw_null(w, "labels");
 	} else {
-		sb_putc(sb, '{');
-		for (size_t i = 0; c->label_keys[i]; i++) {
-			if (i)
-				sb_puts(sb, ", ");
-			sb_json_str(sb, c->label_keys[i]);
-			sb_puts(sb, ": ");
-			sb_json_str(sb, c->label_values[i]);
-		}
-		sb_putc(sb, '}');
+		jw_obj(w, "labels", &jw_inline);
+		for (size_t i = 0; c->label_keys[i]; i++)
+			jw_str(w, c->label_keys[i], c->label_values[i]);
+		jw_end(w);
 	}
-	sb_putc(sb, '}');
+	jw_end(w);
 }
 
 static char *as_json(const struct inspect *in)
 {
 	struct strbuf sb = STRBUF_INIT;
+	struct jw w = {.sb = &sb};
 
-	sb_puts(&sb, "{\n  \"image\": {\"path\": ");
-	sb_json_str(&sb, in->img->path);
-	sb_printf(&sb, ", \"kind\": \"%s\"},\n  \"labels\": ",
-		  kind_names[in->img->kind]);
-	json_embed(&sb, in->labels ? in->labels : "{}");
-	sb_puts(&sb, ",\n  \"environment\": [");
+	jw_obj(&w, NULL, &jw_lines);
+	jw_obj(&w, "image", &jw_inline);
+	jw_str(&w, "path", in->img->path);
+	jw_str(&w, "kind", kind_names[in->img->kind]);
+	jw_end(&w);
+	json_embed(&w, "labels", in->labels ? in->labels : "{}");
+	jw_arr(&w, "environment", &jw_lines2);
 	for (size_t i = 0; i < in->nenv; i++) {
-		sb_puts(&sb, i ? ",\n    {\"path\": " : "\n    {\"path\": ");
-		sb_json_str(&sb, in->env[i].name);
-		sb_puts(&sb, ", \"content\": ");
-		sb_json_str(&sb, in->env[i].text);
-		sb_putc(&sb, '}');
+		jw_obj(&w, NULL, &jw_inline);
+		jw_str(&w, "path", in->env[i].name);
+		jw_str(&w, "content", in->env[i].text);
+		jw_end(&w);
 	}
-	sb_puts(&sb, in->nenv ? "\n  ]" : "]");
-	json_str_or_null(&sb, "runscript", in->runscript);
-	sb_puts(&sb, ",\n  \"config\": {\"sif_json\": ");
-	json_embed(&sb, in->oci_config);
-	oci_json(&sb, in);
-	sb_puts(&sb, ", \"oci_error\": ");
-	sb_json_str(&sb, in->oci_bad);
-	sb_puts(&sb, ", \"enroot_environment\": ");
-	if (in->enroot_env)
-		sb_json_str(&sb, in->enroot_env);
-	else
-		sb_puts(&sb, "null");
-	sb_puts(&sb, ", \"enroot_entrypoint\": ");
-	if (in->enroot_rc)
-		sb_json_str(&sb, in->enroot_rc);
-	else
-		sb_puts(&sb, "null");
-	sb_putc(&sb, '}');
-	json_str_or_null(&sb, "deffile", in->deffile);
-	json_sif_objects(&sb, in);
-	sb_puts(&sb, "\n}\n");
+	jw_end(&w);
+	jw_str(&w, "runscript", in->runscript);
+	jw_obj(&w, "config", &jw_inline);
+	json_embed(&w, "sif_json", in->oci_config);
+	oci_json(&w, in);
+	jw_str(&w, "oci_error", in->oci_bad);
+	jw_str(&w, "enroot_environment", in->enroot_env);
+	jw_str(&w, "enroot_entrypoint", in->enroot_rc);
+	jw_end(&w);
+	jw_str(&w, "deffile", in->deffile);
+	json_sif_objects(&w, in);
+	jw_end(&w);
+	sb_putc(&sb, '\n');
 	return sb_steal(&sb);
 }
 

@@ -795,28 +795,29 @@ static void list_text(struct strbuf *sb, const struct instance_info *v,
 static void list_json(struct strbuf *sb, const struct instance_info *v,
 		      size_t n)
 {
-	sb_puts(sb, "[");
+	static const struct jw_layout one_a_line = {"\n ", ",\n ", "\n"};
+	struct jw w = {.sb = sb};
+
+	jw_arr(&w, NULL, &one_a_line);
 	for (size_t i = 0; i < n; i++) {
 		char when[32] = "";
 		struct tm tm;
 
 		if (gmtime_r(&v[i].started, &tm))
 			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-		sb_puts(sb, i ? ",\n {\"name\": " : "\n {\"name\": ");
-		sb_json_str(sb, v[i].name);
-		sb_puts(sb, ", \"image\": ");
-		sb_json_str(sb, v[i].image);
-		sb_puts(sb, ", \"started\": ");
-		sb_json_str(sb, when);
-		sb_printf(sb,
-			  ", \"start_time\": %lld, \"members\": %d, \"pid\": "
-			  "%d, \"linger\": %ld, \"job\": ",
-			  (long long)v[i].started, v[i].members,
-			  (int)v[i].keeper, v[i].linger_s);
-		sb_json_str(sb, v[i].job);
-		sb_puts(sb, "}");
+		jw_obj(&w, NULL, &jw_inline);
+		jw_str(&w, "name", v[i].name);
+		jw_str(&w, "image", v[i].image);
+		jw_str(&w, "started", when);
+		jw_int(&w, "start_time", v[i].started);
+		jw_int(&w, "members", v[i].members);
+		jw_int(&w, "pid", v[i].keeper);
+		jw_int(&w, "linger", v[i].linger_s);
+		jw_str(&w, "job", v[i].job);
+		jw_end(&w);
 	}
-	sb_puts(sb, n ? "\n]\n" : "]\n");
+	jw_end(&w);
+	sb_putc(sb, '\n');
 }
 
 MPICTR_PUBLIC int mpictr_instance_list(mpictr_config *cfg, int json, char **out,

@@ -57,7 +57,72 @@
 #define JOIN_CLAIM_MS 2000 /* keeper: wait this long for a request */
 #define JOIN_IDLE_S 60	   /* keeper: no task left, none arriving */
 
-/* ---- the socket --------------------------------------------------------- */
+/* A keeper in its process, detached from the task that started it
+ * (keeper_start, then keeper_main): its spec, and what it holds. */
+struct keeper {
+	const struct plan *plan;
+	int nworkers;
+	uint64_t digest;   /* sent to every task */
+	uint32_t expected; /* local size; LAUNCHER_UNKNOWN: counting mode */
+	char *sock_path, *lock_path;
+	int listen_fd;
+	sigset_t waitmask; /* the mask while the keeper waits */
+	/* An instance's keeper: its lifetime, its directory, and whether its
+	 * sweeper kills what is left in the namespaces. */
+	const struct keeper_life *life;
+	const char *dir;
+	pid_t sweeper; /* the sweeper; sweep_fd is its pipe's write end */
+	int sweep_fd;
+};
+
+static __attribute__((noreturn)) void keeper_main(struct keeper *k, int lock_fd,
+						  int ready_fd);
+
+/* ---- the client: start the keeper, join it ------------------------------ */
+
+/* Start the keeper, detached (double fork); wait until it serves. */
+int keeper_start(const struct keeper_spec *ks, int lock_fd, mpictr_err **err)
+{
+	struct keeper k = {
+	    .plan = ks->plan,
+	    .nworkers = ks->nworkers,
+	    .digest = ks->digest,
+	    .expected = ks->life ? LAUNCHER_UNKNOWN : ks->expected,
+	    .sock_path = (char *)ks->sock_path,
+	    .lock_path = (char *)ks->lock_path,
+	    .listen_fd = -1,
+	    .life = ks->life,
+	    .dir = ks->dir,
+	    .sweep_fd = -1,
+	};
+	const char *who = k.life ? "instance's keeper" : "node's keeper";
+	int rfd, wfd, rc;
+	pid_t pid = proc_fork_relay(
+	    &rfd, &wfd, k.life ? "the instance's keeper" : "the node's keeper",
+	    err);
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		proc_detach(wfd, who);
+		keeper_main(&k, lock_fd, wfd);
+	}
+	TEMP_FAILURE_RETRY(waitpid(pid, NULL, 0));
+	rc = relay_recv_ready(rfd, who, err);
+	close(rfd);
+	return rc;
+}
+
+/* True when lock_fd is still the file at path: the keeper unlinks its lock
+ * when it exits, and a lock taken on the unlinked file would let a second
+ * keeper start beside the one started on the new file. */
+bool keeper_lock_current(int lock_fd, const char *path)
+{
+	struct stat a, b;
+
+	return fstat(lock_fd, &a) == 0 && lstat(path, &b) == 0 &&
+	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
 
 /* The task's side of a JOIN (wire.h): one request with the claim, one
  * reply with the verdict, the digest, the UCX answer, the image's facts
@@ -145,24 +210,6 @@ int keeper_connect(const char *path)
 }
 
 /* ---- the keeper process ------------------------------------------------ */
-
-/* A keeper in its process, detached from the task that started it: its
- * spec, and what it holds. */
-struct keeper {
-	const struct plan *plan;
-	int nworkers;
-	uint64_t digest;   /* sent to every task */
-	uint32_t expected; /* local size; LAUNCHER_UNKNOWN: counting mode */
-	char *sock_path, *lock_path;
-	int listen_fd;
-	sigset_t waitmask; /* the mask while the keeper waits */
-	/* An instance's keeper: its lifetime, its directory, and whether its
-	 * sweeper kills what is left in the namespaces. */
-	const struct keeper_life *life;
-	const char *dir;
-	pid_t sweeper; /* the sweeper; sweep_fd is its pipe's write end */
-	int sweep_fd;
-};
 
 /* The launcher daemons that fork every local task of a job and outlive
  * them all (the parent of a task that was exec'd in place). */
@@ -640,48 +687,4 @@ fail:
 	relay_send(ready_fd, err);
 	keeper_end(k, &h);
 	_exit(1);
-}
-
-/* Start the keeper, detached (double fork); wait until it serves. */
-int keeper_start(const struct keeper_spec *ks, int lock_fd, mpictr_err **err)
-{
-	struct keeper k = {
-	    .plan = ks->plan,
-	    .nworkers = ks->nworkers,
-	    .digest = ks->digest,
-	    .expected = ks->life ? LAUNCHER_UNKNOWN : ks->expected,
-	    .sock_path = (char *)ks->sock_path,
-	    .lock_path = (char *)ks->lock_path,
-	    .listen_fd = -1,
-	    .life = ks->life,
-	    .dir = ks->dir,
-	    .sweep_fd = -1,
-	};
-	const char *who = k.life ? "instance's keeper" : "node's keeper";
-	int rfd, wfd, rc;
-	pid_t pid = proc_fork_relay(
-	    &rfd, &wfd, k.life ? "the instance's keeper" : "the node's keeper",
-	    err);
-
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		proc_detach(wfd, who);
-		keeper_main(&k, lock_fd, wfd);
-	}
-	TEMP_FAILURE_RETRY(waitpid(pid, NULL, 0));
-	rc = relay_recv_ready(rfd, who, err);
-	close(rfd);
-	return rc;
-}
-
-/* True when lock_fd is still the file at path: the keeper unlinks its lock
- * when it exits, and a lock taken on the unlinked file would let a second
- * keeper start beside the one started on the new file. */
-bool keeper_lock_current(int lock_fd, const char *path)
-{
-	struct stat a, b;
-
-	return fstat(lock_fd, &a) == 0 && lstat(path, &b) == 0 &&
-	       a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }

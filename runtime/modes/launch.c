@@ -52,14 +52,11 @@ struct job {
 	const struct ns_source *inst; /* joined instance, or NULL */
 	struct plan plan;
 	char *run_dir;
-	int nranks; /* processes to start (1 without -n) */
-	bool with_pmi;
 	sigset_t old_mask;
 	pid_t supervisor;
 	pid_t janitor;
 	int janitor_fd; /* write end; closing it lets the janitor clean */
-	struct holder *holders; /* one, or one per rank with --no-share */
-	size_t nholders;
+	struct holder *holders; /* plan.nholders */
 	pid_t *ranks;
 	int *status;   /* wait status per rank, -1 while running */
 	int *out_fd;   /* --tag-output: read ends of rank stdout/stderr */
@@ -245,16 +242,16 @@ static void rank_main(struct job *j, int rank, int sync_wfd, int pmi_fd,
 		      char **env, int out_wfd)
 {
 	mpictr_err *err = NULL;
-	size_t h = j->nholders > 1 ? (size_t)rank : 0;
+	size_t h = j->plan.nholders > 1 ? (size_t)rank : 0;
 
 	proc_child_setup(&j->old_mask, j->supervisor);
 	if (j->cfg->bind_to && strcmp(j->cfg->bind_to, "core") == 0 &&
 	    bind_rank_to_core(rank) < 0)
 		log_warn("rank %d: bind to a core: %s", rank, strerror(errno));
-	proc_child_stdio(rank > 0 && j->cfg->nranks > 0, out_wfd);
+	proc_child_stdio(rank > 0 && j->plan.serves_pmi, out_wfd);
 	container_exec(&j->plan, env, j->holders[h].userns, j->holders[h].mntns,
 		       pmi_fd, &err);
-	if (j->cfg->nranks > 0)
+	if (j->plan.serves_pmi)
 		err_wrap(&err, "rank %d", rank);
 	relay_send(sync_wfd, err);
 	_exit(mpictr_err_exit_code(err));
@@ -345,7 +342,7 @@ static int rank_env(struct job *j, int rank, char ***env, int *pmi_fd,
 	*env = plan_rank_env(&j->plan, rank);
 	*pmi_fd = -1;
 	env_binding(env, j->cfg->bind_to);
-	if (!j->with_pmi)
+	if (!j->plan.serves_pmi)
 		return 0;
 	return pmi_server_rank_env(j->pmi, j->rank_base + (uint32_t)rank, env,
 				   pmi_fd, err);
@@ -383,7 +380,7 @@ static int start_rank(struct job *j, int rank, mpictr_err **err)
 		close(out[1]);
 	j->out_fd[rank] = out[0];
 	j->ranks[rank] = pid;
-	if (j->with_pmi)
+	if (j->plan.serves_pmi)
 		pmi_server_rank_forked(j->pmi, j->rank_base + (uint32_t)rank);
 	if (relay_recv(rfd, "rank", err) < 0) {
 		int st;
@@ -399,7 +396,7 @@ static int start_rank(struct job *j, int rank, mpictr_err **err)
 
 static void signal_ranks(struct job *j, int sig)
 {
-	for (int r = 0; r < j->nranks; r++)
+	for (int r = 0; r < j->plan.nranks; r++)
 		if (j->ranks[r] > 0 && j->status[r] < 0)
 			kill(j->ranks[r], sig);
 	spawner_signal(j->spawn, sig);
@@ -452,7 +449,7 @@ static void report_failed_rank(const struct job *j, int r, int st, bool more)
 	const char *sig, *rest = more ? "; ending the other ranks" : "";
 	uint32_t g = j->rank_base + (uint32_t)r;
 
-	if (j->cfg->nranks <= 0)
+	if (!j->plan.serves_pmi)
 		return;
 	if (gethostname(host, sizeof(host) - 1) < 0)
 		strcpy(host, "?");
@@ -485,13 +482,13 @@ static void reap(struct job *j, struct watch *w)
 			w->fail_code = code;
 			end_job(j, w);
 		}
-		for (int r = 0; !known && r < j->nranks; r++) {
+		for (int r = 0; !known && r < j->plan.nranks; r++) {
 			if (j->ranks[r] != pid)
 				continue;
 			known = true;
 			j->status[r] = st;
 			w->live--;
-			if (j->with_pmi)
+			if (j->plan.serves_pmi)
 				pmi_server_rank_exited(j->pmi, j->rank_base +
 								   (uint32_t)r);
 			if (exit_code_of(st) != 0 && w->fail_code < 0) {
@@ -505,7 +502,7 @@ static void reap(struct job *j, struct watch *w)
 					end_job(j, w);
 			}
 		}
-		for (size_t h = 0; !known && h < j->nholders; h++) {
+		for (size_t h = 0; !known && h < j->plan.nholders; h++) {
 			if (j->holders[h].pid != pid)
 				continue;
 			known = true;
@@ -536,7 +533,7 @@ static void drain_output(struct job *j)
 		nfds_t np = 0;
 		int n;
 
-		for (int r = 0; r < j->nranks && np < ARRAY_SIZE(pfd); r++)
+		for (int r = 0; r < j->plan.nranks && np < ARRAY_SIZE(pfd); r++)
 			if (j->out_fd[r] >= 0) {
 				idx[np] = r;
 				pfd[np++] = (struct pollfd){.fd = j->out_fd[r],
@@ -553,7 +550,7 @@ static void drain_output(struct job *j)
 			if (pfd[i].revents)
 				pump_output(j, idx[i]);
 	}
-	for (int r = 0; r < j->nranks; r++)
+	for (int r = 0; r < j->plan.nranks; r++)
 		if (j->out_fd[r] >= 0) {
 			if (j->midline[r])
 				(void)!write(STDOUT_FILENO, "\n", 1);
@@ -569,7 +566,7 @@ static int supervise(struct job *j, int *status)
 {
 	struct watch w = {0, -1, -1, -1, false};
 
-	for (int r = 0; r < j->nranks; r++)
+	for (int r = 0; r < j->plan.nranks; r++)
 		if (j->ranks[r] > 0 && j->status[r] < 0)
 			w.live++;
 	while (w.live > 0 || spawner_live(j->spawn) > 0) {
@@ -580,7 +577,7 @@ static int supervise(struct job *j, int *status)
 		pfd[np++] = (struct pollfd){.fd = j->sfd, .events = POLLIN};
 		pfd[np++] =
 		    (struct pollfd){.fd = j->abort_pipe[0], .events = POLLIN};
-		for (int r = 0; r < j->nranks && np < ARRAY_SIZE(pfd); r++)
+		for (int r = 0; r < j->plan.nranks && np < ARRAY_SIZE(pfd); r++)
 			if (j->out_fd[r] >= 0)
 				pfd[np++] = (struct pollfd){.fd = j->out_fd[r],
 							    .events = POLLIN};
@@ -612,7 +609,7 @@ static int supervise(struct job *j, int *status)
 		}
 		for (nfds_t i = 2; i < nranks_fds; i++)
 			if (pfd[i].revents)
-				for (int r = 0; r < j->nranks; r++)
+				for (int r = 0; r < j->plan.nranks; r++)
 					if (j->out_fd[r] == pfd[i].fd) {
 						pump_output(j, r);
 						break;
@@ -640,7 +637,7 @@ static void teardown(struct job *j)
 	/* Ranks first (a failed start may leave some), then the spawned
 	 * processes, then the holders, then the PMI server, then the
 	 * janitor's directory. */
-	for (int r = 0; r < j->nranks; r++)
+	for (int r = 0; r < j->plan.nranks; r++)
 		if (j->ranks && j->ranks[r] > 0 && j->status[r] < 0) {
 			kill(j->ranks[r], SIGKILL);
 			TEMP_FAILURE_RETRY(waitpid(j->ranks[r], NULL, 0));
@@ -649,19 +646,19 @@ static void teardown(struct job *j)
 	j->spawn = NULL;
 	/* Whatever the ranks left in the job's namespaces (not an
 	 * instance's: those are its members) ends before the holders. */
-	for (size_t h = 0; !j->inst && h < j->nholders; h++) {
+	for (size_t h = 0; !j->inst && h < j->plan.nholders; h++) {
 		struct job_ns ns;
 
 		if (job_ns_of(&j->holders[h], &ns) == 0)
 			proc_ns_end((dev_t)ns.dev, (ino_t)ns.ino,
 				    j->holders[h].pid, 0);
 	}
-	for (size_t h = 0; h < j->nholders; h++) {
+	for (size_t h = 0; h < j->plan.nholders; h++) {
 		if (j->holders[h].ctl >= 0)
 			close(j->holders[h].ctl);
 		j->holders[h].ctl = -1;
 	}
-	for (size_t h = 0; h < j->nholders; h++) {
+	for (size_t h = 0; h < j->plan.nholders; h++) {
 		holder_stop(&j->holders[h]);
 	}
 	if (j->pmi)
@@ -673,7 +670,7 @@ static void teardown(struct job *j)
 		close(j->janitor_fd);
 	if (j->janitor > 0)
 		TEMP_FAILURE_RETRY(waitpid(j->janitor, NULL, 0));
-	for (int r = 0; r < j->nranks; r++)
+	for (int r = 0; r < j->plan.nranks; r++)
 		if (j->out_fd && j->out_fd[r] >= 0)
 			close(j->out_fd[r]);
 	if (j->sfd >= 0)
@@ -704,14 +701,12 @@ static int start_pmi(struct job *j, mpictr_err **err)
 	int prc;
 
 	if (j->upstream
-		? daemon_job(cfg, j->upstream, j->nranks, j->plan.uid_in,
+		? daemon_job(cfg, j->upstream, j->plan.nranks, j->plan.uid_in,
 			     j->plan.gid_in, &pj, &j->rank_base, err) < 0
-		: pmi_job_single_node((uint32_t)j->nranks, j->plan.uid_in,
+		: pmi_job_single_node((uint32_t)j->plan.nranks, j->plan.uid_in,
 				      j->plan.gid_in, &pj, err) < 0)
 		return -1;
-	pj.universe = cfg->universe_size > 0 ? (uint32_t)cfg->universe_size
-		      : j->upstream	     ? 0
-				    : spawn_default_universe(j->nranks);
+	pj.universe = j->plan.universe;
 	prc = pmi_server_start_upstream(&pj, j->run_dir, j->upstream,
 					on_pmi_abort, j, &j->pmi, err);
 	sc = (struct spawn_ctx){
@@ -721,11 +716,10 @@ static int start_pmi(struct job *j, mpictr_err **err)
 	    .userns = j->holders[0].userns,
 	    .mntns = j->holders[0].mntns,
 	    .tag_output = cfg->tag_output,
-	    .first_local = j->nranks,
+	    .first_local = j->plan.nranks,
 	    .pmi = j->pmi,
-	    .universe = pj.universe,
-	    .universe_hard = cfg->no_oversubscribe ||
-			     streq0(cfg->site.oversubscribe.value, "no"),
+	    .universe = j->plan.universe,
+	    .universe_hard = j->plan.universe_hard,
 	};
 	pmi_job_free(&pj);
 	if (prc < 0 || j->upstream)
@@ -733,19 +727,18 @@ static int start_pmi(struct job *j, mpictr_err **err)
 	return spawner_start(&sc, &j->spawn, err);
 }
 
-/* The per-rank and per-holder arrays of j. */
+/* The per-rank and per-holder arrays of j, sized by its plan. */
 static void job_alloc(struct job *j)
 {
-	j->nholders = j->cfg->no_share ? (size_t)j->nranks : 1;
-	j->holders = xcalloc(j->nholders, sizeof(*j->holders));
-	for (size_t h = 0; h < j->nholders; h++)
+	j->holders = xcalloc(j->plan.nholders, sizeof(*j->holders));
+	for (size_t h = 0; h < j->plan.nholders; h++)
 		j->holders[h].ctl = j->holders[h].userns = j->holders[h].mntns =
 		    -1;
-	j->ranks = xcalloc((size_t)j->nranks, sizeof(pid_t));
-	j->status = xcalloc((size_t)j->nranks, sizeof(int));
-	j->out_fd = xcalloc((size_t)j->nranks, sizeof(int));
-	j->midline = xcalloc((size_t)j->nranks, sizeof(bool));
-	for (int r = 0; r < j->nranks; r++)
+	j->ranks = xcalloc((size_t)j->plan.nranks, sizeof(pid_t));
+	j->status = xcalloc((size_t)j->plan.nranks, sizeof(int));
+	j->out_fd = xcalloc((size_t)j->plan.nranks, sizeof(int));
+	j->midline = xcalloc((size_t)j->plan.nranks, sizeof(bool));
+	for (int r = 0; r < j->plan.nranks; r++)
 		j->status[r] = j->out_fd[r] = -1;
 }
 
@@ -762,7 +755,7 @@ static int job_namespaces(struct job *j, mpictr_err **err)
 				       j->inst->name);
 		return 0;
 	}
-	for (size_t h = 0; h < j->nholders; h++) {
+	for (size_t h = 0; h < j->plan.nholders; h++) {
 		struct job_ns ns;
 
 		if (holder_start(&j->plan, j->plan.fuse_workers, &j->old_mask,
@@ -789,8 +782,6 @@ int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
 	j.inst = inst;
 	j.janitor_fd = j.sfd = j.abort_pipe[0] = j.abort_pipe[1] = -1;
 	j.supervisor = getpid();
-	j.nranks = cfg->nranks > 0 ? cfg->nranks : 1;
-	j.with_pmi = cfg->nranks > 0;
 
 	/* Block the signals we forward before any child exists, so none is
 	 * lost between fork and the loop; children restore old_mask. */
@@ -819,7 +810,7 @@ int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
 	/* The job directory holds the PMI servers' files and nothing else:
 	 * a single process (no -n) needs neither it nor the janitor, which
 	 * saves a fork, a mkdtemp, a bind and an rm_rf per run. */
-	if (j.with_pmi && make_run_dir(&j, err) < 0)
+	if (run_mode_serves_pmi(d->mode) && make_run_dir(&j, err) < 0)
 		goto out;
 	/* An instance's UCX answer: its commands run no helper. */
 	if (plan_prepare(
@@ -841,13 +832,13 @@ int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
 	 * went away (or that the guard or the gate shut out) must be an
 	 * EPIPE there, never the end of the launcher. Every child resets it
 	 * (proc_child_setup). */
-	if (j.with_pmi &&
+	if (j.plan.serves_pmi &&
 	    sigaction(SIGPIPE, &(struct sigaction){.sa_handler = SIG_IGN},
 		      &j.old_pipe) == 0)
 		j.pipe_ignored = true;
-	if (j.with_pmi && start_pmi(&j, err) < 0)
+	if (j.plan.serves_pmi && start_pmi(&j, err) < 0)
 		goto out;
-	for (int r = 0; r < j.nranks; r++)
+	for (int r = 0; r < j.plan.nranks; r++)
 		if (start_rank(&j, r, err) < 0)
 			goto out; /* 126/127 travel in the error's exit code */
 	rc = supervise(&j, status);

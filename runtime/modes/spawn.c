@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,54 +61,6 @@ void output_pump(int *fd, bool *midline, const char *tag)
 		/* stdout closed: keep draining */
 	}
 	sb_free(&sb);
-}
-
-/* The (package, core) of CPU c as one number; c itself when the kernel
- * does not say. */
-static long core_of(int c)
-{
-	cleanup_free char *pp = xasprintf(
-	    "/sys/devices/system/cpu/cpu%d/topology/physical_package_id", c);
-	cleanup_free char *cp =
-	    xasprintf("/sys/devices/system/cpu/cpu%d/topology/core_id", c);
-	cleanup_free char *pkg = read_file(pp, 64, NULL);
-	cleanup_free char *core = read_file(cp, 64, NULL);
-	long p, k;
-
-	if (!pkg || !core)
-		return -1 - c;
-	pkg[strcspn(pkg, "\n")] = '\0';
-	core[strcspn(core, "\n")] = '\0';
-	if (parse_long(pkg, 0, 65535, &p) < 0 ||
-	    parse_long(core, 0, (1L << 20) - 1, &k) < 0)
-		return -1 - c;
-	return p << 20 | k;
-}
-
-uint32_t spawn_default_universe(int nranks)
-{
-	long ids[CPU_SETSIZE];
-	uint32_t cores = 0;
-	cpu_set_t set;
-
-	if (sched_getaffinity(0, sizeof(set), &set) == 0)
-		for (int c = 0; c < CPU_SETSIZE; c++) {
-			long id;
-			bool dup = false;
-
-			if (!CPU_ISSET(c, &set))
-				continue;
-			/* hardware threads of a core share its id */
-			id = core_of(c);
-			for (uint32_t i = 0; i < cores && !dup; i++)
-				dup = ids[i] == id;
-			if (!dup)
-				ids[cores++] = id;
-		}
-	if (cores == 0)
-		cores = 1;
-	return nranks > 0 && (uint32_t)nranks > cores ? (uint32_t)nranks
-						      : cores;
 }
 
 /* ---- the queue (filled on the PMIx thread) ---- */

@@ -37,11 +37,6 @@ struct spawn_ctx {
 
 struct spawner;
 
-/* MPI_UNIVERSE_SIZE by default: the CPU cores this process may run on
- * (Open MPI's mpirun counts cores, not hardware threads, as slots), or
- * nranks when larger. */
-uint32_t spawn_default_universe(int nranks);
-
 /* Take spawns from ctx->pmi from now on. */
 int spawner_start(const struct spawn_ctx *ctx, struct spawner **out,
 		  mpictr_err **err);

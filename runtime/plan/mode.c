@@ -83,17 +83,18 @@ static bool join_wanted(const struct mpictr_config *cfg,
 	       run_launcher_joins(d->peers.rule);
 }
 
-void run_decide_proc(const struct mpictr_config *cfg,
-		     const struct launcher_proc *proc, struct run_decision *d)
+static void decide(const struct mpictr_config *cfg, int nranks,
+		   const struct launcher_proc *proc, struct run_decision *d)
 {
 	char *const *env = cfg->host_env;
 	mpictr_err *e = NULL;
 
 	memset(d, 0, sizeof(*d));
+	d->nranks = nranks;
 	if (launcher_detect(env, proc ? proc : &launcher_proc_host, &d->peers,
 			    &e) < 0)
 		d->launcher_err = e;
-	if (cfg->nranks > 0)
+	if (nranks > 0)
 		d->mode = daemon_wanted(cfg) ? RUN_NODE_DAEMON : RUN_LAUNCH;
 	else
 		d->mode = join_wanted(cfg, d) ? RUN_JOIN : RUN_SINGLE;
@@ -106,14 +107,26 @@ void run_decide_proc(const struct mpictr_config *cfg,
 	/* Shared unless asked otherwise, or unless this is one rank of a
 	 * launcher that will not join the node's namespaces
 	 * (MPICTR_JOIN=0). */
-	d->shared_ns = !cfg->no_share && !(cfg->nranks == 0 &&
-					   run_launcher_joins(d->peers.rule) &&
-					   turned_off(env, "MPICTR_JOIN"));
+	d->shared_ns = !cfg->no_share &&
+		       !(nranks == 0 && run_launcher_joins(d->peers.rule) &&
+			 turned_off(env, "MPICTR_JOIN"));
+}
+
+void run_decide_proc(const struct mpictr_config *cfg,
+		     const struct launcher_proc *proc, struct run_decision *d)
+{
+	decide(cfg, cfg->nranks, proc, d);
 }
 
 void run_decide(const struct mpictr_config *cfg, struct run_decision *d)
 {
-	run_decide_proc(cfg, NULL, d);
+	decide(cfg, cfg->nranks, NULL, d);
+}
+
+void run_decide_ranks(const struct mpictr_config *cfg, int nranks,
+		      struct run_decision *d)
+{
+	decide(cfg, nranks, NULL, d);
 }
 
 void run_decision_free(struct run_decision *d)

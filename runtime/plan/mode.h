@@ -23,6 +23,9 @@ enum run_mode {
  * nothing downstream looks at the launcher's environment again. */
 struct run_decision {
 	enum run_mode mode;
+	/* The ranks asked for (-n; 1 for the MPI singleton that run.c makes
+	 * of a single process); 0: a single process. */
+	int nranks;
 	bool outer_pmi; /* a launcher's PMI server serves this process */
 	bool shared_ns; /* every local rank in one set of namespaces */
 	/* Who started this process and who its local peers are
@@ -40,6 +43,10 @@ struct run_decision {
 void run_decide_proc(const struct mpictr_config *cfg,
 		     const struct launcher_proc *proc, struct run_decision *d);
 void run_decide(const struct mpictr_config *cfg, struct run_decision *d);
+/* Decide as if cfg asked for nranks ranks (the singleton re-run): cfg is
+ * left as it is. */
+void run_decide_ranks(const struct mpictr_config *cfg, int nranks,
+		      struct run_decision *d);
 void run_decision_free(struct run_decision *d);
 /* True for the launchers that start one process per rank, whose ranks
  * join one container per node and job (docs/launchers.md). */

@@ -712,14 +712,14 @@ static void plan_argv(const struct mpictr_config *cfg, struct plan *p)
  * Open MPI ranks joining, docs/bench-hybrid.md) two workers inflated 28 MB
  * for 13 MB read, one worker 20 MB, and the job took 20 ms less wall and
  * 40 ms less CPU. MPICTR_FUSE_WORKERS (1..64) overrides it. */
-static int fuse_workers(const struct mpictr_config *cfg, long ncpu)
+static int fuse_workers(const struct mpictr_config *cfg, int nranks, long ncpu)
 {
 	const char *s = env_get(cfg->host_env, "MPICTR_FUSE_WORKERS");
 	long n;
 
 	if (s && parse_long(s, 1, 64, &n) == 0)
 		return (int)n;
-	n = cfg->nranks > 0 ? cfg->nranks : 2;
+	n = nranks > 0 ? nranks : 2;
 	if (ncpu > 0 && n > ncpu - 1)
 		n = ncpu - 1;
 	return (int)(n < 1 ? 1 : n > 8 ? 8 : n);
@@ -736,7 +736,7 @@ static void plan_ranks(const struct mpictr_config *cfg,
 	const struct launch_peers *pe = &d->peers;
 
 	p->single_node = d->mode == RUN_SINGLE || d->mode == RUN_LAUNCH;
-	p->nlocal = cfg->nranks > 0 ? cfg->nranks : 1;
+	p->nlocal = p->nranks;
 	p->local_rank = 0;
 	if (d->mode == RUN_JOIN) {
 		p->nlocal = pe->local_size != LAUNCHER_UNKNOWN
@@ -746,7 +746,30 @@ static void plan_ranks(const struct mpictr_config *cfg,
 				    ? (int)pe->local_rank
 				    : 0;
 	}
-	p->fuse_workers = fuse_workers(cfg, p->facts->ncpu);
+	p->fuse_workers = fuse_workers(cfg, d->nranks, p->facts->ncpu);
+}
+
+/* The job's PMI shape: the ranks (1 without -n), whether our PMI servers
+ * serve them, the holders, and the universe: --universe-size, else in
+ * launch mode the cores or the ranks when more (as mpirun's on one node),
+ * in node daemon mode the job's size (0: the server's default). */
+static void plan_pmi_shape(const struct mpictr_config *cfg,
+			   const struct run_decision *d, struct plan *p)
+{
+	p->nranks = d->nranks > 0 ? d->nranks : 1;
+	p->serves_pmi = run_mode_serves_pmi(d->mode);
+	p->nholders = cfg->no_share ? (size_t)p->nranks : 1;
+	p->universe_hard = cfg->no_oversubscribe ||
+			   streq0(cfg->site.oversubscribe.value, "no");
+	p->universe = 0;
+	if (!p->serves_pmi)
+		return;
+	if (cfg->universe_size > 0)
+		p->universe = (uint32_t)cfg->universe_size;
+	else if (d->mode == RUN_LAUNCH)
+		p->universe = (uint32_t)p->nranks > p->facts->ncores
+				  ? (uint32_t)p->nranks
+				  : p->facts->ncores;
 }
 
 static int plan_options(const struct mpictr_config *cfg,
@@ -803,6 +826,7 @@ static int plan_options(const struct mpictr_config *cfg,
 	    .name = d->peers.name ? d->peers.name : "no launcher",
 	    .size = d->peers.size,
 	};
+	plan_pmi_shape(cfg, d, p);
 	plan_ranks(cfg, d, p);
 	return 0;
 }
@@ -913,7 +937,7 @@ static int plan_build_all(const struct mpictr_config *cfg,
 			       "rejects ranks whose uid differs from the "
 			       "server's (hint: --fakeroot is for single "
 			       "processes)");
-	if (cfg->shell && run_mode_serves_pmi(d->mode) && cfg->nranks > 1)
+	if (cfg->shell && run_mode_serves_pmi(d->mode) && d->nranks > 1)
 		return err_set(err, 0,
 			       "'mpictr shell' starts one interactive shell, "
 			       "not -n %d (%d shells would share one "
@@ -921,7 +945,7 @@ static int plan_build_all(const struct mpictr_config *cfg,
 			       "runs ranks, and a shell beside them is "
 			       "'mpictr shell instance://NAME' of an "
 			       "instance the ranks run in)",
-			       cfg->nranks, cfg->nranks, cfg->nranks);
+			       d->nranks, d->nranks, d->nranks);
 	if (cfg->fakeroot && d->outer_pmi)
 		return err_set(err, 0,
 			       "--fakeroot cannot be used under a PMI server "
@@ -996,116 +1020,6 @@ void plan_free(struct plan *p)
 	memset(p, 0, sizeof(*p));
 }
 
-char *mop_options(const struct mount_op *op)
-{
-	struct strbuf sb = STRBUF_INIT;
-
-	switch (op->kind) {
-	case MOP_IMAGE:
-		if (op->flags & MS_RDONLY)
-			sb_puts(&sb, "ro");
-		break;
-	case MOP_BIND:
-		sb_puts(&sb, op->src_is_dir ? "rbind" : "bind");
-		sb_puts(&sb, op->flags & MS_RDONLY ? ",ro" : ",rw");
-		break;
-	case MOP_DEV:
-	case MOP_FILE:
-		sb_puts(&sb, "bind");
-		sb_puts(&sb, op->flags & MS_RDONLY ? ",ro" : ",rw");
-		break;
-	case MOP_TMPFS:
-	case MOP_DEVPTS:
-		sb_puts(&sb, "rw");
-		break;
-	case MOP_SYMLINK:
-		sb_puts(&sb, "symlink");
-		break;
-	case MOP_OVERLAY:
-		sb_puts(&sb, "overlay,rw");
-		break;
-	default:
-		break;
-	}
-	if (op->flags & MS_NOSUID)
-		sb_puts(&sb, ",nosuid");
-	if (op->flags & MS_NODEV)
-		sb_puts(&sb, ",nodev");
-	if (op->flags & MS_NOEXEC)
-		sb_puts(&sb, ",noexec");
-	if (op->data) {
-		sb_putc(&sb, ',');
-		sb_puts(&sb, op->data);
-	}
-	return sb_steal(&sb);
-}
-
-/* "checks": what the holder checks besides mounting (--dry-run shows
- * every step): the verbs providers of the exposed HCAs (decided by the
- * plan, whose binds are then among the mounts, or by the holder) and the
- * ABI of each injected host MPI against the image's (in the holder, with
- * the image mounted). */
-static void json_checks(struct strbuf *sb, const struct plan *p)
-{
-	size_t n = 0;
-
-	sb_puts(sb, ",\n  \"checks\": [");
-	if (p->hostdev.nhcas > 0) {
-		sb_printf(sb,
-			  "\n    {\"check\": \"verbs_providers\", "
-			  "\"inject\": %s, \"decided\": \"%s\", "
-			  "\"warnings\": ",
-			  p->inject_verbs ? "true" : "false",
-			  p->verbs_in_holder ? "holder" : "plan");
-		sb_json_strv(sb, p->verbs_warnings);
-		sb_putc(sb, '}');
-		n++;
-	}
-	for (size_t i = 0; i < p->nmpi; i++, n++) {
-		sb_puts(sb, n ? ",\n    " : "\n    ");
-		sb_puts(sb, "{\"check\": \"mpi_abi\", \"profile\": ");
-		sb_json_str(sb, p->mpi[i].profile);
-		sb_puts(sb, ", \"host\": ");
-		sb_json_str(sb, p->mpi[i].host.path);
-		sb_printf(sb, ", \"action\": \"%s\", \"decided\": \"%s\"",
-			  p->mpi[i].warn_only ? "warn" : "enforce",
-			  p->mpi_checked ? "plan" : "holder");
-		if (p->mpi_checked) {
-			sb_puts(sb, ", \"warnings\": ");
-			sb_json_strv(sb, p->mpi_warnings);
-			sb_puts(sb, ", \"refused\": ");
-			if (p->mpi_refusal)
-				sb_json_str(sb, p->mpi_refusal->msg);
-			else
-				sb_puts(sb, "null");
-		}
-		sb_putc(sb, '}');
-	}
-	sb_puts(sb, n ? "\n  ]" : "]");
-}
-
-/* "image_config": what came from a pulled image's config, or null. */
-static void json_image_config(struct strbuf *sb, const struct plan *p)
-{
-	sb_puts(sb, ",\n  \"image_config\": ");
-	if (!p->oci_known) {
-		sb_puts(sb, "null");
-		return;
-	}
-	sb_puts(sb, "{\"entrypoint\": ");
-	sb_json_strv(sb, p->oci.entrypoint);
-	sb_puts(sb, ", \"cmd\": ");
-	sb_json_strv(sb, p->oci.cmd);
-	sb_puts(sb, ", \"env\": ");
-	sb_json_strv(sb, p->image_env);
-	sb_puts(sb, ", \"working_dir\": ");
-	sb_json_str(sb, p->oci.workdir);
-	sb_puts(sb, ", \"user\": ");
-	sb_json_str(sb, p->oci.user);
-	sb_printf(sb, ", \"user_ignored\": %s}",
-		  oci_config_user_nonroot(&p->oci) ? "true" : "false");
-}
-
 char **plan_rank_env(const struct plan *p, int local_rank)
 {
 	struct transport_opts o = {
@@ -1118,116 +1032,4 @@ char **plan_rank_env(const struct plan *p, int local_rank)
 	};
 
 	return env_rank(p->env, &p->hostdev, &o, p->nmpi > 0, p->image_env);
-}
-
-char *plan_to_json(const struct plan *p)
-{
-	static const char *const kinds[] = {"dir", "squashfs", "sif"};
-	struct strbuf sb = STRBUF_INIT;
-
-	sb_puts(&sb, "{\n  \"command\": ");
-	sb_json_strv(&sb, p->argv);
-	/* `mpictr shell`: the shell is chosen in the container (--shell,
-	 * else the image's /bin/bash --norc, else /bin/sh; with -i). */
-	sb_puts(&sb, ",\n  \"shell\": ");
-	if (p->shell) {
-		sb_puts(&sb, "{\"path\": ");
-		sb_json_str(&sb, p->shell_path);
-		sb_puts(&sb, ", \"interactive\": true}");
-	} else {
-		sb_puts(&sb, "null");
-	}
-	sb_printf(&sb, ",\n  \"mode\": \"%s\",\n  \"launch\": ",
-		  run_mode_name(p->mode));
-	sb_json_str(&sb, p->launch);
-	sb_puts(&sb, ",\n  \"image\": {\"path\": ");
-	sb_json_str(&sb, p->image.path);
-	sb_printf(&sb, ", \"kind\": \"%s\", \"offset\": %llu}",
-		  kinds[p->image.kind], (unsigned long long)p->image.offset);
-	sb_puts(&sb, ",\n  \"mounts\": [");
-	for (size_t i = 0; i < p->nops; i++) {
-		const struct mount_op *op = &p->ops[i];
-		cleanup_free char *opts = mop_options(op);
-		const char *src = op->source;
-
-		if (op->kind == MOP_FILE)
-			src = "generated";
-		else if (op->kind == MOP_IMAGE && p->image.kind != IMAGE_DIR)
-			src = p->image.path;
-		sb_puts(&sb, i ? ",\n    " : "\n    ");
-		sb_puts(&sb, "{\"source\": ");
-		sb_json_str(&sb, src);
-		sb_puts(&sb, ", \"target\": ");
-		sb_json_str(&sb, op->target);
-		sb_puts(&sb, ", \"options\": ");
-		if (op->kind == MOP_IMAGE && p->image.kind != IMAGE_DIR) {
-			cleanup_free char *o =
-			    xasprintf("%s,squashfs,offset=%llu", opts,
-				      (unsigned long long)p->image.offset);
-			sb_json_str(&sb, o);
-		} else {
-			sb_json_str(&sb, opts);
-		}
-		sb_putc(&sb, '}');
-	}
-	sb_puts(&sb, "\n  ],\n  \"env\": ");
-	{
-		char **env = plan_rank_env(p, p->local_rank);
-		sb_json_strv(&sb, env);
-		strv_free(env);
-	}
-	sb_puts(&sb, ",\n  \"env_scripts\": ");
-	sb_json_strv(&sb, p->env_scripts);
-	sb_puts(&sb, ",\n  \"cwd\": ");
-	sb_json_str(&sb, p->cwd);
-	json_image_config(&sb, p);
-	sb_printf(&sb, ",\n  \"uid\": %u,\n  \"gid\": %u", (unsigned)p->uid_in,
-		  (unsigned)p->gid_in);
-	sb_puts(&sb, ",\n  \"devices\": [");
-	for (size_t i = 0; i < p->ndevices; i++) {
-		sb_puts(&sb, i ? ",\n    " : "\n    ");
-		sb_puts(&sb, "{\"path\": ");
-		sb_json_str(&sb, p->devices[i].path);
-		sb_puts(&sb, ", \"kind\": ");
-		sb_json_str(&sb, p->devices[i].kind);
-		sb_puts(&sb, ", \"reason\": ");
-		sb_json_str(&sb, p->devices[i].reason);
-		sb_putc(&sb, '}');
-	}
-	sb_puts(&sb, p->ndevices ? "\n  ]" : "]");
-	sb_puts(&sb, ",\n  \"profiles\": ");
-	sb_json_strv(&sb, p->profiles);
-	sb_puts(&sb, ",\n  \"mpi\": [");
-	for (size_t i = 0; i < p->nmpi; i++) {
-		const struct mpi_inject *m = &p->mpi[i];
-		sb_puts(&sb, i ? ",\n    " : "\n    ");
-		sb_puts(&sb, "{\"profile\": ");
-		sb_json_str(&sb, m->profile);
-		sb_puts(&sb, ", \"host\": ");
-		sb_json_str(&sb, m->host.path);
-		sb_puts(&sb, ", \"soname\": ");
-		sb_json_str(&sb, m->host.soname);
-		sb_puts(&sb, ", \"family\": ");
-		sb_json_str(&sb, mpiabi_family_name(m->host.family));
-		sb_printf(&sb, ", \"abi_check\": \"%s\"}",
-			  m->warn_only ? "warn" : "enforce");
-	}
-	sb_puts(&sb, p->nmpi ? "\n  ]" : "]");
-	sb_printf(&sb, ",\n  \"fuse_workers\": %d", p->fuse_workers);
-	/* the site's signature policy (the holder applies it: docs/signing.md)
-	 */
-	sb_printf(&sb,
-		  ",\n  \"signature_policy\": {\"require_signature\": %s, "
-		  "\"trusted_keys\": ",
-		  p->trust.require ? "true" : "false");
-	sb_json_strv(&sb, p->trust.keys);
-	sb_printf(&sb,
-		  ", \"signed_overlay\": %s, \"signed_writable_tmpfs\": %s, "
-		  "\"signed_save\": %s}",
-		  p->trust.overlay.allow ? "true" : "false",
-		  p->trust.writable_tmpfs.allow ? "true" : "false",
-		  p->trust.save.allow ? "true" : "false");
-	json_checks(&sb, p);
-	sb_puts(&sb, "\n}");
-	return sb_steal(&sb);
 }

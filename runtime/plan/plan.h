@@ -99,7 +99,20 @@ struct plan {
 			       launcher's local size) */
 	int local_rank;	    /* join mode: this task's (else 0): --dry-run's */
 	int fuse_workers;   /* the holder's FUSE workers (squashfs, SIF) */
-	char **profiles;    /* selected site profiles, in order */
+	/* The job's PMI shape, decided here once (plan_options): */
+	int nranks;	 /* ranks started here: -n's (node daemon mode: per
+			    node), 1 without -n */
+	bool serves_pmi; /* our PMI servers serve them (-n) */
+	size_t nholders; /* namespace holders: 1, nranks with --no-share */
+	/* MPI_UNIVERSE_SIZE our servers give: --universe-size, else (launch
+	 * mode) the cores this process may run on or nranks when larger; 0
+	 * where it is not ours to decide (no PMI of ours; node daemon mode
+	 * without --universe-size: the job's size). */
+	uint32_t universe;
+	/* Spawns may not pass universe (--no-oversubscribe, the site's
+	 * oversubscribe = no); otherwise it is advice. */
+	bool universe_hard;
+	char **profiles; /* selected site profiles, in order */
 	struct mpi_inject
 	    *mpi; /* host MPIs to inject (checked in the holder) */
 	size_t nmpi;

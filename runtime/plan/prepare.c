@@ -6,8 +6,10 @@
 unsigned plan_facts_flags(const struct run_decision *d)
 {
 	/* In join mode the holder decides the verbs providers and the MPI
-	 * ABI check on the mounted image: a joining task reads none of it. */
-	return d->mode == RUN_JOIN ? 0 : HOST_FACTS_DECIDE;
+	 * ABI check on the mounted image: a joining task reads none of it.
+	 * Launch mode's default universe is the cores. */
+	return (d->mode == RUN_JOIN ? 0 : HOST_FACTS_DECIDE) |
+	       (d->mode == RUN_LAUNCH ? HOST_FACTS_CORES : 0);
 }
 
 int plan_prepare(const struct mpictr_config *cfg, const struct run_decision *d,

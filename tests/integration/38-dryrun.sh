@@ -74,6 +74,23 @@ ok "-n 2: the dry-run is rank 0's run" launch
 # Launch mode knows every rank is on this node (UCX_TLS=^cma,tcp).
 ok "-n 2 --no-share: the dry-run is rank 0's run" launch --no-share
 
+# The job's PMI shape is the plan's, so --dry-run shows it: ranks, our
+# PMI or not, holders, the universe (the cores, or N when larger, as the
+# run gives in 50-launch.sh and 88-spawn.sh) and whether it is a limit.
+shape() {
+	"$MPICTR" "$@" --dry-run "$I" true | python3 -c 'import json, sys
+p = json.load(sys.stdin)
+print(p["ranks"], p["serves_pmi"], p["holders"], p["universe"], p["universe_hard"])'
+}
+CORES=$(t_cores)
+U4=$((4 > CORES ? 4 : CORES))
+ok "-n 4: --dry-run shows 4 ranks, our PMI, 1 holder, universe $U4" \
+	test "$(shape -n 4)" = "4 True 1 $U4 False"
+ok "-n 3 --no-share --universe-size 9 --no-oversubscribe: 3 holders, universe 9, a limit" \
+	test "$(shape -n 3 --no-share --universe-size 9 --no-oversubscribe)" = "3 True 3 9 True"
+ok "a plain exec: --dry-run shows 1 rank, no PMI of ours, no universe" \
+	test "$(shape)" = "1 False 1 None False"
+
 # Under a launcher, each task runs the dry-run, then execs the run, so
 # that both see the same launcher variables. `dryrun D K ARGS...`: the
 # task's command line for the task's shell, writing dry.D, the ranks

@@ -766,6 +766,110 @@ START_TEST(test_plan_ranks)
 }
 END_TEST
 
+/* The job's PMI shape is the plan's (launch.c and run.c read it): the
+ * ranks (1 without -n), whether our servers serve PMI, the holders, the
+ * universe (the cores, or -n when more; --universe-size; the job's size
+ * in node daemon mode) and whether it is a limit; --dry-run shows them.
+ * The MPI singleton is planned from the decision, cfg left untouched.
+ * Fails on the old code (launch.c decided all of it). */
+START_TEST(test_plan_pmi_shape)
+{
+	static const char site[] = "oversubscribe = no\n";
+	mpictr_config *cfg = config_fixture(plain_env);
+	struct host_facts f;
+	struct run_decision d;
+	struct plan p;
+	cleanup_free char *json = NULL;
+	cleanup_free char *json2 = NULL;
+
+	facts_fixture(&f);
+	f.ncores = 2;
+	/* a single process: one rank, no PMI of ours, no universe */
+	ck_assert_int_eq(build(cfg, &f, &p, NULL), 0);
+	ck_assert_int_eq(p.nranks, 1);
+	ck_assert(!p.serves_pmi);
+	ck_assert_uint_eq(p.nholders, 1);
+	ck_assert_uint_eq(p.universe, 0);
+	json = plan_to_json(&p);
+	ck_assert_ptr_nonnull(strstr(json, "\"ranks\": 1,\n  \"serves_pmi\": "
+					   "false,\n  \"holders\": 1,\n  "
+					   "\"universe\": null,\n  "
+					   "\"universe_hard\": false"));
+	plan_free(&p);
+	/* -n 4 on 2 cores: the universe is 4; on 8 cores 8 */
+	mpictr_config_set_nranks(cfg, 4, NULL);
+	ck_assert_int_eq(build_mode(cfg, &f, RUN_LAUNCH, &p, NULL), 0);
+	ck_assert_int_eq(p.nranks, 4);
+	ck_assert(p.serves_pmi && !p.universe_hard);
+	ck_assert_uint_eq(p.nholders, 1);
+	ck_assert_uint_eq(p.universe, 4);
+	plan_free(&p);
+	f.ncores = 8;
+	mpictr_config_set_flag(cfg, MPICTR_FLAG_NO_SHARE, 1, NULL);
+	ck_assert_int_eq(build_mode(cfg, &f, RUN_LAUNCH, &p, NULL), 0);
+	ck_assert_uint_eq(p.universe, 8);
+	ck_assert_uint_eq(p.nholders, 4);
+	json2 = plan_to_json(&p);
+	ck_assert_ptr_nonnull(strstr(json2, "\"ranks\": 4,"));
+	ck_assert_ptr_nonnull(strstr(json2, "\"holders\": 4,"));
+	ck_assert_ptr_nonnull(strstr(json2, "\"universe\": 8,"));
+	plan_free(&p);
+	/* node daemon mode: the job's size unless --universe-size */
+	ck_assert_int_eq(build_mode(cfg, &f, RUN_NODE_DAEMON, &p, NULL), 0);
+	ck_assert(p.serves_pmi);
+	ck_assert_uint_eq(p.universe, 0);
+	plan_free(&p);
+	mpictr_config_set_universe_size(cfg, 3, NULL);
+	mpictr_config_set_flag(cfg, MPICTR_FLAG_NO_OVERSUBSCRIBE, 1, NULL);
+	ck_assert_int_eq(build_mode(cfg, &f, RUN_NODE_DAEMON, &p, NULL), 0);
+	ck_assert_uint_eq(p.universe, 3);
+	ck_assert(p.universe_hard);
+	plan_free(&p);
+	/* the site's oversubscribe = no makes it a limit too */
+	mpictr_config_set_flag(cfg, MPICTR_FLAG_NO_OVERSUBSCRIBE, 0, NULL);
+	ck_assert_int_eq(siteconf_parse(&cfg->site, site, strlen(site),
+					"site.conf", true, NULL),
+			 0);
+	ck_assert_int_eq(build_mode(cfg, &f, RUN_LAUNCH, &p, NULL), 0);
+	ck_assert(p.universe_hard);
+	plan_free(&p);
+	/* the singleton: planned as -n 1 from the decision alone */
+	mpictr_config_set_nranks(cfg, 0, NULL);
+	mpictr_config_set_universe_size(cfg, 0, NULL);
+	mpictr_config_set_flag(cfg, MPICTR_FLAG_NO_SHARE, 0, NULL);
+	run_decide_ranks(cfg, 1, &d);
+	ck_assert_int_eq(d.mode, RUN_LAUNCH);
+	ck_assert_int_eq(cfg->nranks, 0);
+	ck_assert_int_eq(plan_build(cfg, &d, &f, NULL, &p, NULL), 0);
+	ck_assert_int_eq(p.nranks, 1);
+	ck_assert(p.serves_pmi);
+	ck_assert_uint_eq(p.universe, 8);
+	ck_assert_int_eq(p.fuse_workers, 1);
+	plan_free(&p);
+	run_decision_free(&d);
+	host_facts_free(&f);
+	mpictr_config_free(cfg);
+}
+END_TEST
+
+/* The cores are a host fact, gathered where the plan needs them. */
+START_TEST(test_facts_cores)
+{
+	mpictr_config *cfg = config_fixture(plain_env);
+	struct host_facts f;
+
+	ck_assert_int_eq(host_facts_gather(cfg, 0, NULL, &f, NULL), 0);
+	ck_assert_uint_eq(f.ncores, 0);
+	host_facts_free(&f);
+	ck_assert_int_eq(
+	    host_facts_gather(cfg, HOST_FACTS_CORES, NULL, &f, NULL), 0);
+	ck_assert_uint_ge(f.ncores, 1);
+	ck_assert_int_le(f.ncores, f.ncpu > 0 ? f.ncpu : 1);
+	host_facts_free(&f);
+	mpictr_config_free(cfg);
+}
+END_TEST
+
 /* `run` and the plugin's --container-entrypoint: the words put in front
  * of the user's command (argv_lead): the runscript, or a pulled image's
  * Entrypoint (and its Cmd when there are no arguments). */
@@ -856,6 +960,8 @@ Suite *suite_plan(void)
 	tcase_add_test(tc, test_plan_argv_lead);
 	tcase_add_test(tc, test_plan_apptainer_env);
 	tcase_add_test(tc, test_plan_ranks);
+	tcase_add_test(tc, test_plan_pmi_shape);
+	tcase_add_test(tc, test_facts_cores);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -331,16 +331,6 @@ START_TEST(test_reserved_vars)
 }
 END_TEST
 
-START_TEST(test_default_universe)
-{
-	uint32_t u = spawn_default_universe(1);
-
-	ck_assert_uint_ge(u, 1);
-	ck_assert_uint_eq(spawn_default_universe(100000), 100000);
-	ck_assert_uint_eq(spawn_default_universe(0), u);
-}
-END_TEST
-
 Suite *suite_spawn(void);
 Suite *suite_spawn(void)
 {
@@ -358,7 +348,6 @@ Suite *suite_spawn(void)
 	tcase_add_test(tc, test_spawn_bad_apps);
 	tcase_add_test(tc, test_spawn_universe);
 	tcase_add_test(tc, test_reserved_vars);
-	tcase_add_test(tc, test_default_universe);
 	suite_add_tcase(s, tc);
 	return s;
 }
