@@ -65,6 +65,7 @@ struct job {
 	int *out_fd;   /* --tag-output: read ends of rank stdout/stderr */
 	bool *midline; /* --tag-output: last byte of rank r was not \n */
 	struct pmi_server *pmi;
+	struct pmi_single *single_pmi; /* a single process's PMI-1 service */
 	struct pmi_upstream *upstream; /* node daemon mode, else NULL */
 	struct spawner *spawn;	       /* MPI_Comm_spawn (launch mode) */
 	uint32_t rank_base;	       /* global rank of local rank 0 */
@@ -345,6 +346,8 @@ static int rank_env(struct job *j, int rank, char ***env, int *pmi_fd,
 	*env = plan_rank_env(&j->plan, rank);
 	*pmi_fd = -1;
 	env_binding(env, j->cfg->bind_to);
+	if (j->single_pmi)
+		pmi_single_env(j->single_pmi, env);
 	if (!j->with_pmi)
 		return 0;
 	return pmi_server_rank_env(j->pmi, j->rank_base + (uint32_t)rank, env,
@@ -666,6 +669,7 @@ static void teardown(struct job *j)
 	}
 	if (j->pmi)
 		pmi_server_stop(j->pmi);
+	pmi_single_stop(j->single_pmi);
 	pmi_upstream_stop(j->upstream); /* after the server: it uses it */
 	if (j->run_dir && j->janitor_fd >= 0)
 		rm_rf(j->run_dir); /* made by the janitor: ours */
@@ -847,6 +851,13 @@ int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
 		j.pipe_ignored = true;
 	if (j.with_pmi && start_pmi(&j, err) < 0)
 		goto out;
+	/* A single process: any MPICH program it starts, however, finds a
+	 * PMI (pmi/pmi1_single.c); Open MPI's is found by the MPI check. */
+	if (d->mode == RUN_SINGLE && !j.with_pmi) {
+		if (pmi_single_start(getuid(), &j.single_pmi, err) < 0)
+			goto out;
+		j.plan.mpicheck.single_pmi = true;
+	}
 	for (int r = 0; r < j.nranks; r++)
 		if (start_rank(&j, r, err) < 0)
 			goto out; /* 126/127 travel in the error's exit code */
