@@ -217,6 +217,20 @@ MPICTR_PUBLIC int mpictr_config_add_bind(mpictr_config *cfg, const char *spec,
  * image's env scripts). */
 MPICTR_PUBLIC int mpictr_config_set_env(mpictr_config *cfg, const char *name,
 					const char *value, mpictr_err **err);
+/* --env LIST, as Apptainer reads it: NAME=VALUE pairs separated by
+ * commas, where a piece without '=' belongs to the value before it
+ * ("A=1,B=2" is two variables, "P=/a,/b" and "P=/a," one). Each is
+ * mpictr_config_set_env; an error names the piece. */
+MPICTR_PUBLIC int mpictr_config_add_env_list(mpictr_config *cfg,
+					     const char *list,
+					     mpictr_err **err);
+/* The binds the host environment asks for, as Apptainer reads them:
+ * APPTAINER_BIND, else APPTAINER_BINDPATH, else SINGULARITY_BIND, else
+ * SINGULARITY_BINDPATH (the -B syntax, comma-separated); added as
+ * mpictr_config_add_bind does, an error naming the variable. The CLI calls
+ * it before its options, so -B comes after them. */
+MPICTR_PUBLIC int mpictr_config_add_env_binds(mpictr_config *cfg,
+					      mpictr_err **err);
 /* Start directory inside the container (default: the current directory). */
 MPICTR_PUBLIC int mpictr_config_set_pwd(mpictr_config *cfg, const char *dir,
 					mpictr_err **err);

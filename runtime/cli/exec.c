@@ -146,20 +146,13 @@ static int set_env(mpictr_config *cfg, const char *arg, int *code,
 		   mpictr_err **err)
 {
 	const char *eq = strchr(arg, '=');
-	char *name;
-	int rc;
 
 	if (!eq || eq == arg) {
 		*code = cli_usage_error(
 		    "invalid --env '%s' (expected NAME=VALUE)", arg);
 		return OPT_STOP;
 	}
-	name = strndup(arg, (size_t)(eq - arg));
-	if (!name)
-		abort();
-	rc = mpictr_config_set_env(cfg, name, eq + 1, err);
-	free(name);
-	return rc;
+	return mpictr_config_add_env_list(cfg, arg, err);
 }
 
 static int set_transport_env(mpictr_config *cfg, const char *arg, int *code,
@@ -422,7 +415,8 @@ int exec_configure(mpictr_config *cfg, int argc, char **argv,
 
 	if (mpictr_config_load_site(cfg, NULL, &err) < 0 ||
 	    (user_conf && *user_conf &&
-	     mpictr_config_add_config_file(cfg, user_conf, &err) < 0)) {
+	     mpictr_config_add_config_file(cfg, user_conf, &err) < 0) ||
+	    mpictr_config_add_env_binds(cfg, &err) < 0) {
 		*code = cli_fail(err);
 		return OPT_STOP;
 	}

@@ -777,7 +777,10 @@ static int plan_options(const struct mpictr_config *cfg,
 	copy_image_config(f, p);
 	if (cfg->pwd)
 		p->cwd = clean_path(cfg->pwd);
-	else if (p->oci_known && p->oci.workdir && p->oci.workdir[0] == '/')
+	/* WorkingDir is where `run` starts the Entrypoint (as Docker);
+	 * exec and shell start in the current directory (as Apptainer). */
+	else if (cfg->runscript && p->oci_known && p->oci.workdir &&
+		 p->oci.workdir[0] == '/')
 		p->cwd = clean_path(p->oci.workdir);
 	else if (cfg->contain)
 		p->cwd = xstrdup(p->home);
