@@ -833,9 +833,9 @@ static int plan_steps(const struct mpictr_config *cfg,
 	}
 	plan_argv(cfg, p);
 	if (oci_config_user_nonroot(&p->oci) && p->mode != RUN_JOIN)
-		log_notice("image '%s': its config's User '%s' is ignored: the "
-			   "command runs as you",
-			   cfg->image, p->oci.user);
+		log_info("image '%s': its config's User '%s' is ignored: the "
+			 "command runs as you",
+			 cfg->image, p->oci.user);
 	if (!p->argv || !p->argv[0])
 		return err_set(err, 0,
 			       "image '%s': no command given, and the image "

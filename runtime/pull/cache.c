@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -255,14 +256,44 @@ void cache_unlock(int fd)
 		close(fd); /* releases the fcntl lock */
 }
 
+/* The partial files this process made lately, for cache_tmp_remove_all
+ * (a ring: a slot is reused once its file is long renamed or removed; an
+ * unlink of a name that is gone does nothing). */
+#define TMP_SLOTS 64
+static char tmp_slots[TMP_SLOTS][512];
+static atomic_uint tmp_next;
+
+void cache_tmp_track(const char *path)
+{
+	size_t l = strlen(path);
+	char *slot;
+
+	if (l >= sizeof(tmp_slots[0]))
+		return;
+	slot = tmp_slots[atomic_fetch_add(&tmp_next, 1) % TMP_SLOTS];
+	slot[0] = '\0';
+	memcpy(slot + 1, path + 1, l);
+	__atomic_store_n(&slot[0], path[0], __ATOMIC_RELEASE);
+}
+
+void cache_tmp_remove_all(void)
+{
+	for (size_t i = 0; i < TMP_SLOTS; i++)
+		if (__atomic_load_n(&tmp_slots[i][0], __ATOMIC_ACQUIRE))
+			unlink(tmp_slots[i]);
+}
+
 char *cache_tmpname(const struct cache *c, const char *prefix)
 {
 	uint64_t r = 0;
+	char *p;
 
 	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
 		r = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-	return xasprintf("%s/tmp/%s.%d.%016llx.partial", c->dir, prefix,
-			 (int)getpid(), (unsigned long long)r);
+	p = xasprintf("%s/tmp/%s.%d.%016llx.partial", c->dir, prefix,
+		      (int)getpid(), (unsigned long long)r);
+	cache_tmp_track(p);
+	return p;
 }
 
 int cache_tmpfile(const struct cache *c, const char *prefix, char **path,
@@ -472,9 +503,10 @@ char *cache_list_text(const struct cache *c)
 	cleanup_free char *refs = xasprintf("%s/refs", c->dir);
 	cleanup_free char *imgs = xasprintf("%s/images/sha256", c->dir);
 	cleanup_free char *blobs = xasprintf("%s/blobs/sha256", c->dir);
+	cleanup_free char *tmps = xasprintf("%s/tmp", c->dir);
 	cleanup_strv char **names = dir_names(imgs);
-	unsigned nimg = 0, nblob = 0;
-	uint64_t isz, bsz;
+	unsigned nimg = 0, nblob = 0, ntmp = 0;
+	uint64_t isz, bsz, tsz;
 	struct stat st;
 
 	refs_walk(refs, "", 0, list_add, &a);
@@ -495,9 +527,18 @@ char *cache_list_text(const struct cache *c)
 	strv_free(a.names);
 	isz = dir_bytes(imgs, &nimg);
 	bsz = dir_bytes(blobs, &nblob);
+	tsz = dir_bytes(tmps, &ntmp);
 	sb_printf(&sb, "%u images %llu bytes, %u blobs %llu bytes in %s\n",
 		  nimg, (unsigned long long)isz, nblob, (unsigned long long)bsz,
 		  c->dir);
+	/* Downloads or builds in progress, or left by a pull that was
+	 * killed: 'cache clean --tmp' removes them when none runs. */
+	if (ntmp)
+		sb_printf(&sb,
+			  "%u partial downloads %llu bytes in %s (in "
+			  "progress, or left by a killed pull: 'mpictr cache "
+			  "clean --tmp' removes them)\n",
+			  ntmp, (unsigned long long)tsz, tmps);
 	return sb_steal(&sb);
 }
 

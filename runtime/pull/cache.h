@@ -64,6 +64,12 @@ int cache_tmpfile(const struct cache *c, const char *prefix, char **path,
 		  mpictr_err **err);
 /* A path DIR/tmp/PREFIX.PID.RANDOM.partial that does not exist yet (for a
  * writer that creates its own file). */
+/* Remember path (a partial file of this process) for
+ * cache_tmp_remove_all; cache_tmpname does it. */
+void cache_tmp_track(const char *path);
+/* Remove every partial file remembered: async-signal-safe, for a handler
+ * of SIGINT/SIGTERM/SIGHUP that then lets the signal end the process. */
+void cache_tmp_remove_all(void);
 char *cache_tmpname(const struct cache *c, const char *prefix);
 /* rename(tmp, final) after creating final's directory. */
 int cache_commit(const char *tmp, const char *final, mpictr_err **err);

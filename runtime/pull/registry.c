@@ -118,6 +118,7 @@ static int copy_out(const char *sif, const char *out, bool force,
 	if (in < 0 || fstat(in, &st) < 0)
 		return err_set(err, errno, "open '%s'", sif);
 	tmp = xasprintf("%s.%d.partial", out, (int)getpid());
+	cache_tmp_track(tmp);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return err_set(err, errno, "create '%s'", tmp);

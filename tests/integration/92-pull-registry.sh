@@ -282,10 +282,35 @@ check "... nothing under a final name (no SIF, no OUT, no unverified blob)" bash
 ok "... the next pull succeeds" $T $P "docker://$REG_p/test/busybox:1" "$W/after-kill.sif"
 check "... and gives the same image" same_image "$W/a.sif" "$W/after-kill.sif"
 
+# ---- ^C mid-pull (issue 33: the partials stayed, unmentioned) ----------------------
+export MPICTR_CACHEDIR=$W/cache-int
+interrupted_pull() {
+	local pid i rc
+	# a background job of a script ignores SIGINT: give it the default back
+	env --default-signal=INT "$MPICTR" pull -q --insecure "$REG_f" "docker://$REG_f/fault/slow:1" "$W/int.sif" &
+	pid=$!
+	for i in $(seq 100); do
+		ls "$MPICTR_CACHEDIR/tmp/" 2>/dev/null | grep -q '\.partial$' && break
+		sleep 0.1
+	done
+	ls "$MPICTR_CACHEDIR/tmp/" | grep -q '\.partial$' || { echo "no partial download seen"; return 1; }
+	sleep 0.5
+	kill -INT "$pid"
+	wait "$pid"
+	rc=$?
+	echo "status $rc"
+	[ "$rc" = 130 ]
+}
+ok "SIGINT during a (slow) blob download: the pull ends (status 130)" interrupted_pull
+check "... and removed its partial files" bash -c "! ls '$MPICTR_CACHEDIR/tmp/' | grep -q '\.partial$'"
+check "... nothing under OUT" test ! -e "$W/int.sif"
+
 # ---- cache list / clean -------------------------------------------------------------
 export MPICTR_CACHEDIR=$W/cache-kill
 ok "mpictr cache list" "$MPICTR" cache list
 check "... shows the image and its tag" grep -q "^$DIGEST .* $REG_p/test/busybox:1" "$W/last"
+check "... and the killed pull's partial downloads, with the way to remove them" \
+	grep -q "^[1-9][0-9]* partial downloads [0-9]* bytes in .*cache clean --tmp" "$W/last"
 ok "mpictr cache clean --tmp (the killed pull's partial)" "$MPICTR" cache clean --tmp
 check "... tmp/ is empty, the image stays" bash -c "[ -z \"\$(ls -A '$MPICTR_CACHEDIR/tmp')\" ] && [ -n \"\$(ls '$MPICTR_CACHEDIR/images/sha256')\" ]"
 ok "mpictr cache clean" "$MPICTR" cache clean
