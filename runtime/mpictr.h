@@ -162,7 +162,7 @@ MPICTR_PUBLIC mpictr_pull_opts *mpictr_pull_opts_new(void);
 MPICTR_PUBLIC void mpictr_pull_opts_free(mpictr_pull_opts *o);
 /* Set option name (the long option of `mpictr pull` without "--":
  * "force", "quiet", "arch", "tls-ca", "insecure", "no-expansion-limit",
- * "cache-dir"); value is NULL for the flags. */
+ * "cache-dir", "dir"); value is NULL for the flags. */
 MPICTR_PUBLIC int mpictr_pull_opts_set(mpictr_pull_opts *o, const char *name,
 				       const char *value, mpictr_err **err);
 /* Progress of a pull: fn gets one line at a time (no newline); transient
@@ -173,7 +173,9 @@ MPICTR_PUBLIC void mpictr_pull_opts_progress(
     void (*fn)(const char *line, int transient, void *data), void *data);
 /* `mpictr pull SOURCE [OUT]`: write the image SOURCE (docker://...,
  * REPO[:TAG], REGISTRY#IMAGE, docker-archive:, oci-archive:, oci:) as the
- * SIF OUT (NULL: NAME_TAG.sif, or the cache for registry forms). *summary
+ * SIF OUT (NULL: NAME_TAG.sif, or NAME.sif for the local forms, in the
+ * option "dir" or the current directory, as Apptainer; registry images stay
+ * in the cache too). An existing OUT needs "force". *summary
  * receives a one-line report (caller frees). opts may be NULL. */
 MPICTR_PUBLIC int mpictr_pull(const char *source, const char *out,
 			      const mpictr_pull_opts *opts, char **summary,

@@ -45,6 +45,10 @@ struct reg_opts {
 	unsigned retry_max_wait; /* longest Retry-After honoured, s (0: 60) */
 	reg_progress_fn progress;
 	void *progress_data;
+	/* a run verb's pull (IMAGE docker://...): hints name what run verbs
+	 * accept (MPICTR_PULL_INSECURE, MPICTR_PULL_TLS_CA), not pull's
+	 * options */
+	bool run_time;
 };
 
 /* What registry_fetch leaves in the cache. */

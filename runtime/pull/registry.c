@@ -191,7 +191,8 @@ int pull_registry(const struct image_ref *ref, const char *out,
 			      .tls_ca = o->tls_ca,
 			      .insecure = insecure,
 			      .progress = on_progress,
-			      .progress_data = &ps};
+			      .progress_data = &ps,
+			      .run_time = o->run_time};
 	cleanup_free char *dir = cache_dir_choose(o->cache_dir, NULL, err);
 	cleanup_free char *what = image_ref_string(ref);
 	cleanup_free char *digest = NULL;
