@@ -45,6 +45,7 @@ enum {
 /* Option identifiers are permanent: scripts depend on them. */
 static const struct option run_options[] = {
     {"nranks", required_argument, NULL, 'n'},
+    {"np", required_argument, NULL, 'n'}, /* mpirun's spelling */
     {"bind", required_argument, NULL, 'B'},
     {"env", required_argument, NULL, 'e'},
     {"pwd", required_argument, NULL, OPT_PWD},
@@ -88,6 +89,7 @@ static const struct {
 } flag_options[] = {
     {'c', MPICTR_FLAG_CONTAIN},
     {OPT_FAKEROOT, MPICTR_FLAG_FAKEROOT},
+    {'f', MPICTR_FLAG_FAKEROOT}, /* Apptainer's -f */
     {OPT_NO_SHARE, MPICTR_FLAG_NO_SHARE},
     {OPT_NO_OVERSUBSCRIBE, MPICTR_FLAG_NO_OVERSUBSCRIBE},
     {OPT_TAG_OUTPUT, MPICTR_FLAG_TAG_OUTPUT},
@@ -148,8 +150,10 @@ static int set_env(mpictr_config *cfg, const char *arg, int *code,
 	const char *eq = strchr(arg, '=');
 
 	if (!eq || eq == arg) {
-		*code = cli_usage_error(
-		    "invalid --env '%s' (expected NAME=VALUE)", arg);
+		*code = cli_usage_error("invalid --env '%s' (expected "
+					"NAME=VALUE; mpictr's -e is --env, "
+					"Apptainer's -e is --cleanenv)",
+					arg);
 		return OPT_STOP;
 	}
 	return mpictr_config_add_env_list(cfg, arg, err);
@@ -216,8 +220,14 @@ static int run_option(mpictr_config *cfg, int c, char **argv,
 	case OPT_ENV_FILE:
 		return mpictr_config_add_env_file(cfg, optarg, err);
 	case OPT_HOME:
+	case 'H': /* Apptainer's -H */
 		return mpictr_config_set_home(cfg, optarg, err);
 	case 'n':
+		/* mpirun's -np N reaches getopt as -n with "p" (or "pN") */
+		if (optarg[0] == 'p' && optarg[1])
+			return set_nranks(cfg, optarg + 1, code, err);
+		if (optarg[0] == 'p' && argv[optind])
+			return set_nranks(cfg, argv[optind++], code, err);
 		return set_nranks(cfg, optarg, code, err);
 	case 'B':
 		return mpictr_config_add_bind(cfg, optarg, err);
@@ -288,8 +298,8 @@ static int parse_run_options(mpictr_config *cfg, int argc, char **argv,
 	optind = 1;
 	opterr = 0;
 	for (prev = optind, li = -1;
-	     (c = getopt_long(argc, argv, "+n:B:e:cCvqhV", run_options, &li)) !=
-	     -1;
+	     (c = getopt_long(argc, argv, "+n:B:e:cCvqhVH:f", run_options,
+			      &li)) != -1;
 	     prev = optind, li = -1) {
 		if (li >= 0 && hint_abbreviated_peer(
 				   argv[prev], run_options[li].name, code))

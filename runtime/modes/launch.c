@@ -781,6 +781,35 @@ static int job_namespaces(struct job *j, mpictr_err **err)
 	return 0;
 }
 
+/* More ranks on this node than the cores it may use: said once, as a
+ * notice (it runs, as under mpirun --oversubscribe), or refused with
+ * --no-oversubscribe (or oversubscribe = no), as mpirun refuses it. */
+static int check_oversubscribed(const struct mpictr_config *cfg,
+				mpictr_err **err)
+{
+	uint32_t cores = spawn_default_universe(0);
+
+	if ((uint32_t)cfg->nranks <= cores)
+		return 0;
+	if (cfg->no_oversubscribe ||
+	    streq0(cfg->site.oversubscribe.value, "no")) {
+		err_set(err, 0,
+			"-n %d: more ranks than the %u cores this node may "
+			"use, and %s refuses to oversubscribe them",
+			cfg->nranks, cores,
+			cfg->no_oversubscribe ? "--no-oversubscribe"
+					      : "oversubscribe = no");
+		return err_hint(err,
+				"use -n %u or fewer, or leave out "
+				"--no-oversubscribe",
+				cores);
+	}
+	log_notice("-n %d on %u cores: the ranks oversubscribe them (as "
+		   "mpirun --oversubscribe; --no-oversubscribe refuses it)",
+		   cfg->nranks, cores);
+	return 0;
+}
+
 int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
 	       const struct ns_source *inst, int *status, mpictr_err **err)
 {
@@ -817,6 +846,8 @@ int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
 		err_set(err, errno, "create the supervisor's abort pipe");
 		goto out;
 	}
+	if (cfg->nranks > 0 && check_oversubscribed(cfg, err) < 0)
+		goto out;
 	if (d->mode == RUN_NODE_DAEMON &&
 	    daemon_start(cfg, &j.upstream, err) < 0)
 		goto out;
