@@ -277,6 +277,11 @@ MPICTR_PUBLIC int mpictr_config_set_nranks(mpictr_config *cfg, int n,
  * if larger, as Open MPI's mpirun on one node. 1..65536. */
 MPICTR_PUBLIC int mpictr_config_set_universe_size(mpictr_config *cfg, int n,
 						  mpictr_err **err);
+/* --timeout SECONDS (mpirun's): a job still running after it is ended
+ * (SIGTERM, SIGKILL 3 s later), the ranks still running named, exit
+ * status 124. 0 (default): none. */
+MPICTR_PUBLIC int mpictr_config_set_timeout(mpictr_config *cfg, int seconds,
+					    mpictr_err **err);
 /* `none`, `all` or a comma list of kinds/paths (--devices). */
 MPICTR_PUBLIC int mpictr_config_set_devices(mpictr_config *cfg,
 					    const char *spec, mpictr_err **err);

@@ -40,6 +40,7 @@ enum {
 	OPT_NV,
 	OPT_ROCM,
 	OPT_SHELL,
+	OPT_TIMEOUT,
 };
 
 /* Option identifiers are permanent: scripts depend on them. */
@@ -65,6 +66,7 @@ static const struct option run_options[] = {
     {"config", required_argument, NULL, OPT_CONFIG},
     {"list-profiles", no_argument, NULL, OPT_LIST_PROFILES},
     {"universe-size", required_argument, NULL, OPT_UNIVERSE_SIZE},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"linger", required_argument, NULL, OPT_LINGER},
     {"writable-tmpfs", no_argument, NULL, OPT_WRITABLE_TMPFS},
     {"overlay", required_argument, NULL, OPT_OVERLAY},
@@ -243,6 +245,18 @@ static int run_option(mpictr_config *cfg, int c, char **argv,
 		return mpictr_config_set_bind_to(cfg, optarg, err);
 	case OPT_UNIVERSE_SIZE:
 		return set_universe_size(cfg, optarg, code, err);
+	case OPT_TIMEOUT: {
+		long n;
+
+		if (!parse_count(optarg, 31 * 24 * 3600, &n)) {
+			*code = cli_usage_error("invalid --timeout '%s' "
+						"(expected SECONDS, "
+						"1..2678400)",
+						optarg);
+			return OPT_STOP;
+		}
+		return mpictr_config_set_timeout(cfg, (int)n, err);
+	}
 	case OPT_DRY_RUN:
 		o->dry_run = 1;
 		return OPT_GO_ON;

@@ -477,6 +477,20 @@ MPICTR_PUBLIC int mpictr_config_set_universe_size(mpictr_config *cfg, int n,
 	return 0;
 }
 
+MPICTR_PUBLIC int mpictr_config_set_timeout(mpictr_config *cfg, int seconds,
+					    mpictr_err **err)
+{
+	if (check_arg(cfg, "config", err) < 0)
+		return -1;
+	if (seconds < 0 || seconds > 31 * 24 * 3600)
+		return err_set(err, 0,
+			       "invalid --timeout %d (expected 1..2678400 "
+			       "seconds)",
+			       seconds);
+	cfg->timeout_s = seconds;
+	return 0;
+}
+
 static int devices_rule(const char *spec, mpictr_err **err)
 {
 	return *spec ? 0

@@ -568,9 +568,39 @@ static void drain_output(struct job *j)
 /* Wait for every rank and spawned process; forward signals; on the first
  * failure (or an abort) terminate the others, then kill them after a
  * grace period. */
+/* --timeout passed: name the ranks still running (as a failing rank is
+ * named) and end the job; exit status 124, as timeout(1). */
+static void timed_out(struct job *j, struct watch *w)
+{
+	struct strbuf sb = STRBUF_INIT;
+	cleanup_free char *list = NULL;
+	int n = 0;
+
+	for (int r = 0; r < j->nranks; r++)
+		if (j->ranks[r] > 0 && j->status[r] < 0)
+			sb_printf(&sb, "%s%u", n++ ? ", " : "",
+				  j->rank_base + (uint32_t)r);
+	list = sb_steal(&sb);
+	if (j->cfg->nranks > 0)
+		log_error("--timeout %d s passed: rank%s %s still running "
+			  "(of %d); ending the job",
+			  j->cfg->timeout_s, n == 1 ? "" : "s",
+			  n ? list : "none", j->nranks);
+	else
+		log_error("--timeout %d s passed: the command is still "
+			  "running; ending it",
+			  j->cfg->timeout_s);
+	if (w->fail_code < 0 && w->abort_code < 0)
+		w->fail_code = 124;
+	end_job(j, w);
+}
+
 static int supervise(struct job *j, int *status)
 {
 	struct watch w = {0, -1, -1, -1, false};
+	long deadline = j->cfg->timeout_s > 0
+			    ? mono_ms() + (long)j->cfg->timeout_s * 1000
+			    : -1;
 
 	for (int r = 0; r < j->nranks; r++)
 		if (j->ranks[r] > 0 && j->status[r] < 0)
@@ -594,8 +624,15 @@ static int supervise(struct job *j, int *status)
 			long left = w.kill_at - mono_ms();
 			timeout = left > 0 ? (int)left : 0;
 		}
+		if (deadline >= 0 && !w.ending) {
+			long left = deadline - mono_ms();
+			if (timeout < 0 || left < timeout)
+				timeout = left > 0 ? (int)left : 0;
+		}
 		if (poll(pfd, np, timeout) < 0 && errno != EINTR)
 			break;
+		if (deadline >= 0 && !w.ending && mono_ms() >= deadline)
+			timed_out(j, &w);
 		if (w.kill_at >= 0 && mono_ms() >= w.kill_at) {
 			signal_ranks(j, SIGKILL);
 			w.kill_at = -1;

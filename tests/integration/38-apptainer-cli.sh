@@ -134,6 +134,7 @@ ok "... options go before the image" bash -c "'$MPICTR' '$SIF' --pwd / true 2>&1
 ok "run IMAGE --flag: the runscript's argument, not an error" bash -c "$T '$MPICTR' run '$SIF' --pwd | grep -qx 'runscript: --pwd'"
 # ---- mpirun habits and Apptainer's short and global flags (issue 33) --
 # Each failed on the old code: -np 3 said "invalid rank count 'p'", --np
+# (no --timeout: an unknown option),
 # suggested --nv, -n 3 on fewer cores said nothing, -H/-f/-w were unknown
 # or hintless, -e took IMAGE as a variable, `mpictr -q exec` was refused.
 CORES=$(t_cores)
@@ -155,6 +156,13 @@ check "... with the hint: Apptainer's -w is --writable, use --writable-tmpfs" gr
 ok_status "-e IMAGE (Apptainer's --cleanenv): refused (255)" 255 "$MPICTR" exec -e "$SIF" true
 cp "$T_OUT" "$T_TMP/last"
 check "... the error says mpictr's -e is --env" grep -q "mpictr's -e is --env, Apptainer's -e is --cleanenv" "$T_TMP/last"
+ok_status "-n 2 --timeout 2, rank 1 sleeps: the job ends with 124" 124 \
+	$T "$MPICTR" -n 2 --timeout 2 "$SIF" sh -c 'if [ "$PMIX_RANK" = 1 ]; then sleep 60; fi; echo done'
+cp "$T_OUT" "$T_TMP/last"
+check "... naming the rank still running" grep -q "error: --timeout 2 s passed: rank 1 still running (of 2); ending the job" "$T_TMP/last"
+ok "... within a few seconds (SIGTERM, not the 60 s sleep)" bash -c "s=\$(date +%s); $T '$MPICTR' -n 2 --timeout 1 '$SIF' sleep 60 >/dev/null 2>&1; [ \$((\$(date +%s) - s)) -lt 10 ]"
+ok_status "exec --timeout 1 sleep 30: 124" 124 $T "$MPICTR" exec --timeout 1 "$SIF" sleep 30
+ok_status "--timeout x: a usage error (255)" 255 "$MPICTR" exec --timeout x "$SIF" true
 ok "mpictr -q exec IMAGE (a global flag before the verb)" bash -c "$T '$MPICTR' -q exec '$SIF' echo hi | grep -qx hi"
 ok "mpictr -v run IMAGE: -v applies" bash -c "$T '$MPICTR' -v run '$SIF' 2>&1 | grep -q '^mpictr: mode single'"
 ok "mpictr -d exec IMAGE: -d is -v" bash -c "$T '$MPICTR' -d exec '$SIF' true 2>&1 | grep -q '^mpictr: mode single'"
