@@ -137,8 +137,7 @@ static void handle_get(struct single_conn *c, const struct pmi1_msg *m)
 		conn_send(c, "cmd=get_result rc=-1 msg=key_not_found");
 }
 
-static void handle_line(struct pmi_single *s, struct single_conn *c,
-			const char *line, size_t n)
+static void handle_line(struct single_conn *c, const char *line, size_t n)
 {
 	struct pmi1_msg m;
 	const char *cmd;
@@ -185,14 +184,20 @@ static void handle_line(struct pmi_single *s, struct single_conn *c,
 		 * one-rank job has no use for. */
 		conn_close(c);
 	}
-	(void)s;
 }
 
-static void conn_read(struct pmi_single *s, struct single_conn *c)
+static bool take_line(void *ctx, const char *line, size_t n)
+{
+	struct single_conn *c = ctx;
+
+	handle_line(c, line, n);
+	return c->fd >= 0;
+}
+
+static void conn_read(struct single_conn *c)
 {
 	ssize_t n = TEMP_FAILURE_RETRY(
 	    recv(c->fd, c->in + c->inlen, sizeof(c->in) - c->inlen, 0));
-	size_t start = 0;
 
 	if (n <= 0) {
 		if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
@@ -200,17 +205,7 @@ static void conn_read(struct pmi_single *s, struct single_conn *c)
 		return;
 	}
 	c->inlen += (size_t)n;
-	for (size_t i = 0; c->fd >= 0 && i < c->inlen; i++) {
-		if (c->in[i] != '\n')
-			continue;
-		handle_line(s, c, c->in + start, i + 1 - start);
-		start = i + 1;
-	}
-	if (c->fd < 0)
-		return;
-	memmove(c->in, c->in + start, c->inlen - start);
-	c->inlen -= start;
-	if (c->inlen == sizeof(c->in))
+	if (pmi1_take_lines(c->in, &c->inlen, sizeof(c->in), take_line, c) < 0)
 		conn_close(c);
 }
 
@@ -262,7 +257,7 @@ static void *single_main(void *arg)
 			accept_one(s);
 		for (size_t i = 0; i < SINGLE_CONNS; i++)
 			if (pfd[i + 2].revents && s->conns[i].fd >= 0)
-				conn_read(s, &s->conns[i]);
+				conn_read(&s->conns[i]);
 	}
 	return NULL;
 }
