@@ -450,6 +450,16 @@ int cache_ref_set(const struct cache *c, const char *host, const char *repo,
 	return rc;
 }
 
+bool cache_ref_own(const struct cache *c, const char *host, const char *repo,
+		   const char *tag)
+{
+	cleanup_free char *p = ref_path(c, host, repo, tag);
+	struct stat st;
+
+	return lstat(p, &st) == 0 && S_ISREG(st.st_mode) &&
+	       st.st_uid == getuid();
+}
+
 int cache_ref_get(const struct cache *c, const char *host, const char *repo,
 		  const char *tag, char **manifest, char **top)
 {

@@ -83,6 +83,11 @@ int cache_ref_set(const struct cache *c, const char *host, const char *repo,
 		  mpictr_err **err);
 int cache_ref_get(const struct cache *c, const char *host, const char *repo,
 		  const char *tag, char **manifest, char **top);
+/* Is the tag's reference file this user's own (a regular file, not
+ * another member's of a shared cache)? What a run may start by tag
+ * without the registry (pull_run.c) rests on it. */
+bool cache_ref_own(const struct cache *c, const char *host, const char *repo,
+		   const char *tag);
 
 /* `mpictr cache list`: one line per image, "DIGEST SIZE NAME..." (names
  * the tags that last resolved to it), then a line of totals. */

@@ -73,7 +73,10 @@ static char *cached_by_tag(const mpictr_config *cfg,
 		mpictr_err_free(ce);
 		return NULL;
 	}
-	if (cache_ref_get(&c, ref->registry, ref->repository, ref->tag, &man,
+	/* Only a resolution this user made: in a shared cache another
+	 * member's reference could name any image of theirs. */
+	if (cache_ref_own(&c, ref->registry, ref->repository, ref->tag) &&
+	    cache_ref_get(&c, ref->registry, ref->repository, ref->tag, &man,
 			  NULL) &&
 	    cache_has_image(&c, man))
 		sif = cache_image_path(&c, man);
