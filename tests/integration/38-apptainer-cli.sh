@@ -163,6 +163,14 @@ check "... naming the rank still running" grep -q "error: --timeout 2 s passed: 
 ok "... within a few seconds (SIGTERM, not the 60 s sleep)" bash -c "s=\$(date +%s); $T '$MPICTR' -n 2 --timeout 1 '$SIF' sleep 60 >/dev/null 2>&1; [ \$((\$(date +%s) - s)) -lt 10 ]"
 ok_status "exec --timeout 1 sleep 30: 124" 124 $T "$MPICTR" exec --timeout 1 "$SIF" sleep 30
 ok_status "--timeout x: a usage error (255)" 255 "$MPICTR" exec --timeout x "$SIF" true
+ok_status "inspect --runscript IMAGE (Apptainer's section flag): 255" 255 "$MPICTR" inspect --runscript "$SIF"
+cp "$T_OUT" "$T_TMP/last"
+check "... says every section is printed, and where --json has it" grep -q "inspect prints every section at once (no '--runscript').*\.runscript" "$T_TMP/last"
+# (not run for real: -a stops every instance of the test user, other
+# tests' too)
+ok_status "instance stop -a NAME: a usage error that names -a (255)" 255 "$MPICTR" instance stop -a extra
+cp "$T_OUT" "$T_TMP/last"
+check "... usage: instance stop NAME|-a|--all" grep -q "usage: instance stop NAME|-a|--all" "$T_TMP/last"
 ok "mpictr -q exec IMAGE (a global flag before the verb)" bash -c "$T '$MPICTR' -q exec '$SIF' echo hi | grep -qx hi"
 ok "mpictr -v run IMAGE: -v applies" bash -c "$T '$MPICTR' -v run '$SIF' 2>&1 | grep -q '^mpictr: mode single'"
 ok "mpictr -d exec IMAGE: -d is -v" bash -c "$T '$MPICTR' -d exec '$SIF' true 2>&1 | grep -q '^mpictr: mode single'"
