@@ -217,6 +217,18 @@ bool pmi_server_spawned_unfinalized(struct pmi_server *s, const char *nspace,
 void pmi_server_spawn_done(struct pmi_server *s, struct pmi_spawn *sp,
 			   const mpictr_err *err);
 
+/* ---- a single process (no -n, no launcher): pmi/pmi1_single.c ----
+ * A PMI-1 service on 127.0.0.1 where every connection is a one-rank job
+ * of its own, so that an MPICH program started however (behind shells,
+ * scripts, a runscript) runs as an MPI singleton. Serves only uid's
+ * connections. Start it after the last fork made while single-threaded. */
+struct pmi_single;
+int pmi_single_start(uid_t uid, struct pmi_single **out, mpictr_err **err);
+/* PMI_PORT, PMI_RANK=0, PMI_SIZE=1 into *env. */
+void pmi_single_env(const struct pmi_single *s, char ***env);
+/* Stop the thread, close every connection, free s. NULL ok. */
+void pmi_single_stop(struct pmi_single *s);
+
 /* The PMIx library version string (static storage), or NULL. */
 const char *pmi_library_version(void);
 

@@ -482,12 +482,24 @@ static void handle_line(struct pmi1_service *s, struct conn *c,
 	}
 }
 
+struct line_ctx {
+	struct pmi1_service *s;
+	struct conn *c;
+};
+
+static bool take_line(void *ctx, const char *line, size_t n)
+{
+	struct line_ctx *l = ctx;
+
+	handle_line(l->s, l->c, line, n);
+	return l->c->fd >= 0;
+}
+
 /* Read what is available and handle every complete line. */
 static void conn_read(struct pmi1_service *s, struct conn *c)
 {
 	ssize_t n = TEMP_FAILURE_RETRY(
 	    recv(c->fd, c->in + c->inlen, sizeof(c->in) - c->inlen, 0));
-	size_t start = 0;
 
 	if (n == 0) {
 		conn_drop(s, c, NULL); /* EOF: the rank closed or exited */
@@ -499,17 +511,8 @@ static void conn_read(struct pmi1_service *s, struct conn *c)
 		return;
 	}
 	c->inlen += (size_t)n;
-	for (size_t i = 0; c->fd >= 0 && i < c->inlen; i++) {
-		if (c->in[i] != '\n')
-			continue;
-		handle_line(s, c, c->in + start, i + 1 - start);
-		start = i + 1;
-	}
-	if (c->fd < 0)
-		return;
-	memmove(c->in, c->in + start, c->inlen - start);
-	c->inlen -= start;
-	if (c->inlen == sizeof(c->in))
+	if (pmi1_take_lines(c->in, &c->inlen, sizeof(c->in), take_line,
+			    &(struct line_ctx){s, c}) < 0)
 		conn_drop(s, c, "malformed line: line longer than 1024 bytes");
 }
 

@@ -120,3 +120,20 @@ bool pmi1_value_ok(const char *s, size_t max)
 			return false;
 	return true;
 }
+
+int pmi1_take_lines(char *buf, size_t *len, size_t cap, pmi1_line_fn fn,
+		    void *ctx)
+{
+	size_t start = 0;
+
+	for (size_t i = 0; i < *len; i++) {
+		if (buf[i] != '\n')
+			continue;
+		if (!fn(ctx, buf + start, i + 1 - start))
+			return 1;
+		start = i + 1;
+	}
+	memmove(buf, buf + start, *len - start);
+	*len -= start;
+	return *len == cap ? -1 : 0;
+}

@@ -54,4 +54,13 @@ const char *pmi1_strerror(int code);
  * short enough. */
 bool pmi1_value_ok(const char *s, size_t max);
 
+/* A connection's input: hand each complete line of buf[0..*len) to fn
+ * (the line, newline included, and its length) while fn returns true,
+ * then move what is left (the start of a line) to the front. 0; 1 when
+ * fn stopped (the connection is gone; buf is left as it was); -1 when
+ * the cap bytes of buf hold no newline (a line too long). */
+typedef bool (*pmi1_line_fn)(void *ctx, const char *line, size_t n);
+int pmi1_take_lines(char *buf, size_t *len, size_t cap, pmi1_line_fn fn,
+		    void *ctx);
+
 #endif

@@ -63,6 +63,36 @@ static int refuse_setuid(void)
 	return 0;
 }
 
+/* Apptainer's global flags go before the verb (`mpictr -q exec ...`):
+ * -q/--quiet, -v/--verbose and -d/--debug (as -v) in front of a verb are
+ * moved after it, where the verb's own options take them. */
+static void global_flags_after_verb(int argc, char **argv)
+{
+	int k = 1;
+
+	while (k < argc &&
+	       (strcmp(argv[k], "-q") == 0 || strcmp(argv[k], "--quiet") == 0 ||
+		strcmp(argv[k], "-v") == 0 ||
+		strcmp(argv[k], "--verbose") == 0 ||
+		strcmp(argv[k], "-d") == 0 || strcmp(argv[k], "--debug") == 0))
+		k++;
+	if (k == 1 || k >= argc)
+		return;
+	for (size_t i = 0; i < cli_ncommands; i++) {
+		char *verb = argv[k];
+
+		if (strcmp(verb, cli_commands[i].name) != 0)
+			continue;
+		memmove(argv + 2, argv + 1, (size_t)(k - 1) * sizeof(*argv));
+		argv[1] = verb;
+		for (int j = 2; j <= k; j++)
+			if (strcmp(argv[j], "-d") == 0 ||
+			    strcmp(argv[j], "--debug") == 0)
+				argv[j] = "-v";
+		return;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const char *verb;
@@ -73,6 +103,7 @@ int main(int argc, char **argv)
 	cli_commands = commands;
 	cli_ncommands = sizeof(commands) / sizeof(*commands);
 
+	global_flags_after_verb(argc, argv);
 	verb = argc > 1 ? argv[1] : NULL;
 	if (!verb) {
 		cli_help();

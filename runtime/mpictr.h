@@ -162,7 +162,7 @@ MPICTR_PUBLIC mpictr_pull_opts *mpictr_pull_opts_new(void);
 MPICTR_PUBLIC void mpictr_pull_opts_free(mpictr_pull_opts *o);
 /* Set option name (the long option of `mpictr pull` without "--":
  * "force", "quiet", "arch", "tls-ca", "insecure", "no-expansion-limit",
- * "stall-timeout", "cache-dir"); value is NULL for the flags. */
+ * "stall-timeout", "cache-dir", "dir"); value is NULL for the flags. */
 MPICTR_PUBLIC int mpictr_pull_opts_set(mpictr_pull_opts *o, const char *name,
 				       const char *value, mpictr_err **err);
 /* Progress of a pull: fn gets one line at a time (no newline); transient
@@ -173,7 +173,9 @@ MPICTR_PUBLIC void mpictr_pull_opts_progress(
     void (*fn)(const char *line, int transient, void *data), void *data);
 /* `mpictr pull SOURCE [OUT]`: write the image SOURCE (docker://...,
  * REPO[:TAG], REGISTRY#IMAGE, docker-archive:, oci-archive:, oci:) as the
- * SIF OUT (NULL: NAME_TAG.sif, or the cache for registry forms). *summary
+ * SIF OUT (NULL: NAME_TAG.sif, or NAME.sif for the local forms, in the
+ * option "dir" or the current directory, as Apptainer; registry images stay
+ * in the cache too). An existing OUT needs "force". *summary
  * receives a one-line report (caller frees). opts may be NULL. */
 MPICTR_PUBLIC int mpictr_pull(const char *source, const char *out,
 			      const mpictr_pull_opts *opts, char **summary,
@@ -217,6 +219,20 @@ MPICTR_PUBLIC int mpictr_config_add_bind(mpictr_config *cfg, const char *spec,
  * image's env scripts). */
 MPICTR_PUBLIC int mpictr_config_set_env(mpictr_config *cfg, const char *name,
 					const char *value, mpictr_err **err);
+/* --env LIST, as Apptainer reads it: NAME=VALUE pairs separated by
+ * commas, where a piece without '=' belongs to the value before it
+ * ("A=1,B=2" is two variables, "P=/a,/b" and "P=/a," one). Each is
+ * mpictr_config_set_env; an error names the piece. */
+MPICTR_PUBLIC int mpictr_config_add_env_list(mpictr_config *cfg,
+					     const char *list,
+					     mpictr_err **err);
+/* The binds the host environment asks for, as Apptainer reads them:
+ * APPTAINER_BIND, else APPTAINER_BINDPATH, else SINGULARITY_BIND, else
+ * SINGULARITY_BINDPATH (the -B syntax, comma-separated); added as
+ * mpictr_config_add_bind does, an error naming the variable. The CLI calls
+ * it before its options, so -B comes after them. */
+MPICTR_PUBLIC int mpictr_config_add_env_binds(mpictr_config *cfg,
+					      mpictr_err **err);
 /* Start directory inside the container (default: the current directory). */
 MPICTR_PUBLIC int mpictr_config_set_pwd(mpictr_config *cfg, const char *dir,
 					mpictr_err **err);
@@ -267,6 +283,11 @@ MPICTR_PUBLIC int mpictr_config_set_nranks(mpictr_config *cfg, int n,
  * if larger, as Open MPI's mpirun on one node. 1..65536. */
 MPICTR_PUBLIC int mpictr_config_set_universe_size(mpictr_config *cfg, int n,
 						  mpictr_err **err);
+/* --timeout SECONDS (mpirun's): a job still running after it is ended
+ * (SIGTERM, SIGKILL 3 s later), the ranks still running named, exit
+ * status 124. 0 (default): none. */
+MPICTR_PUBLIC int mpictr_config_set_timeout(mpictr_config *cfg, int seconds,
+					    mpictr_err **err);
 /* `none`, `all` or a comma list of kinds/paths (--devices). */
 MPICTR_PUBLIC int mpictr_config_set_devices(mpictr_config *cfg,
 					    const char *spec, mpictr_err **err);

@@ -17,6 +17,7 @@
 #include "pmi/pmi.h"
 #include "host/ucx.h"
 #include "common/util.h"
+#include "config/config.h"
 
 static void line(struct strbuf *sb, bool ok, const char *what, const char *fix)
 {
@@ -270,6 +271,54 @@ static void check_config(struct strbuf *sb, int *blocking)
 	mpictr_config_free(cfg);
 }
 
+/* The site's signature policy: with require_signature = yes, every job
+ * is refused unless a trusted key is there to verify with; a missing or
+ * unreadable trusted_keys file (or none at all) is said here. */
+static void check_trust(struct strbuf *sb, int *blocking)
+{
+	mpictr_config *cfg = mpictr_config_new();
+	struct site_trust t;
+	mpictr_err *e = NULL;
+	size_t bad = 0;
+
+	if (mpictr_config_load_site(cfg, NULL, &e) < 0 ||
+	    config_site_trust(cfg, &t, &e) < 0) {
+		mpictr_err_free(e); /* said by check_config */
+		mpictr_config_free(cfg);
+		return;
+	}
+	for (size_t i = 0; t.require && t.keys && t.keys[i]; i++) {
+		cleanup_free char *what = NULL;
+
+		if (access(t.keys[i], R_OK) == 0)
+			continue;
+		what = xasprintf("signature policy: trusted key '%s' (%s: "
+				 "require_signature = yes): %s",
+				 t.keys[i], t.origin ? t.origin : "site file",
+				 strerror(errno));
+		line(sb, false, what,
+		     "install the key file or correct trusted_keys "
+		     "(docs/signing.md)");
+		bad++;
+	}
+	if (t.require && !t.keys) {
+		cleanup_free char *what = xasprintf(
+		    "signature policy: require_signature = yes (%s) and no "
+		    "trusted_keys: every image is refused",
+		    t.origin ? t.origin : "site file");
+		line(sb, false, what, "name the site's keys with trusted_keys");
+		bad++;
+	}
+	if (bad)
+		(*blocking)++;
+	else if (t.require)
+		line(sb, true,
+		     "signature policy: every trusted key file is readable",
+		     NULL);
+	site_trust_free(&t);
+	mpictr_config_free(cfg);
+}
+
 MPICTR_PUBLIC int mpictr_check(char **report, int *blocking, mpictr_err **err)
 {
 	struct strbuf sb = STRBUF_INIT;
@@ -282,6 +331,7 @@ MPICTR_PUBLIC int mpictr_check(char **report, int *blocking, mpictr_err **err)
 	check_userns(&sb, &nblock);
 	check_fuse(&sb, &nblock);
 	check_config(&sb, &nblock);
+	check_trust(&sb, &nblock);
 	{
 		mpictr_err *e = NULL;
 		cleanup_free char *helper = ucx_helper_path();

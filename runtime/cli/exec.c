@@ -40,11 +40,13 @@ enum {
 	OPT_NV,
 	OPT_ROCM,
 	OPT_SHELL,
+	OPT_TIMEOUT,
 };
 
 /* Option identifiers are permanent: scripts depend on them. */
 static const struct option run_options[] = {
     {"nranks", required_argument, NULL, 'n'},
+    {"np", required_argument, NULL, 'n'}, /* mpirun's spelling */
     {"bind", required_argument, NULL, 'B'},
     {"env", required_argument, NULL, 'e'},
     {"pwd", required_argument, NULL, OPT_PWD},
@@ -64,6 +66,7 @@ static const struct option run_options[] = {
     {"config", required_argument, NULL, OPT_CONFIG},
     {"list-profiles", no_argument, NULL, OPT_LIST_PROFILES},
     {"universe-size", required_argument, NULL, OPT_UNIVERSE_SIZE},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"linger", required_argument, NULL, OPT_LINGER},
     {"writable-tmpfs", no_argument, NULL, OPT_WRITABLE_TMPFS},
     {"overlay", required_argument, NULL, OPT_OVERLAY},
@@ -88,6 +91,7 @@ static const struct {
 } flag_options[] = {
     {'c', MPICTR_FLAG_CONTAIN},
     {OPT_FAKEROOT, MPICTR_FLAG_FAKEROOT},
+    {'f', MPICTR_FLAG_FAKEROOT}, /* Apptainer's -f */
     {OPT_NO_SHARE, MPICTR_FLAG_NO_SHARE},
     {OPT_NO_OVERSUBSCRIBE, MPICTR_FLAG_NO_OVERSUBSCRIBE},
     {OPT_TAG_OUTPUT, MPICTR_FLAG_TAG_OUTPUT},
@@ -146,20 +150,15 @@ static int set_env(mpictr_config *cfg, const char *arg, int *code,
 		   mpictr_err **err)
 {
 	const char *eq = strchr(arg, '=');
-	char *name;
-	int rc;
 
 	if (!eq || eq == arg) {
-		*code = cli_usage_error(
-		    "invalid --env '%s' (expected NAME=VALUE)", arg);
+		*code = cli_usage_error("invalid --env '%s' (expected "
+					"NAME=VALUE; mpictr's -e is --env, "
+					"Apptainer's -e is --cleanenv)",
+					arg);
 		return OPT_STOP;
 	}
-	name = strndup(arg, (size_t)(eq - arg));
-	if (!name)
-		abort();
-	rc = mpictr_config_set_env(cfg, name, eq + 1, err);
-	free(name);
-	return rc;
+	return mpictr_config_add_env_list(cfg, arg, err);
 }
 
 static int set_transport_env(mpictr_config *cfg, const char *arg, int *code,
@@ -223,8 +222,14 @@ static int run_option(mpictr_config *cfg, int c, char **argv,
 	case OPT_ENV_FILE:
 		return mpictr_config_add_env_file(cfg, optarg, err);
 	case OPT_HOME:
+	case 'H': /* Apptainer's -H */
 		return mpictr_config_set_home(cfg, optarg, err);
 	case 'n':
+		/* mpirun's -np N reaches getopt as -n with "p" (or "pN") */
+		if (optarg[0] == 'p' && optarg[1])
+			return set_nranks(cfg, optarg + 1, code, err);
+		if (optarg[0] == 'p' && argv[optind])
+			return set_nranks(cfg, argv[optind++], code, err);
 		return set_nranks(cfg, optarg, code, err);
 	case 'B':
 		return mpictr_config_add_bind(cfg, optarg, err);
@@ -240,6 +245,18 @@ static int run_option(mpictr_config *cfg, int c, char **argv,
 		return mpictr_config_set_bind_to(cfg, optarg, err);
 	case OPT_UNIVERSE_SIZE:
 		return set_universe_size(cfg, optarg, code, err);
+	case OPT_TIMEOUT: {
+		long n;
+
+		if (!parse_count(optarg, 31 * 24 * 3600, &n)) {
+			*code = cli_usage_error("invalid --timeout '%s' "
+						"(expected SECONDS, "
+						"1..2678400)",
+						optarg);
+			return OPT_STOP;
+		}
+		return mpictr_config_set_timeout(cfg, (int)n, err);
+	}
 	case OPT_DRY_RUN:
 		o->dry_run = 1;
 		return OPT_GO_ON;
@@ -295,8 +312,8 @@ static int parse_run_options(mpictr_config *cfg, int argc, char **argv,
 	optind = 1;
 	opterr = 0;
 	for (prev = optind, li = -1;
-	     (c = getopt_long(argc, argv, "+n:B:e:cCvqhV", run_options, &li)) !=
-	     -1;
+	     (c = getopt_long(argc, argv, "+n:B:e:cCvqhVH:f", run_options,
+			      &li)) != -1;
 	     prev = optind, li = -1) {
 		if (li >= 0 && hint_abbreviated_peer(
 				   argv[prev], run_options[li].name, code))
@@ -422,7 +439,8 @@ int exec_configure(mpictr_config *cfg, int argc, char **argv,
 
 	if (mpictr_config_load_site(cfg, NULL, &err) < 0 ||
 	    (user_conf && *user_conf &&
-	     mpictr_config_add_config_file(cfg, user_conf, &err) < 0)) {
+	     mpictr_config_add_config_file(cfg, user_conf, &err) < 0) ||
+	    mpictr_config_add_env_binds(cfg, &err) < 0) {
 		*code = cli_fail(err);
 		return OPT_STOP;
 	}

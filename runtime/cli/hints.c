@@ -19,6 +19,8 @@ static const struct {
 } peer_options[] = {
     {"writable", "mpictr never writes the image: use --writable-tmpfs or "
 		 "--overlay DIR"},
+    {"w", "mpictr never writes the image: use --writable-tmpfs or "
+	  "--overlay DIR (Apptainer's -w is --writable)"},
     {"rw", "use --writable-tmpfs (Enroot's --rw)"},
     {"root", "use --fakeroot (Enroot's --root)"},
     {"mount", "use -B/--bind SRC[:DST[:ro]]"},
@@ -73,7 +75,7 @@ bool hint_is_option(const char *arg, const struct option *opts)
 	if (arg[0] != '-' || !arg[1])
 		return false;
 	if (arg[1] != '-')
-		return strchr("nBecCvqhV", arg[1]) != NULL;
+		return strchr("nBecCvqhVHf", arg[1]) != NULL;
 	arg += 2;
 	l = strcspn(arg, "=");
 	for (const struct option *o = opts; o->name; o++)

@@ -27,6 +27,21 @@ int cmd_inspect(int argc, char **argv)
 
 	if (cli_wants_help(argc, argv))
 		return cli_print_help(inspect_help);
+	/* Apptainer's per-section flags: every section is printed, each
+	 * under its title; --json has them by name. */
+	if (argc == 3 &&
+	    (strcmp(argv[1], "--runscript") == 0 ||
+	     strcmp(argv[1], "--labels") == 0 ||
+	     strcmp(argv[1], "--environment") == 0 ||
+	     strcmp(argv[1], "--deffile") == 0 || strcmp(argv[1], "-r") == 0 ||
+	     strcmp(argv[1], "-l") == 0 || strcmp(argv[1], "-e") == 0 ||
+	     strcmp(argv[1], "-d") == 0))
+		return cli_usage_error(
+		    "inspect prints every section at once (no '%s'): "
+		    "'mpictr inspect %s' shows it under its title, "
+		    "'mpictr inspect --json %s' has it by name (.runscript, "
+		    ".labels, .environment, .deffile)",
+		    argv[1], argv[2], argv[2]);
 	if (!(argc == 2 && argv[1][0] != '-') && !json)
 		return cli_usage_error("%s", "usage: inspect [--json] IMAGE");
 	rc = mpictr_inspect(argv[argc - 1], json, &text, &err);

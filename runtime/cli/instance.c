@@ -12,7 +12,7 @@
 static const char instance_help[] =
     "usage: mpictr instance start [OPTIONS] [--linger SECONDS] IMAGE NAME\n"
     "       mpictr instance list [--json]\n"
-    "       mpictr instance stop NAME|--all\n"
+    "       mpictr instance stop NAME|-a|--all\n"
     "       mpictr instance save NAME PATH\n"
     "\n"
     "start: build the node container of IMAGE with OPTIONS (the run "
@@ -29,7 +29,7 @@ static const char instance_help[] =
     "      --linger SECONDS    start: end the instance after SECONDS "
     "without a process\n"
     "      --json              list: as a JSON array\n"
-    "      --all               stop: every instance of this user\n"
+    "  -a, --all               stop: every instance of this user\n"
     "  -h, --help              this text\n";
 
 /* `mpictr instance start [OPTIONS] IMAGE NAME`. */
@@ -98,8 +98,12 @@ static int cmd_instance_stop(int argc, char **argv)
 
 	if (cli_wants_help(argc - 1, argv + 1))
 		return cli_print_help(instance_help);
+	/* -a: Apptainer's short form of --all */
+	if (argc == 3 && strcmp(argv[2], "-a") == 0)
+		argv[2] = "--all";
 	if (argc != 3 || (argv[2][0] == '-' && strcmp(argv[2], "--all") != 0))
-		return cli_usage_error("%s", "usage: instance stop NAME|--all");
+		return cli_usage_error("%s",
+				       "usage: instance stop NAME|-a|--all");
 	rc = mpictr_instance_stop(
 	    NULL, strcmp(argv[2], "--all") == 0 ? NULL : argv[2], &err);
 	return rc < 0 ? cli_fail(err) : 0;

@@ -10,20 +10,21 @@
 #include "cli/cli.h"
 
 static const char pull_usage[] =
-    "usage: pull [--force] [-q] [--arch ARCH] [--tls-ca FILE] "
+    "usage: pull [--force] [-q] [--dir DIR] [--arch ARCH] [--tls-ca FILE] "
     "[--insecure HOST] [--no-expansion-limit] [--stall-timeout SECONDS] "
     "SOURCE [OUT.sif]";
 
 static const char pull_help[] =
     "usage: mpictr pull [--force] [-q] [--arch ARCH] [--tls-ca FILE] "
     "[--insecure HOST[:PORT]]...\n"
-    "                   [--cache-dir DIR] [--no-expansion-limit] "
+    "                   [--cache-dir DIR] [--dir DIR] [--no-expansion-limit] "
     "[--stall-timeout SECONDS]\n"
     "                   SOURCE [OUT.sif]\n"
     "\n"
     "Pull SOURCE into the image cache as a SIF and copy it to OUT.sif "
     "(without OUT,\n"
-    "its path in the cache is printed). SOURCE is\n"
+    "NAME_TAG.sif in the current directory or --dir, as Apptainer). "
+    "SOURCE is\n"
     "docker://[USER@]HOST[:PORT]/REPO[:TAG][@DIGEST], REPO[:TAG],\n"
     "[USER@]REGISTRY#IMAGE[:TAG], docker-archive:FILE[:REF], "
     "oci-archive:FILE[:REF]\n"
@@ -31,6 +32,7 @@ static const char pull_help[] =
     "\n"
     "options:\n"
     "  -F, --force             replace an existing OUT.sif\n"
+    "      --dir DIR           write NAME_TAG.sif in DIR (without OUT)\n"
     "  -q, --quiet             no progress and no summary\n"
     "      --arch ARCH         the platform to choose from a multi-platform "
     "image\n"
@@ -74,6 +76,7 @@ int cmd_pull(int argc, char **argv)
 	    {"no-expansion-limit", no_argument, NULL, 'X'},
 	    {"stall-timeout", required_argument, NULL, 'S'},
 	    {"cache-dir", required_argument, NULL, 'D'},
+	    {"dir", required_argument, NULL, 'd'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};

@@ -156,6 +156,68 @@ MPICTR_PUBLIC int mpictr_config_set_env(mpictr_config *cfg, const char *name,
 	return 0;
 }
 
+MPICTR_PUBLIC int mpictr_config_add_env_list(mpictr_config *cfg,
+					     const char *list, mpictr_err **err)
+{
+	cleanup_strv char **pairs = NULL;
+	cleanup_free char *copy = NULL;
+	if (check_arg(cfg, "config", err) < 0 ||
+	    check_arg(list, "--env", err) < 0)
+		return -1;
+	copy = xstrdup(list);
+	/* strsep keeps empty pieces: "P=/a," is P with value "/a,". */
+	for (char *p = copy, *piece; (piece = strsep(&p, ",")) != NULL;) {
+		const char *eq = strchr(piece, '=');
+		size_t n = strv_len(pairs);
+
+		if (eq && eq > piece &&
+		    env_name_valid(piece, (size_t)(eq - piece))) {
+			strv_push(&pairs, piece);
+		} else if (n > 0) {
+			char *joined = xasprintf("%s,%s", pairs[n - 1], piece);
+
+			free(pairs[n - 1]);
+			pairs[n - 1] = joined;
+		} else {
+			return err_set(err, 0,
+				       "invalid --env '%s' (expected "
+				       "NAME=VALUE[,NAME=VALUE...])",
+				       list);
+		}
+	}
+	for (size_t i = 0; pairs && pairs[i]; i++) {
+		char *eq = strchr(pairs[i], '=');
+
+		*eq = '\0';
+		if (mpictr_config_set_env(cfg, pairs[i], eq + 1, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_config_add_env_binds(mpictr_config *cfg,
+					      mpictr_err **err)
+{
+	static const char *const vars[] = {
+	    "APPTAINER_BIND", "APPTAINER_BINDPATH", "SINGULARITY_BIND",
+	    "SINGULARITY_BINDPATH"};
+	const char *v = NULL, *name = NULL;
+
+	if (check_arg(cfg, "config", err) < 0)
+		return -1;
+	for (size_t i = 0; !v && i < sizeof(vars) / sizeof(*vars); i++) {
+		v = env_get(cfg->host_env, vars[i]);
+		name = vars[i];
+		if (v && !*v)
+			v = NULL;
+	}
+	if (!v)
+		return 0;
+	if (bind_parse(v, &cfg->binds, &cfg->nbinds, err) < 0)
+		return err_wrap(err, "%s", name);
+	return 0;
+}
+
 MPICTR_PUBLIC int
 mpictr_config_set_instance_origin(mpictr_config *cfg, const char *origin,
 				  const char *const *image_dirs,
@@ -421,6 +483,20 @@ MPICTR_PUBLIC int mpictr_config_set_universe_size(mpictr_config *cfg, int n,
 		return err_set(
 		    err, 0, "invalid universe size %d (expected 1..65536)", n);
 	cfg->universe_size = n;
+	return 0;
+}
+
+MPICTR_PUBLIC int mpictr_config_set_timeout(mpictr_config *cfg, int seconds,
+					    mpictr_err **err)
+{
+	if (check_arg(cfg, "config", err) < 0)
+		return -1;
+	if (seconds < 0 || seconds > 31 * 24 * 3600)
+		return err_set(err, 0,
+			       "invalid --timeout %d (expected 1..2678400 "
+			       "seconds)",
+			       seconds);
+	cfg->timeout_s = seconds;
 	return 0;
 }
 

@@ -27,6 +27,7 @@ struct mpictr_config {
 	bool no_oversubscribe; /* spawn may not pass universe_size */
 	int nranks;	       /* 0: single process, no PMI */
 	int universe_size; /* MPI_UNIVERSE_SIZE; 0: slots, at least nranks */
+	int timeout_s;	   /* --timeout: end the job after it; 0: none */
 	char *devices;
 	char *bind_to;
 	bool transport_env_set; /* set through the API (not the default) */

@@ -213,6 +213,8 @@ const struct site_key siteconf_keys[] = {
      check_size, "25%"},
     {"cache_dir", SITE_KEY_ITEM, G(cache_dir), true, false, false, NULL,
      check_abs, "/var/cache/mpictr"},
+    {"offline_cache", SITE_KEY_ITEM, G(offline_cache), true, false, false, NULL,
+     check_bool, "no"},
     {"tmp_size", SITE_KEY_ITEM, G(tmp_size), true, true, false, NULL,
      check_size, "1g"},
     {"require_signature", SITE_KEY_ITEM, G(require_signature), true, true,

@@ -64,6 +64,9 @@ struct siteconf {
 	struct site_item writable_tmpfs_size;
 	struct site_item shm_size;  /* size of a job's /dev/shm, or NULL */
 	struct site_item cache_dir; /* shared image cache (pull), or NULL */
+	/* "no": a registry image by tag is not started from the cache's
+	 * last resolution when the registry cannot be reached */
+	struct site_item offline_cache;
 	/* size of each of the private /tmp and $HOME (--contain), or NULL */
 	struct site_item tmp_size;
 	/* "yes": run only images signed by one of trusted_keys

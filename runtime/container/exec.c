@@ -21,6 +21,7 @@
 #include "container/seccomp.h"
 #include "common/proc.h"
 #include "host/mpiinject.h"
+#include "plan/env.h"
 #include "plan/mpicheck.h"
 
 /* True when the image (the current root) has environment scripts to
@@ -54,6 +55,18 @@ static char *env_script_text(char ***env, char *const *user_env,
 	struct strbuf sb = STRBUF_INIT;
 	int k = 0;
 
+	/* PATH as before the user's PREPEND_PATH/APPEND_PATH, which are
+	 * made again after the scripts. */
+	for (size_t i = 0; user_env && user_env[i]; i++) {
+		cleanup_free char *base = NULL;
+
+		if (!env_path_edit(user_env[i], NULL))
+			continue;
+		base = env_path_unedited(*env, user_env);
+		env_set(env, "__mpictr_p", base);
+		sb_puts(&sb, "PATH=\"$__mpictr_p\"; unset __mpictr_p; ");
+		break;
+	}
 	sb_puts(&sb, "for __mpictr_f in /.singularity.d/env/*.sh; do "
 		     "[ -r \"$__mpictr_f\" ] && . \"$__mpictr_f\"; done; "
 		     "unset __mpictr_f; ");
@@ -64,10 +77,29 @@ static char *env_script_text(char ***env, char *const *user_env,
 		if (!eq ||
 		    !env_name_valid(user_env[i], (size_t)(eq - user_env[i])))
 			continue;
+		if (env_path_edit(user_env[i], NULL))
+			continue;
 		name = xstrndup(user_env[i], (size_t)(eq - user_env[i]));
 		var = xasprintf("__mpictr_u%d", k++);
 		env_set(env, var, eq + 1);
 		sb_printf(&sb, "export %s=\"$%s\"; unset %s; ", name, var, var);
+	}
+	/* PREPEND_PATH / APPEND_PATH: on the PATH the scripts left. */
+	for (size_t i = 0; user_env && user_env[i]; i++) {
+		const char *v;
+		int how = env_path_edit(user_env[i], &v);
+		cleanup_free char *var = NULL;
+
+		if (!how)
+			continue;
+		var = xasprintf("__mpictr_u%d", k++);
+		env_set(env, var, v);
+		sb_printf(&sb,
+			  how < 0 ? "export PATH=\"$%s${PATH:+:$PATH}\"; "
+				    "unset %s; "
+				  : "export PATH=\"${PATH:+$PATH:}$%s\"; "
+				    "unset %s; ",
+			  var, var);
 	}
 	sb_printf(&sb,
 		  "command -v %s >/dev/null 2>&1 || { echo \"mpictr: "
@@ -119,8 +151,14 @@ static void enroot_env(char ***env, char *const *user_env)
 		if (nl)
 			*nl++ = '\0';
 		if (env_line_parse(l, &name, &value) == 1 &&
-		    !env_get(user_env, name))
+		    !env_get(user_env, name)) {
 			env_set(env, name, value);
+			/* the user's PREPEND_PATH/APPEND_PATH again */
+			for (size_t i = 0; strcmp(name, "PATH") == 0 &&
+					   user_env && user_env[i];
+			     i++)
+				env_path_apply(env, user_env[i]);
+		}
 	}
 }
 

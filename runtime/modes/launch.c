@@ -62,6 +62,7 @@ struct job {
 	int *out_fd;   /* --tag-output: read ends of rank stdout/stderr */
 	bool *midline; /* --tag-output: last byte of rank r was not \n */
 	struct pmi_server *pmi;
+	struct pmi_single *single_pmi; /* a single process's PMI-1 service */
 	struct pmi_upstream *upstream; /* node daemon mode, else NULL */
 	struct spawner *spawn;	       /* MPI_Comm_spawn (launch mode) */
 	uint32_t rank_base;	       /* global rank of local rank 0 */
@@ -342,6 +343,8 @@ static int rank_env(struct job *j, int rank, char ***env, int *pmi_fd,
 	*env = plan_rank_env(&j->plan, rank);
 	*pmi_fd = -1;
 	env_binding(env, j->cfg->bind_to);
+	if (j->single_pmi)
+		pmi_single_env(j->single_pmi, env);
 	if (!j->plan.serves_pmi)
 		return 0;
 	return pmi_server_rank_env(j->pmi, j->rank_base + (uint32_t)rank, env,
@@ -562,9 +565,39 @@ static void drain_output(struct job *j)
 /* Wait for every rank and spawned process; forward signals; on the first
  * failure (or an abort) terminate the others, then kill them after a
  * grace period. */
+/* --timeout passed: name the ranks still running (as a failing rank is
+ * named) and end the job; exit status 124, as timeout(1). */
+static void timed_out(struct job *j, struct watch *w)
+{
+	struct strbuf sb = STRBUF_INIT;
+	cleanup_free char *list = NULL;
+	int n = 0;
+
+	for (int r = 0; r < j->plan.nranks; r++)
+		if (j->ranks[r] > 0 && j->status[r] < 0)
+			sb_printf(&sb, "%s%u", n++ ? ", " : "",
+				  j->rank_base + (uint32_t)r);
+	list = sb_steal(&sb);
+	if (j->cfg->nranks > 0)
+		log_error("--timeout %d s passed: rank%s %s still running "
+			  "(of %d); ending the job",
+			  j->cfg->timeout_s, n == 1 ? "" : "s",
+			  n ? list : "none", j->plan.nranks);
+	else
+		log_error("--timeout %d s passed: the command is still "
+			  "running; ending it",
+			  j->cfg->timeout_s);
+	if (w->fail_code < 0 && w->abort_code < 0)
+		w->fail_code = 124;
+	end_job(j, w);
+}
+
 static int supervise(struct job *j, int *status)
 {
 	struct watch w = {0, -1, -1, -1, false};
+	long deadline = j->cfg->timeout_s > 0
+			    ? mono_ms() + (long)j->cfg->timeout_s * 1000
+			    : -1;
 
 	for (int r = 0; r < j->plan.nranks; r++)
 		if (j->ranks[r] > 0 && j->status[r] < 0)
@@ -588,8 +621,15 @@ static int supervise(struct job *j, int *status)
 			long left = w.kill_at - mono_ms();
 			timeout = left > 0 ? (int)left : 0;
 		}
+		if (deadline >= 0 && !w.ending) {
+			long left = deadline - mono_ms();
+			if (timeout < 0 || left < timeout)
+				timeout = left > 0 ? (int)left : 0;
+		}
 		if (poll(pfd, np, timeout) < 0 && errno != EINTR)
 			break;
+		if (deadline >= 0 && !w.ending && mono_ms() >= deadline)
+			timed_out(j, &w);
 		if (w.kill_at >= 0 && mono_ms() >= w.kill_at) {
 			signal_ranks(j, SIGKILL);
 			w.kill_at = -1;
@@ -663,6 +703,7 @@ static void teardown(struct job *j)
 	}
 	if (j->pmi)
 		pmi_server_stop(j->pmi);
+	pmi_single_stop(j->single_pmi);
 	pmi_upstream_stop(j->upstream); /* after the server: it uses it */
 	if (j->run_dir && j->janitor_fd >= 0)
 		rm_rf(j->run_dir); /* made by the janitor: ours */
@@ -770,6 +811,35 @@ static int job_namespaces(struct job *j, mpictr_err **err)
 	return 0;
 }
 
+/* More ranks on this node than the cores it may use: said once, as a
+ * notice (it runs, as under mpirun --oversubscribe), or refused with
+ * --no-oversubscribe (or oversubscribe = no), as mpirun refuses it. */
+static int check_oversubscribed(const struct mpictr_config *cfg,
+				const struct plan *p, mpictr_err **err)
+{
+	uint32_t cores = p->ncores;
+
+	if (cores == 0 || (uint32_t)cfg->nranks <= cores)
+		return 0;
+	if (cfg->no_oversubscribe ||
+	    streq0(cfg->site.oversubscribe.value, "no")) {
+		err_set(err, 0,
+			"-n %d: more ranks than the %u cores this node may "
+			"use, and %s refuses to oversubscribe them",
+			cfg->nranks, cores,
+			cfg->no_oversubscribe ? "--no-oversubscribe"
+					      : "oversubscribe = no");
+		return err_hint(err,
+				"use -n %u or fewer, or leave out "
+				"--no-oversubscribe",
+				cores);
+	}
+	log_notice("-n %d on %u cores: the ranks oversubscribe them (as "
+		   "mpirun --oversubscribe; --no-oversubscribe refuses it)",
+		   cfg->nranks, cores);
+	return 0;
+}
+
 int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
 	       const struct ns_source *inst, int *status, mpictr_err **err)
 {
@@ -822,6 +892,8 @@ int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
 		goto out;
 	for (size_t i = 0; j.plan.notices && j.plan.notices[i]; i++)
 		log_notice("%s", j.plan.notices[i]);
+	if (cfg->nranks > 0 && check_oversubscribed(cfg, &j.plan, err) < 0)
+		goto out;
 
 	job_alloc(&j);
 
@@ -838,6 +910,13 @@ int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
 		j.pipe_ignored = true;
 	if (j.plan.serves_pmi && start_pmi(&j, err) < 0)
 		goto out;
+	/* A single process: any MPICH program it starts, however, finds a
+	 * PMI (pmi/pmi1_single.c); Open MPI's is found by the MPI check. */
+	if (d->mode == RUN_SINGLE && !j.plan.serves_pmi) {
+		if (pmi_single_start(getuid(), &j.single_pmi, err) < 0)
+			goto out;
+		j.plan.mpicheck.single_pmi = true;
+	}
 	for (int r = 0; r < j.plan.nranks; r++)
 		if (start_rank(&j, r, err) < 0)
 			goto out; /* 126/127 travel in the error's exit code */

@@ -157,8 +157,18 @@ void env_plan(const struct mpictr_config *cfg, enum run_mode mode,
 	*env = host_env(cfg, mode);
 	*user_env = NULL;
 	env_set(env, "PATH", CONTAINER_DEFAULT_PATH);
-	for (size_t i = 0; image_env && image_env[i]; i++)
-		set_kv(env, image_env[i]);
+	/* A pulled image's Env as Apptainer's env script has it (export
+	 * X="${X:-value}"): PATH is the image's, every other variable the
+	 * host's where the host sets it (not empty). */
+	for (size_t i = 0; image_env && image_env[i]; i++) {
+		const char *kv = image_env[i], *eq = strchr(kv, '=');
+		cleanup_free char *name =
+		    eq ? xstrndup(kv, (size_t)(eq - kv)) : NULL;
+		const char *now = name ? env_get(*env, name) : NULL;
+
+		if (name && (strcmp(name, "PATH") == 0 || !now || !*now))
+			set_kv(env, kv);
+	}
 	site_env(cfg, profs, env);
 	container_vars(cfg, image, pwd, home, env);
 	/* Step 4: SINGULARITYENV_NAME, APPTAINERENV_NAME, MPICTR_ENV_NAME,
@@ -172,7 +182,62 @@ void env_plan(const struct mpictr_config *cfg, enum run_mode mode,
 	for (size_t i = 0; cfg->user_env && cfg->user_env[i]; i++)
 		set_kv(user_env, cfg->user_env[i]);
 	for (size_t i = 0; *user_env && (*user_env)[i]; i++)
-		set_kv(env, (*user_env)[i]);
+		if (!env_path_edit((*user_env)[i], NULL))
+			set_kv(env, (*user_env)[i]);
+	for (size_t i = 0; *user_env && (*user_env)[i]; i++)
+		env_path_apply(env, (*user_env)[i]);
+}
+
+int env_path_edit(const char *kv, const char **value)
+{
+	int how = str_has_prefix(kv, "PREPEND_PATH=")  ? -1
+		  : str_has_prefix(kv, "APPEND_PATH=") ? 1
+						       : 0;
+
+	if (how && value)
+		*value = strchr(kv, '=') + 1;
+	return how;
+}
+
+char *env_path_unedited(char *const *env, char *const *user_env)
+{
+	const char *cur = env_get(env, "PATH");
+	char *path = xstrdup(cur ? cur : "");
+	size_t n = strv_len(user_env);
+
+	/* Undo the edits, last first. */
+	for (size_t i = n; i-- > 0;) {
+		const char *v;
+		int how = env_path_edit(user_env[i], &v);
+		size_t lp = strlen(path), lv = strlen(v);
+
+		if (how < 0 && lp > lv && strncmp(path, v, lv) == 0 &&
+		    path[lv] == ':')
+			memmove(path, path + lv + 1, lp - lv);
+		else if (how > 0 && lp > lv && strcmp(path + lp - lv, v) == 0 &&
+			 path[lp - lv - 1] == ':')
+			path[lp - lv - 1] = '\0';
+		else if (how && strcmp(path, v) == 0)
+			path[0] = '\0';
+	}
+	return path;
+}
+
+void env_path_apply(char ***env, const char *kv)
+{
+	const char *v, *cur;
+	int how = env_path_edit(kv, &v);
+	cleanup_free char *path = NULL;
+
+	if (!how)
+		return;
+	cur = env_get(*env, "PATH");
+	if (!cur || !*cur)
+		path = xstrdup(v);
+	else
+		path = how < 0 ? xasprintf("%s:%s", v, cur)
+			       : xasprintf("%s:%s", cur, v);
+	env_set(env, "PATH", path);
 }
 
 /* Step 5. */

@@ -7,12 +7,14 @@
  *     serves PMI (launch and node daemon mode) also minus PMI_* and PMIX_*
  *     of an outer launcher;
  *  2. PATH reset to the container default; a pulled image's Env (its
- *     config's, docs/pull.md: it overrides the host's); the site's
+ *     config's, docs/pull.md: PATH overrides, the rest only
+ *     where the host sets none, as Apptainer's env script); the site's
  *     variables, then the selected profiles' (set, or prepended with ':');
  *  3. MPICTR_CONTAINER, APPTAINER_/SINGULARITY_CONTAINER and _NAME, PWD,
  *     HOME (--home), PS1 (`mpictr shell`);
  *  4. the user's: SINGULARITYENV_NAME, APPTAINERENV_NAME, MPICTR_ENV_NAME,
- *     --env-file, then -e/--env (kept apart too, see 7);
+ *     --env-file, then -e/--env (kept apart too, see 7); PREPEND_PATH and
+ *     APPEND_PATH among them edit PATH last (env_path_edit);
  *     -- env_plan above, once per plan; env_rank below, per rank --
  *  5. the transport variables, only where still unset (or set by the
  *     image's Env only: they win over the image's); the host library
@@ -48,6 +50,17 @@ void env_plan(const struct mpictr_config *cfg, enum run_mode mode,
 	      const struct site_profile *const *profs, const char *image,
 	      const char *pwd, const char *home, char *const *image_env,
 	      char ***env, char ***user_env);
+
+/* Apptainer's PREPEND_PATH=DIR / APPEND_PATH=DIR among the user's
+ * variables (step 4): they edit PATH and are not variables themselves.
+ * env_path_edit: -1 (prepend), 1 (append) or 0 (another variable), with
+ * *value (when value is not NULL) the directory; env_path_apply: PATH of
+ * *env edited (nothing for another variable). */
+int env_path_edit(const char *kv, const char **value);
+void env_path_apply(char ***env, const char *kv);
+/* PATH of env before user_env's edits (new string): what the image's env
+ * scripts start from, the edits being made again after them. */
+char *env_path_unedited(char *const *env, char *const *user_env);
 
 /* Step 5 for one rank: base (steps 1 to 4, copied), the transport
  * variables of o for the host's devices hd (only where still unset), the

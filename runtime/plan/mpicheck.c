@@ -84,6 +84,12 @@ int mpicheck_verdict(const struct mpicheck_launcher *l, char *const *env,
 	ok = fam == MPI_FAMILY_OPENMPI ? offers_pmix(env) : offers_pmi1(env);
 	if (ok)
 		return 0;
+	/* The single process's own PMI-1 service serves MPICH; Open MPI is
+	 * run again as -n 1, under PMIx. */
+	if (l->rule == LAUNCHER_NONE && l->single_pmi)
+		return fam == MPI_FAMILY_MPICH || offers_pmix(env)
+			   ? 0
+			   : MPICHECK_SINGLETON;
 	if (l->rule == LAUNCHER_NONE)
 		return offers_pmix(env) || offers_pmi1(env)
 			   ? 0

@@ -21,6 +21,9 @@ struct mpicheck_launcher {
 	enum launcher_rule rule;
 	const char *name; /* static: launch_peers.name */
 	uint32_t size;	  /* global size, LAUNCHER_UNKNOWN */
+	/* a single process given mpictr's own PMI-1 service (PMI_PORT,
+	 * pmi/pmi1_single.c): MPICH is served; Open MPI still needs PMIx */
+	bool single_pmi;
 };
 
 /* mpicheck_verdict: run as a one-rank job under our PMI servers. */

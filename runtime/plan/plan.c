@@ -762,6 +762,7 @@ static void plan_pmi_shape(const struct mpictr_config *cfg,
 	p->universe_hard = cfg->no_oversubscribe ||
 			   streq0(cfg->site.oversubscribe.value, "no");
 	p->universe = 0;
+	p->ncores = p->facts->ncores;
 	if (!p->serves_pmi)
 		return;
 	if (cfg->universe_size > 0)
@@ -802,7 +803,10 @@ static int plan_options(const struct mpictr_config *cfg,
 	copy_image_config(f, p);
 	if (cfg->pwd)
 		p->cwd = clean_path(cfg->pwd);
-	else if (p->oci_known && p->oci.workdir && p->oci.workdir[0] == '/')
+	/* WorkingDir is where `run` starts the Entrypoint (as Docker);
+	 * exec and shell start in the current directory (as Apptainer). */
+	else if (cfg->runscript && p->oci_known && p->oci.workdir &&
+		 p->oci.workdir[0] == '/')
 		p->cwd = clean_path(p->oci.workdir);
 	else if (cfg->pwd_default)
 		p->cwd = clean_path(cfg->pwd_default);
@@ -900,9 +904,9 @@ static int plan_steps(const struct mpictr_config *cfg,
 	}
 	plan_argv(cfg, p);
 	if (oci_config_user_nonroot(&p->oci) && p->mode != RUN_JOIN)
-		log_notice("image '%s': its config's User '%s' is ignored: the "
-			   "command runs as you",
-			   cfg->image, p->oci.user);
+		log_info("image '%s': its config's User '%s' is ignored: the "
+			 "command runs as you",
+			 cfg->image, p->oci.user);
 	if (!p->argv || !p->argv[0])
 		return err_set(err, 0,
 			       "image '%s': no command given, and the image "

@@ -112,6 +112,8 @@ struct plan {
 	/* Spawns may not pass universe (--no-oversubscribe, the site's
 	 * oversubscribe = no); otherwise it is advice. */
 	bool universe_hard;
+	uint32_t ncores; /* cores this process may run on (launch mode and
+			    --dry-run gather them), 0: not gathered */
 	char **profiles; /* selected site profiles, in order */
 	struct mpi_inject
 	    *mpi; /* host MPIs to inject (checked in the holder) */

@@ -10,6 +10,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
@@ -686,6 +687,33 @@ void cache_unlock(int fd)
 		close(fd); /* releases the fcntl lock */
 }
 
+/* The partial files this process made lately, for cache_tmp_remove_all
+ * (a ring: a slot is reused once its file is long renamed or removed; an
+ * unlink of a name that is gone does nothing). */
+#define TMP_SLOTS 64
+static char tmp_slots[TMP_SLOTS][512];
+static atomic_uint tmp_next;
+
+void cache_tmp_track(const char *path)
+{
+	size_t l = strlen(path);
+	char *slot;
+
+	if (l >= sizeof(tmp_slots[0]))
+		return;
+	slot = tmp_slots[atomic_fetch_add(&tmp_next, 1) % TMP_SLOTS];
+	slot[0] = '\0';
+	memcpy(slot + 1, path + 1, l);
+	__atomic_store_n(&slot[0], path[0], __ATOMIC_RELEASE);
+}
+
+void cache_tmp_remove_all(void)
+{
+	for (size_t i = 0; i < TMP_SLOTS; i++)
+		if (__atomic_load_n(&tmp_slots[i][0], __ATOMIC_ACQUIRE))
+			unlink(tmp_slots[i]);
+}
+
 static char *tmp_random(const char *prefix)
 {
 	uint64_t r = 0;
@@ -699,8 +727,10 @@ static char *tmp_random(const char *prefix)
 char *cache_tmpname(const struct cache *c, const char *prefix)
 {
 	cleanup_free char *name = tmp_random(prefix);
+	char *p = xasprintf("%s/tmp/%s", c->dir, name);
 
-	return xasprintf("%s/tmp/%s", c->dir, name);
+	cache_tmp_track(p);
+	return p;
 }
 
 int cache_tmpfile(const struct cache *c, const char *prefix, char **path,
@@ -711,6 +741,7 @@ int cache_tmpfile(const struct cache *c, const char *prefix, char **path,
 		int fd = create_tmp(c, name);
 		if (fd >= 0) {
 			*path = xasprintf("%s/tmp/%s", c->dir, name);
+			cache_tmp_track(*path);
 			return fd;
 		}
 		if (errno != EEXIST)
@@ -723,7 +754,8 @@ int cache_tmpfile(const struct cache *c, const char *prefix, char **path,
 /* ---- tag references ------------------------------------------------------
  *
  * refs/HOST/REPO/:TAG, one line. They only name images in `cache list` and
- * index.json (nothing is run by tag from them); in a shared cache another
+ * index.json (run by tag only offline, through the user's own file:
+ * cache_ref_own); in a shared cache another
  * member's file of the same tag is kept (sticky): ours is then not
  * written, which is no error. */
 
@@ -924,6 +956,18 @@ int cache_ref_set(const struct cache *c, const char *host, const char *repo,
 	return rc;
 }
 
+bool cache_ref_own(const struct cache *c, const char *host, const char *repo,
+		   const char *tag)
+{
+	cleanup_free char *name = xasprintf(":%s", tag);
+	cleanup_close int dfd = refs_dir(c, host, repo, false, NULL);
+	struct stat st;
+
+	return dfd >= 0 && !strchr(tag, '/') &&
+	       fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISREG(st.st_mode) && st.st_uid == getuid();
+}
+
 int cache_ref_get(const struct cache *c, const char *host, const char *repo,
 		  const char *tag, char **manifest, char **top)
 {
@@ -994,8 +1038,9 @@ char *cache_list_text(const struct cache *c)
 	int copy = fcntl(c->fd[CACHE_IMAGES], F_DUPFD_CLOEXEC, 0);
 	DIR *d = copy >= 0 ? fdopendir(copy) : NULL;
 	struct dirent *e;
-	unsigned nimg = 0, nblob = 0;
-	uint64_t isz, bsz;
+	cleanup_free char *tmps = xasprintf("%s/tmp", c->dir);
+	unsigned nimg = 0, nblob = 0, ntmp = 0;
+	uint64_t isz, bsz, tsz;
 	struct stat st;
 
 	refs_each(c, list_add, &a);
@@ -1028,9 +1073,18 @@ char *cache_list_text(const struct cache *c)
 	strv_free(a.names);
 	isz = dir_bytes(c->fd[CACHE_IMAGES], &nimg);
 	bsz = dir_bytes(c->fd[CACHE_BLOBS], &nblob);
+	tsz = dir_bytes(c->fd[CACHE_TMP], &ntmp);
 	sb_printf(&sb, "%u images %llu bytes, %u blobs %llu bytes in %s\n",
 		  nimg, (unsigned long long)isz, nblob, (unsigned long long)bsz,
 		  c->dir);
+	/* Downloads or builds in progress, or left by a pull that was
+	 * killed: 'cache clean --tmp' removes them when none runs. */
+	if (ntmp)
+		sb_printf(&sb,
+			  "%u partial downloads %llu bytes in %s (in "
+			  "progress, or left by a killed pull: 'mpictr cache "
+			  "clean --tmp' removes them)\n",
+			  ntmp, (unsigned long long)tsz, tmps);
 	return sb_steal(&sb);
 }
 

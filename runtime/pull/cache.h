@@ -123,6 +123,12 @@ int cache_tmpfile(const struct cache *c, const char *prefix, char **path,
 /* A path DIR/tmp/PREFIX.PID.RANDOM.partial that does not exist yet (for a
  * writer that creates its own file, O_EXCL). */
 char *cache_tmpname(const struct cache *c, const char *prefix);
+/* Remember path (a partial file of this process) for
+ * cache_tmp_remove_all; cache_tmpname and cache_tmpfile do it. */
+void cache_tmp_track(const char *path);
+/* Remove every partial file remembered: async-signal-safe, for a handler
+ * of SIGINT/SIGTERM/SIGHUP that then lets the signal end the process. */
+void cache_tmp_remove_all(void);
 
 /* The tag reference name ("host/repo:tag") -> what it was last resolved
  * to. cache_ref_get: 1 and *manifest (and *top when not NULL) set, 0 when
@@ -133,6 +139,11 @@ int cache_ref_set(const struct cache *c, const char *host, const char *repo,
 		  mpictr_err **err);
 int cache_ref_get(const struct cache *c, const char *host, const char *repo,
 		  const char *tag, char **manifest, char **top);
+/* Is the tag's reference file this user's own (a regular file, not
+ * another member's of a shared cache)? What a run may start by tag
+ * without the registry (pull_run.c) rests on it. */
+bool cache_ref_own(const struct cache *c, const char *host, const char *repo,
+		   const char *tag);
 
 /* `mpictr cache list`: one line per image, "DIGEST SIZE NAME..." (names
  * the tags that last resolved to it), then a line of totals. */

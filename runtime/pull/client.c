@@ -300,8 +300,11 @@ static int perform(struct client *cl, CURL *h, const char *url, bool head,
 	if (rc == CURLE_UNSUPPORTED_PROTOCOL && !plain_ok)
 		return err_set(err, 0,
 			       "%s: plain HTTP is used only for hosts given "
-			       "with --insecure ('%s')",
-			       url, host ? host : "?");
+			       "with %s ('%s')",
+			       url,
+			       cl->o->run_time ? "MPICTR_PULL_INSECURE"
+					       : "--insecure",
+			       host ? host : "?");
 	if (rc == CURLE_OPERATION_TIMEDOUT && connected(h)) {
 		err_set(err, ETIMEDOUT,
 			"%s: stalled: less than %d bytes a second for %ld s",
@@ -309,10 +312,24 @@ static int perform(struct client *cl, CURL *h, const char *url, bool head,
 		return err_hint(err, "a slow link: a longer --stall-timeout "
 				     "SECONDS");
 	}
-	err_set(err, 0, "%s: %s", url, curl_easy_strerror(rc));
+	/* The registry cannot be reached: an errno the caller can tell
+	 * (a run falls back to the cached resolution of the tag). */
+	err_set(err,
+		rc == CURLE_COULDNT_CONNECT	    ? ECONNREFUSED
+		: rc == CURLE_COULDNT_RESOLVE_HOST  ? EHOSTUNREACH
+		: rc == CURLE_COULDNT_RESOLVE_PROXY ? EHOSTUNREACH
+		: rc == CURLE_OPERATION_TIMEDOUT    ? ETIMEDOUT
+						    : 0,
+		"%s: %s", url, curl_easy_strerror(rc));
 	if (rc == CURLE_SSL_CONNECT_ERROR && !plain_ok)
-		err_hint(err, "a registry that speaks plain HTTP must be named "
-			      "with --insecure HOST[:PORT]");
+		err_hint(err,
+			 cl->o->run_time
+			     ? "a registry that speaks plain HTTP must be "
+			       "named in MPICTR_PULL_INSECURE=HOST[:PORT] "
+			       "(run verbs take no --insecure; or mpictr pull "
+			       "--insecure HOST[:PORT] first)"
+			     : "a registry that speaks plain HTTP must be "
+			       "named with --insecure HOST[:PORT]");
 	return -1;
 }
 

@@ -46,6 +46,10 @@ struct reg_opts {
 	unsigned stall_timeout;	 /* s below PULL_LOW_SPEED (0: the default) */
 	reg_progress_fn progress;
 	void *progress_data;
+	/* a run verb's pull (IMAGE docker://...): hints name what run verbs
+	 * accept (MPICTR_PULL_INSECURE, MPICTR_PULL_TLS_CA), not pull's
+	 * options */
+	bool run_time;
 };
 
 /* What registry_fetch leaves in the cache. */

@@ -51,6 +51,7 @@ struct pull_opts {
 	unsigned stall_timeout; /* s, 0 = PULL_STALL_TIMEOUT */
 	int comp_level;		/* zstd level, 0 = default (3) */
 	const char *cache_dir;	/* NULL: the default (h22b) */
+	bool run_time;		/* a run verb's pull: hints for run verbs */
 	/* Progress lines (NULL: none). A transient line (byte counts) may be
 	 * overwritten in place by the next on a terminal, or dropped. */
 	void (*progress)(const char *line, int transient, void *data);

@@ -68,10 +68,48 @@ static int stall_env(char *const *env, struct pull_opts *o, mpictr_err **err)
 	return 0;
 }
 
+/* The registry cannot be reached (pull_image's errno says so): the SIF
+ * of the tag's last resolution in the cache, with a one-line notice, unless
+ * the site forbids it (offline_cache = no); NULL when there is none. */
+static char *cached_by_tag(const mpictr_config *cfg,
+			   const struct image_ref *ref, const char *dir,
+			   const mpictr_err *why)
+{
+	int e = mpictr_err_errno(why);
+	cleanup_free char *man = NULL;
+	struct cache c;
+	mpictr_err *ce = NULL;
+	char *sif = NULL;
+
+	if ((e != ECONNREFUSED && e != EHOSTUNREACH && e != ENETUNREACH &&
+	     e != ETIMEDOUT) ||
+	    !ref->tag || ref->digest ||
+	    streq0(cfg->site.offline_cache.value, "no"))
+		return NULL;
+	if (cache_open(&c, dir, &ce) < 0) {
+		mpictr_err_free(ce);
+		return NULL;
+	}
+	/* Only a resolution this user made: in a shared cache another
+	 * member's reference could name any image of theirs. */
+	if (cache_ref_own(&c, ref->registry, ref->repository, ref->tag) &&
+	    cache_ref_get(&c, ref->registry, ref->repository, ref->tag, &man,
+			  NULL))
+		sif = cache_image_find(&c, man); /* one this user may run */
+	cache_close(&c);
+	if (sif)
+		log_notice("registry '%s' cannot be reached (%s): using the "
+			   "cached '%s:%s' (%s)",
+			   ref->registry, strerror(e), ref->repository,
+			   ref->tag, man);
+	return sif;
+}
+
 int pull_resolve_image(mpictr_config *cfg, mpictr_err **err)
 {
 	struct pull_opts o = {.max_expansion = PULL_MAX_EXPANSION,
 			      .quiet = true,
+			      .run_time = true,
 			      .progress = log_progress};
 	struct pull_stats st = {0};
 	struct image_ref ref;
@@ -107,8 +145,20 @@ int pull_resolve_image(mpictr_config *cfg, mpictr_err **err)
 		o.cache_dir = dir;
 		sif = cached_by_digest(&ref, dir);
 	}
-	if (rc == 0 && !sif)
-		rc = pull_image(&ref, NULL, &o, &st, &sif, err);
+	if (rc == 0 && !sif) {
+		mpictr_err *pe = NULL;
+
+		rc = pull_image(&ref, NULL, &o, &st, &sif, &pe);
+		if (rc < 0 && (sif = cached_by_tag(cfg, &ref, dir, pe))) {
+			mpictr_err_free(pe);
+			rc = 0;
+		} else if (rc < 0) {
+			if (err)
+				*err = pe;
+			else
+				mpictr_err_free(pe);
+		}
+	}
 	if (rc < 0) {
 		err_wrap(err, "image '%s'", cfg->image);
 	} else {

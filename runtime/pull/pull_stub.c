@@ -15,6 +15,7 @@
 struct mpictr_pull_opts {
 	struct pull_opts o;
 	char *arch, *tls_ca, *insecure, *cache_dir;
+	char *dir; /* --dir: where NAME_TAG.sif goes without OUT */
 };
 
 MPICTR_PUBLIC mpictr_pull_opts *mpictr_pull_opts_new(void)
@@ -33,6 +34,7 @@ MPICTR_PUBLIC void mpictr_pull_opts_free(mpictr_pull_opts *p)
 	free(p->tls_ca);
 	free(p->insecure);
 	free(p->cache_dir);
+	free(p->dir);
 	free(p);
 }
 
@@ -88,7 +90,10 @@ MPICTR_PUBLIC int mpictr_pull_opts_set(mpictr_pull_opts *p, const char *name,
 	else if (strcmp(name, "cache-dir") == 0)
 		return set_string(&p->cache_dir, &p->o.cache_dir, name, value,
 				  err);
-	else
+	else if (strcmp(name, "dir") == 0) {
+		const char *view;
+		return set_string(&p->dir, &view, name, value, err);
+	} else
 		return err_set(err, EINVAL, "unknown pull option '%s'", name);
 	return 0;
 }
@@ -147,8 +152,13 @@ MPICTR_PUBLIC int mpictr_pull(const char *source, const char *out,
 		o.cache_dir = site = pull_site_cache_dir();
 	if (image_ref_parse(source, &ref, err) < 0)
 		return -1;
-	if (!out && ref.transport != IMAGE_REF_DOCKER)
-		out = def = image_ref_default_out(&ref);
+	/* No OUT: NAME_TAG.sif in the current directory (or --dir), as
+	 * Apptainer; the cache keeps its copy either way. */
+	if (!out) {
+		cleanup_free char *name = image_ref_default_out(&ref);
+		out = def = opts->dir ? xasprintf("%s/%s", opts->dir, name)
+				      : xstrdup(name);
+	}
 	what = image_ref_string(&ref);
 	rc = pull_image(&ref, out, &o, &st, &sif, err);
 	if (rc < 0) {

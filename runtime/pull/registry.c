@@ -118,6 +118,7 @@ static int copy_out(const char *sif, const char *out, bool force,
 	if (in < 0 || fstat(in, &st) < 0)
 		return err_set(err, errno, "open '%s'", sif);
 	tmp = xasprintf("%s.%d.partial", out, (int)getpid());
+	cache_tmp_track(tmp);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return err_set(err, errno, "create '%s'", tmp);
@@ -190,7 +191,8 @@ int pull_registry(const struct image_ref *ref, const char *out,
 			      .insecure = insecure,
 			      .stall_timeout = o->stall_timeout,
 			      .progress = on_progress,
-			      .progress_data = &ps};
+			      .progress_data = &ps,
+			      .run_time = o->run_time};
 	cleanup_free char *dir =
 	    cache_dir_choose(o->cache_dir, NULL, NULL, err);
 	cleanup_free char *what = image_ref_string(ref);

@@ -1002,9 +1002,8 @@ static int container_flags(mpictr_config *cfg, char **env, mpictr_err **e)
 	bool writable =
 	    opts.writable == 1 || (opts.writable < 0 && opts.site_writable);
 
-	if ((writable &&
-	     mpictr_config_set_flag(cfg, MPICTR_FLAG_WRITABLE_TMPFS, 1, e) <
-		 0) ||
+	if ((writable && mpictr_config_set_flag(cfg, MPICTR_FLAG_WRITABLE_TMPFS,
+						1, e) < 0) ||
 	    (opts.remap_root == 1 &&
 	     mpictr_config_set_flag(cfg, MPICTR_FLAG_FAKEROOT, 1, e) < 0) ||
 	    (opts.remap_root == 1 && opts.mount_home != 0 && root_home &&

@@ -83,7 +83,7 @@ one_round() { # ROUND
 	local r=$1 a b c
 	# mpictr from the registry, empty cache
 	mkdir -p "$W/c$r" && [ ${#AS[@]} -gt 0 ] && chown "$RUNUSER" "$W/c$r"
-	a=$(timed mpictr-reg env MPICTR_CACHEDIR="$W/c$r" "$MPICTR" pull -q --insecure "$REG_p" \
+	a=$(timed mpictr-reg env MPICTR_CACHEDIR="$W/c$r" "$MPICTR" pull -q --force --dir "$W" --insecure "$REG_p" \
 		"docker://$REG_p/bench/img:1") || exit 1
 	echo "$a $(du -sb "$W/c$r" | cut -f1)" >>"$W/t.mpictr-reg"
 	rm -rf "$W/c$r"

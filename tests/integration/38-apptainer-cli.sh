@@ -132,5 +132,48 @@ ok "--sharens: not needed" bash -c "'$MPICTR' --sharens '$SIF' true 2>&1 | grep 
 ok_status "an option after IMAGE: 255" 255 "$MPICTR" "$SIF" --pwd / true
 ok "... options go before the image" bash -c "'$MPICTR' '$SIF' --pwd / true 2>&1 | grep -q \"'--pwd' comes after IMAGE '$SIF': options go before the image\""
 ok "run IMAGE --flag: the runscript's argument, not an error" bash -c "$T '$MPICTR' run '$SIF' --pwd | grep -qx 'runscript: --pwd'"
+# ---- mpirun habits and Apptainer's short and global flags (issue 33) --
+# Each failed on the old code: -np 3 said "invalid rank count 'p'", --np
+# (no --timeout: an unknown option),
+# suggested --nv, -n 3 on fewer cores said nothing, -H/-f/-w were unknown
+# or hintless, -e took IMAGE as a variable, `mpictr -q exec` was refused.
+CORES=$(t_cores)
+N=$((CORES + 1))
+ok "-np 2 (mpirun's spelling) runs 2 ranks" bash -c "$T '$MPICTR' -np 2 '$SIF' sh -c 'echo r\$PMIX_RANK' | sort | tr '\n' ' ' | grep -qx 'r0 r1 '"
+ok "--np 2 as well" bash -c "$T '$MPICTR' --np 2 '$SIF' sh -c 'echo r\$PMIX_RANK' | sort | tr '\n' ' ' | grep -qx 'r0 r1 '"
+ok "-np2 as well" bash -c "$T '$MPICTR' -np2 '$SIF' true"
+ok "-n $N on $CORES cores: runs, and says so once" \
+	bash -c "$T '$MPICTR' -n $N '$SIF' true 2>'$T_TMP/over.err' && [ \"\$(grep -c 'oversubscribe them' '$T_TMP/over.err')\" = 1 ]"
+ok "-n $CORES: nothing said" bash -c "$T '$MPICTR' -n $CORES '$SIF' true 2>&1 | grep -c oversubscribe | grep -qx 0"
+ok_status "-n $N --no-oversubscribe: refused (255), as mpirun" 255 $T "$MPICTR" -n $N --no-oversubscribe "$SIF" true
+cp "$T_OUT" "$T_TMP/last"
+check "... naming the cores and the option" grep -q "more ranks than the $CORES cores this node may use, and --no-oversubscribe refuses" "$T_TMP/last"
+ok "-H SRC:DST is --home (Apptainer's short flag)" bash -c "$T '$MPICTR' exec -H '$T_TMP:/home/h' '$SIF' sh -c 'echo \$HOME' | grep -qx /home/h"
+ok "-f is --fakeroot" bash -c "$T '$MPICTR' exec -f '$SIF' id -u | grep -qx 0"
+ok_status "-w: refused (255)" 255 "$MPICTR" exec -w "$SIF" true
+cp "$T_OUT" "$T_TMP/last"
+check "... with the hint: Apptainer's -w is --writable, use --writable-tmpfs" grep -q "Apptainer's -w is --writable" "$T_TMP/last"
+ok_status "-e IMAGE (Apptainer's --cleanenv): refused (255)" 255 "$MPICTR" exec -e "$SIF" true
+cp "$T_OUT" "$T_TMP/last"
+check "... the error says mpictr's -e is --env" grep -q "mpictr's -e is --env, Apptainer's -e is --cleanenv" "$T_TMP/last"
+ok_status "-n 2 --timeout 2, rank 1 sleeps: the job ends with 124" 124 \
+	$T "$MPICTR" -n 2 --timeout 2 "$SIF" sh -c 'if [ "$PMIX_RANK" = 1 ]; then sleep 60; fi; echo done'
+cp "$T_OUT" "$T_TMP/last"
+check "... naming the rank still running" grep -q "error: --timeout 2 s passed: rank 1 still running (of 2); ending the job" "$T_TMP/last"
+ok "... within a few seconds (SIGTERM, not the 60 s sleep)" bash -c "s=\$(date +%s); $T '$MPICTR' -n 2 --timeout 1 '$SIF' sleep 60 >/dev/null 2>&1; [ \$((\$(date +%s) - s)) -lt 10 ]"
+ok_status "exec --timeout 1 sleep 30: 124" 124 $T "$MPICTR" exec --timeout 1 "$SIF" sleep 30
+ok_status "--timeout x: a usage error (255)" 255 "$MPICTR" exec --timeout x "$SIF" true
+ok_status "inspect --runscript IMAGE (Apptainer's section flag): 255" 255 "$MPICTR" inspect --runscript "$SIF"
+cp "$T_OUT" "$T_TMP/last"
+check "... says every section is printed, and where --json has it" grep -q "inspect prints every section at once (no '--runscript').*\.runscript" "$T_TMP/last"
+# (not run for real: -a stops every instance of the test user, other
+# tests' too)
+ok_status "instance stop -a NAME: a usage error that names -a (255)" 255 "$MPICTR" instance stop -a extra
+cp "$T_OUT" "$T_TMP/last"
+check "... usage: instance stop NAME|-a|--all" grep -q "usage: instance stop NAME|-a|--all" "$T_TMP/last"
+ok "mpictr -q exec IMAGE (a global flag before the verb)" bash -c "$T '$MPICTR' -q exec '$SIF' echo hi | grep -qx hi"
+ok "mpictr -v run IMAGE: -v applies" bash -c "$T '$MPICTR' -v run '$SIF' 2>&1 | grep -q '^mpictr: mode single'"
+ok "mpictr -d exec IMAGE: -d is -v" bash -c "$T '$MPICTR' -d exec '$SIF' true 2>&1 | grep -q '^mpictr: mode single'"
+
 ok "nothing left running" settle 50 marked_procs
 done_testing

@@ -9,7 +9,20 @@ if [ -d /var/tmp ] && [ -w /var/tmp ]; then export TMPDIR=/var/tmp; fi
 
 if [ -e /etc/mpictr/mpictr.conf ]; then
 	need "site configuration tests" "/etc/mpictr/mpictr.conf exists: MPICTR_TEST_SITE_CONF is ignored"
-	done_testing; exit
+	# A signature policy whose key file is missing refuses every image
+# (issue 33: check said all was well).
+printf 'require_signature = yes\ntrusted_keys = %s/missing-%s.pub\n' "$T_TMP" "$$" >nokey.conf
+ok_status "require_signature with a missing trusted_keys file: check exits 1" 1 chk MPICTR_TEST_SITE_CONF="$T_TMP/nokey.conf"
+check "... naming the key file, the setting and the error" says "problem: signature policy: trusted key '$T_TMP/missing-$$.pub' ($T_TMP/nokey.conf:1: require_signature = yes): No such file or directory"
+printf 'require_signature = yes\n' >nokeys.conf
+ok_status "require_signature with no trusted_keys at all: check exits 1" 1 chk MPICTR_TEST_SITE_CONF="$T_TMP/nokeys.conf"
+check "... says every image is refused" says "no trusted_keys: every image is refused"
+echo key >"$T_TMP/site.pub"
+printf 'require_signature = yes\ntrusted_keys = %s/site.pub\n' "$T_TMP" >key.conf
+ok "require_signature with a readable key file: check passes" chk MPICTR_TEST_SITE_CONF="$T_TMP/key.conf"
+check "... and says so" says "ok: signature policy: every trusted key file is readable"
+
+done_testing; exit
 fi
 cd "$T_TMP" || exit 1
 mkdir -p img/bin data

@@ -85,8 +85,40 @@ ok "mpictr mpi.sif hello-mpich (MPICH, no launcher): one rank" \
 	run ms $T "$MPICTR" "$W/mpi.sif" $B/hello-mpich
 check "... 'hello rank 0/1', allreduce ok" says ms '^hello rank 0/1 .*allreduce 0 ok'
 check "... nothing left behind" settle 100 leftovers
-ok "a command that links no MPI runs alone (no PMI variables)" \
+ok "a command that links no MPI runs alone (no PMIx or PMI_FD variables)" \
 	bash -c "! $T '$MPICTR' '$W/mpi.sif' env | grep -qE '^(PMIX_RANK|PMI_FD)='"
+
+# ---- singletons behind shells and scripts (issue 33) ------------------------
+# MPICH's own singleton start forks `mpiexec -pmi_args`, which in mpi.sif
+# is Open MPI's: it said 'unknown option "-pmi_args"' and hung. Each of
+# these hung (timeout) on the old code.
+cat >"$W/run.sh" <<EOS
+#!/bin/sh
+# two MPICH programs one after the other, then an Open MPI one
+$B/hello-mpich && $B/hello-mpich && $B/hello
+EOS
+chmod +x "$W/run.sh"
+Q="timeout -k 1 5"
+ok "exec mpi.sif sh -c hello-mpich: the answer in under 5 s" \
+	run shm $Q "$MPICTR" exec "$W/mpi.sif" sh -c $B/hello-mpich
+check "... 'hello rank 0/1', allreduce ok" says shm '^hello rank 0/1 .*allreduce 0 ok'
+ok "exec mpi.sif ./run.sh (MPICH twice, then Open MPI): in under 5 s" \
+	run scr $Q "$MPICTR" exec "$W/mpi.sif" ./run.sh
+check "... three one-rank answers" test "$(grep -c '^hello rank 0/1 .*allreduce 0 ok' "$W/out.scr")" = 3
+ok "exec mpi.sif sh -c 'sh -c hello' (Open MPI behind two shells): in under 5 s" \
+	run sho $Q "$MPICTR" exec "$W/mpi.sif" sh -c "sh -c $B/hello"
+check "... 'hello rank 0/1', allreduce ok" says sho '^hello rank 0/1 .*allreduce 0 ok'
+ok "run mpi.sif (a runscript around Open MPI): in under 5 s" \
+	run rs $Q "$MPICTR" run "$W/mpi.sif"
+check "... 'hello rank 0/1', allreduce ok" says rs '^hello rank 0/1 .*allreduce 0 ok'
+ok "shell mpi.sif, hello-mpich typed in: in under 5 s" \
+	run sh_in $Q "$MPICTR" shell "$W/mpi.sif" <<<"$B/hello-mpich; exit"
+check "... 'hello rank 0/1', allreduce ok" says sh_in 'hello rank 0/1 .*allreduce 0 ok'
+ok "exec mpi.sif env hello-mpich (an ELF wrapper): in under 5 s" \
+	run envw $Q "$MPICTR" exec "$W/mpi.sif" env $B/hello-mpich
+ok "a script that calls no MPI is not held up: sh -c 'echo x' in under 2 s" \
+	run nompi timeout -k 1 2 "$MPICTR" exec "$W/mpi.sif" sh -c 'echo x'
+check "... nothing left behind" settle 100 leftovers
 
 # ---- Open MPI's mpirun around an MPICH program ----------------------------
 if command -v mpirun >/dev/null; then

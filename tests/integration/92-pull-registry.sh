@@ -41,6 +41,7 @@ export HOME=$W/home
 mkdir -p "$HOME"
 unset XDG_RUNTIME_DIR XDG_CONFIG_HOME XDG_CACHE_HOME DOCKER_CONFIG REGISTRY_AUTH_FILE ENROOT_CONFIG_PATH
 export MPICTR_CACHEDIR=$W/cache
+mkdir -p "$W/pulled"
 
 reg_start p plain || { need "plain registry" "docker-registry did not start"; done_testing; exit; }
 reg_start s tls || { need "TLS registry" "docker-registry (TLS) did not start"; done_testing; exit; }
@@ -78,7 +79,8 @@ blobs_ok() {
 		[ "$(sha256sum <"$1/blobs/sha256/${b#sha256:}" | cut -d' ' -f1)" = "${b#sha256:}" ] || return 1
 	done
 }
-P="$MPICTR pull -q --insecure $REG_p"
+P0="$MPICTR pull -q --insecure $REG_p"
+P="$P0 --force --dir $W/pulled"
 
 # ---- plain HTTP, the source forms ------------------------------------------
 ok_status "plain HTTP is refused without --insecure" 255 $T "$MPICTR" pull -q "docker://$REG_p/test/busybox:1" "$W/no.sif"
@@ -97,14 +99,26 @@ ok "pull by tag again" $T $P "docker://$REG_p/test/busybox:1"
 check "... 0 blob GETs (registry log)" test "$(reg_blob_gets p test/busybox)" = "$GETS"
 check "... one manifest request: 1 HEAD, 0 GET" test \
 	"$(grep -c '"HEAD /v2/test/busybox/manifests/1' "$RW/p.log")/$(grep -c '"GET /v2/test/busybox/manifests/' "$RW/p.log")" = "$((HEADS + 1))/$MGETS"
+# Without OUT: NAME_TAG.sif where you are, as Apptainer (issue 33: the SIF
+# stayed in the cache only; these failed on the old code).
+mkdir -p "$W/here" "$W/there"
+ok "pull without OUT writes busybox_1.sif in the current directory" \
+	bash -c "cd '$W/here' && $T $MPICTR pull -q --insecure $REG_p docker://$REG_p/test/busybox:1"
+check "... the same image" same_image "$W/a.sif" "$W/here/busybox_1.sif"
+ok_status "... again: refused, the file exists (exit 255)" 255 \
+	bash -c "cd '$W/here' && $T $MPICTR pull -q --insecure $REG_p docker://$REG_p/test/busybox:1"
+check "... the message names the file and --force" grep -q "busybox_1.sif.*use --force" "$W/last"
+ok "... --force replaces it" bash -c "cd '$W/here' && $T $MPICTR pull -q --force --insecure $REG_p docker://$REG_p/test/busybox:1"
+ok "--dir DIR writes DIR/busybox_1.sif" $T "$MPICTR" pull -q --dir "$W/there" --insecure "$REG_p" "docker://$REG_p/test/busybox:1"
+check "... the same image" same_image "$W/a.sif" "$W/there/busybox_1.sif"
 for src in "docker://$REG_p/test/busybox@$DIGEST" "docker://$REG_p/test/busybox:1@$DIGEST" \
 	"$REG_p#test/busybox:1" "docker://$REG_p#test/busybox:1" "docker://me@$REG_p/test/busybox:1"; do
 	rm -f "$W/b.sif"
 	ok "pull $src" $T $P "$src" "$W/b.sif"
 	check "... the same image" same_image "$W/a.sif" "$W/b.sif"
 done
-ok_status "an existing OUT is not replaced without --force" 255 $T $P "docker://$REG_p/test/busybox:1" "$W/a.sif"
-ok "... with --force it is" $T $P --force "docker://$REG_p/test/busybox:1" "$W/a.sif"
+ok_status "an existing OUT is not replaced without --force" 255 $T $P0 "docker://$REG_p/test/busybox:1" "$W/a.sif"
+ok "... with --force it is" $T $P0 --force "docker://$REG_p/test/busybox:1" "$W/a.sif"
 ok_status "bare REPO:TAG is Docker Hub's library/ (no network here: a clear error)" 255 \
 	timeout -k 5 60 "$MPICTR" pull -q debian:bookworm "$W/hub.sif"
 check "... naming registry-1.docker.io/library/debian:bookworm" grep -q "registry-1.docker.io/library/debian:bookworm" "$W/last"
@@ -118,7 +132,7 @@ check "... resolve, manifest, each blob, assembling" bash -c "grep -q '^resolve 
 check "... no in-place updates (no carriage return)" bash -c "! grep -q \$'\r' '$W/last'"
 rm -rf "$MPICTR_CACHEDIR"
 if command -v script >/dev/null; then
-	ok "progress on a terminal (script(1))" $T script -qec "'$MPICTR' pull --insecure '$REG_p' 'docker://$REG_p/test/busybox:1'" /dev/null
+	ok "progress on a terminal (script(1))" $T script -qec "'$MPICTR' pull --force --dir '$W/pulled' --insecure '$REG_p' 'docker://$REG_p/test/busybox:1'" /dev/null
 	check "... byte counts updated in place, with the rate" bash -c "grep -q \$'\r\e\\[Kdownloading: .* MB/s' '$W/last'"
 else
 	need "progress on a terminal" "script(1) (util-linux) is missing"
@@ -150,17 +164,18 @@ ok "registry stopped: pull by digest of the cached image" $T $P "docker://$REG_p
 check "... the same image" same_image "$W/a.sif" "$W/c.sif"
 ok_status "... by tag it needs the registry" 255 $T $P "docker://$REG_p/test/busybox:1"
 reg_start p plain || exit 1 # same data dir; a new port
-P="$MPICTR pull -q --insecure $REG_p"
+P0="$MPICTR pull -q --insecure $REG_p"
+P="$P0 --force --dir $W/pulled"
 
 # ---- TLS + htpasswd: Basic ----------------------------------------------
 export MPICTR_CACHEDIR=$W/cache-s
-ok_status "TLS registry, system CAs only: certificate refused" 255 $T "$MPICTR" pull -q "docker://$REG_s/test/busybox:1"
+ok_status "TLS registry, system CAs only: certificate refused" 255 $T "$MPICTR" pull -q --dir "$W/pulled" "docker://$REG_s/test/busybox:1"
 check "... a certificate error" grep -qi "certificate" "$W/last"
-ok_status "TLS + Basic without credentials: 401" 255 $T "$MPICTR" pull -q --tls-ca "$RW/reg.crt" "docker://$REG_s/test/busybox:1"
+ok_status "TLS + Basic without credentials: 401" 255 $T "$MPICTR" pull -q --force --dir "$W/pulled" --tls-ca "$RW/reg.crt" "docker://$REG_s/test/busybox:1"
 check "... names the image, 401 and the credential files" grep -q "127.0.0.1:[0-9]*/test/busybox:1.*401.*config.json" "$W/last"
 mkdir -p "$HOME/.config/containers"
 printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$REG_s" "$(printf alice:wrong | base64)" >"$HOME/.config/containers/auth.json"
-ok_status "... wrong password in auth.json: 401" 255 $T "$MPICTR" pull -q --tls-ca "$RW/reg.crt" "docker://$REG_s/test/busybox:1"
+ok_status "... wrong password in auth.json: 401" 255 $T "$MPICTR" pull -q --force --dir "$W/pulled" --tls-ca "$RW/reg.crt" "docker://$REG_s/test/busybox:1"
 check "... 'credentials were refused'" grep -q "refused" "$W/last"
 printf '{"auths":{"%s":{"auth":"%s"}}}\n' "$REG_s" "$(printf alice:s3cret | base64)" >"$HOME/.config/containers/auth.json"
 ok "... credentials from ~/.config/containers/auth.json, --tls-ca" $T "$MPICTR" pull --tls-ca "$RW/reg.crt" "docker://$REG_s/test/busybox:1" "$W/s1.sif"
@@ -169,17 +184,17 @@ check "... the same image as from the plain registry" same_image "$W/a.sif" "$W/
 rm -rf "$HOME/.config/containers" "$MPICTR_CACHEDIR"
 mkdir -p "$HOME/.docker"
 printf '{"auths":{"https://%s":{"auth":"%s"}}}\n' "$REG_s" "$(printf alice:s3cret | base64)" >"$HOME/.docker/config.json"
-ok "... credentials from ~/.docker/config.json" $T "$MPICTR" pull -q --tls-ca "$RW/reg.crt" "docker://$REG_s/test/busybox:1"
+ok "... credentials from ~/.docker/config.json" $T "$MPICTR" pull -q --force --dir "$W/pulled" --tls-ca "$RW/reg.crt" "docker://$REG_s/test/busybox:1"
 rm -rf "$HOME/.docker" "$MPICTR_CACHEDIR"
 mkdir -p "$HOME/.config/enroot"
 printf 'machine %s login alice password s3cret\n' "$REG_s" >"$HOME/.config/enroot/.credentials"
-ok "... credentials from Enroot's ~/.config/enroot/.credentials" $T "$MPICTR" pull -q --tls-ca "$RW/reg.crt" "docker://$REG_s/test/busybox:1"
-ok "... REGISTRY#IMAGE with USER@ (Pyxis)" $T "$MPICTR" pull -q --tls-ca "$RW/reg.crt" "alice@$REG_s#test/busybox:1"
+ok "... credentials from Enroot's ~/.config/enroot/.credentials" $T "$MPICTR" pull -q --force --dir "$W/pulled" --tls-ca "$RW/reg.crt" "docker://$REG_s/test/busybox:1"
+ok "... REGISTRY#IMAGE with USER@ (Pyxis)" $T "$MPICTR" pull -q --force --dir "$W/pulled" --tls-ca "$RW/reg.crt" "alice@$REG_s#test/busybox:1"
 rm -rf "$HOME/.config/enroot"
 
 # ---- Bearer tokens ---------------------------------------------------------
 export MPICTR_CACHEDIR=$W/cache-k
-K="$MPICTR pull -q --insecure $REG_k --insecure $TOK_k"
+K="$MPICTR pull -q --force --dir $W/pulled --insecure $REG_k --insecure $TOK_k"
 ok "Bearer: anonymous pull of public/busybox" $T $K "docker://$REG_k/public/busybox:1" "$W/k1.sif"
 check "... the token server was asked" grep -q "GET /token" "$RW/k.tok.log"
 ok_status "Bearer: anonymous pull of private/busybox" 255 $T $K "docker://$REG_k/private/busybox:1"
@@ -294,7 +309,7 @@ for arch in s390x arm64/v9; do
 done
 
 # ---- bad input -----------------------------------------------------------------
-F="$MPICTR pull -q --insecure $REG_f"
+F="$MPICTR pull -q --force --dir $W/pulled --insecure $REG_f"
 fault() { # KIND PATTERN DESC
 	export MPICTR_CACHEDIR=$W/cache-f-$1
 	ok_status "$3: exit 255" 255 $T $F "docker://$REG_f/fault/$1:1" "$W/f-$1.sif"
@@ -384,10 +399,35 @@ check "... nothing under a final name (no SIF, no OUT, no unverified blob)" bash
 ok "... the next pull succeeds" $T $P "docker://$REG_p/test/busybox:1" "$W/after-kill.sif"
 check "... and gives the same image" same_image "$W/a.sif" "$W/after-kill.sif"
 
+# ---- ^C mid-pull (issue 33: the partials stayed, unmentioned) ----------------------
+export MPICTR_CACHEDIR=$W/cache-int
+interrupted_pull() {
+	local pid i rc
+	# a background job of a script ignores SIGINT: give it the default back
+	env --default-signal=INT "$MPICTR" pull -q --insecure "$REG_f" "docker://$REG_f/fault/slow:1" "$W/int.sif" &
+	pid=$!
+	for i in $(seq 100); do
+		ls "$MPICTR_CACHEDIR/tmp/" 2>/dev/null | grep -q '\.partial$' && break
+		sleep 0.1
+	done
+	ls "$MPICTR_CACHEDIR/tmp/" | grep -q '\.partial$' || { echo "no partial download seen"; return 1; }
+	sleep 0.5
+	kill -INT "$pid"
+	wait "$pid"
+	rc=$?
+	echo "status $rc"
+	[ "$rc" = 130 ]
+}
+ok "SIGINT during a (slow) blob download: the pull ends (status 130)" interrupted_pull
+check "... and removed its partial files" bash -c "! ls '$MPICTR_CACHEDIR/tmp/' | grep -q '\.partial$'"
+check "... nothing under OUT" test ! -e "$W/int.sif"
+
 # ---- cache list / clean -------------------------------------------------------------
 export MPICTR_CACHEDIR=$W/cache-kill
 ok "mpictr cache list" "$MPICTR" cache list
 check "... shows the image and its tag" grep -q "^$DIGEST .* $REG_p/test/busybox:1" "$W/last"
+check "... and the killed pull's partial downloads, with the way to remove them" \
+	grep -q "^[1-9][0-9]* partial downloads [0-9]* bytes in .*cache clean --tmp" "$W/last"
 ok "mpictr cache clean --tmp (the killed pull's partial)" "$MPICTR" cache clean --tmp
 check "... tmp/ is empty, the image stays" bash -c "[ -z \"\$(ls -A '$MPICTR_CACHEDIR/tmp')\" ] && [ -n \"\$(ls '$MPICTR_CACHEDIR/images/sha256')\" ]"
 ok "mpictr cache clean" "$MPICTR" cache clean
@@ -395,6 +435,8 @@ check "... freed bytes reported" grep -q "^freed [1-9][0-9]* bytes" "$W/last"
 ok "... list shows nothing" "$MPICTR" cache list
 check "... 0 images, 0 blobs" grep -q "^0 images 0 bytes, 0 blobs 0 bytes" "$W/last"
 
+# last_has_once PATTERN: one line of the last command's output matches
+last_has_once() { [ "$(grep -c -- "$1" "$W/last")" = 1 ] || { cat "$W/last"; return 1; }; }
 # ---- a registry image as IMAGE ----------------------------------------------------
 if have_userns && have_fuse; then
 	export MPICTR_CACHEDIR=$W/cache-exec MPICTR_PULL_INSECURE=$REG_p
@@ -423,6 +465,27 @@ if have_userns && have_fuse; then
 	ok "... instance stop" $T "$MPICTR" instance stop "$INST"
 	ok_status "exec of a registry image that does not exist: exit 255" 255 $T "$MPICTR" exec "docker://$REG_p/test/nothing:1" /bin/sh -c true
 	check "... names it and the 404" grep -q "test/nothing:1.*404" "$W/last"
+	# The hint names what run verbs accept (issue 33: it named --insecure,
+	# which exec refuses).
+	ok_status "exec of a plain-HTTP registry image without MPICTR_PULL_INSECURE: exit 255" 255 \
+		env -u MPICTR_PULL_INSECURE MPICTR_CACHEDIR="$W/cache-hint" $T "$MPICTR" exec "docker://$REG_p/test/busybox:1" /bin/sh -c true
+	check "... the hint names MPICTR_PULL_INSECURE, not --insecure alone" grep -q "hint: .*MPICTR_PULL_INSECURE=HOST" "$W/last"
+	# Offline: a cached image by tag starts when the registry cannot be
+	# reached (issue 33: it failed), with one notice; the site may forbid it.
+	reg_stop p
+	ok "registry stopped: exec docker://...:1 starts from the cache" $T "$MPICTR" exec "docker://$REG_p/test/busybox:1" /bin/sh -c 'ls /data/payload'
+	check "... one notice names the registry and the cached digest" last_has_once \
+		"^mpictr: registry '$REG_p' cannot be reached (.*): using the cached 'test/busybox:1' (sha256:"
+	check "... and the command ran" grep -q "^/data/payload$" "$W/last"
+	ok_status "... a tag never pulled still fails (exit 255)" 255 $T "$MPICTR" exec "docker://$REG_p/test/busybox:2" /bin/sh -c true
+	if [ ! -e /etc/mpictr/mpictr.conf ]; then
+		printf 'offline_cache = no\n' >"$W/offline.conf"
+		ok_status "... the site's offline_cache = no forbids it (exit 255)" 255 \
+			env MPICTR_TEST_SITE_CONF="$W/offline.conf" $T "$MPICTR" exec "docker://$REG_p/test/busybox:1" /bin/sh -c true
+		check "... the error is the registry's" last_has_once "Connection refused"
+	else
+		skip "the site's offline_cache" "a real /etc/mpictr/mpictr.conf exists (MPICTR_TEST_SITE_CONF is ignored then)"
+	fi
 	unset MPICTR_PULL_INSECURE
 else
 	need "exec of a registry image" "user namespaces or /dev/fuse are not usable"

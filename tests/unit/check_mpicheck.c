@@ -19,7 +19,7 @@ static char *const check_off[] = {"MPICTR_MPI_CHECK=0", NULL};
 static struct mpicheck_launcher L(enum launcher_rule rule, const char *name,
 				  uint32_t size)
 {
-	return (struct mpicheck_launcher){true, rule, name, size};
+	return (struct mpicheck_launcher){true, rule, name, size, false};
 }
 
 /* The message of a refusal, checked for each needle. */
@@ -93,6 +93,23 @@ START_TEST(test_verdict_fine)
 					  "libmpi.so.40", &e),
 			 MPICHECK_SINGLETON);
 	ck_assert_ptr_null(e);
+	/* a single process with mpictr's own PMI-1 service (PMI_PORT):
+	 * MPICH is served there, Open MPI still runs again as -n 1 */
+	{
+		static char *const single[] = {"PMI_PORT=127.0.0.1:5",
+					       "PMI_RANK=0", NULL};
+
+		l.single_pmi = true;
+		ck_assert_int_eq(mpicheck_verdict(&l, single,
+						  MPI_FAMILY_MPICH,
+						  "libmpich.so.12", &e),
+				 0);
+		ck_assert_int_eq(mpicheck_verdict(&l, single,
+						  MPI_FAMILY_OPENMPI,
+						  "libmpi.so.40", &e),
+				 MPICHECK_SINGLETON);
+		ck_assert_ptr_null(e);
+	}
 	ck_assert(mpicheck_disabled(check_off));
 	ck_assert(!mpicheck_disabled(pmix));
 }
