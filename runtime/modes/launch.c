@@ -892,10 +892,9 @@ int launch_run(const struct mpictr_config *cfg, const struct run_decision *d,
 		goto out;
 	for (size_t i = 0; j.plan.notices && j.plan.notices[i]; i++)
 		log_notice("%s", j.plan.notices[i]);
+	job_alloc(&j);
 	if (cfg->nranks > 0 && check_oversubscribed(cfg, &j.plan, err) < 0)
 		goto out;
-
-	job_alloc(&j);
 
 	/* Holders before the PMI server: fork while single-threaded. */
 	if (job_namespaces(&j, err) < 0)
