@@ -238,7 +238,10 @@ MPICTR_PUBLIC int mpictr_config_set_pwd(mpictr_config *cfg, const char *dir,
 					mpictr_err **err);
 /* Start directory when neither mpictr_config_set_pwd() nor a pulled
  * image's WorkingDir gives one, instead of the current directory (the
- * SPANK plugin: "/", as Pyxis). */
+ * SPANK plugin: "/", as Pyxis). It also selects Pyxis's (and Docker's)
+ * rules for a pulled image: every command starts in its WorkingDir, and
+ * its Env wins over the host's variables (default: Apptainer's, where
+ * only `run` starts in WorkingDir and the host's value wins). */
 MPICTR_PUBLIC int mpictr_config_set_pwd_default(mpictr_config *cfg,
 						const char *dir,
 						mpictr_err **err);

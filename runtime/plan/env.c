@@ -159,14 +159,17 @@ void env_plan(const struct mpictr_config *cfg, enum run_mode mode,
 	env_set(env, "PATH", CONTAINER_DEFAULT_PATH);
 	/* A pulled image's Env as Apptainer's env script has it (export
 	 * X="${X:-value}"): PATH is the image's, every other variable the
-	 * host's where the host sets it (not empty). */
+	 * host's where the host sets it (not empty). A front end with
+	 * Pyxis's rules (a default start directory: the SPANK plugin) takes
+	 * Docker's: the image's Env wins, --container-env names exceptions. */
 	for (size_t i = 0; image_env && image_env[i]; i++) {
 		const char *kv = image_env[i], *eq = strchr(kv, '=');
 		cleanup_free char *name =
 		    eq ? xstrndup(kv, (size_t)(eq - kv)) : NULL;
 		const char *now = name ? env_get(*env, name) : NULL;
 
-		if (name && (strcmp(name, "PATH") == 0 || !now || !*now))
+		if (name && (cfg->pwd_default || strcmp(name, "PATH") == 0 ||
+			     !now || !*now))
 			set_kv(env, kv);
 	}
 	site_env(cfg, profs, env);

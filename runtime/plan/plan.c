@@ -804,9 +804,11 @@ static int plan_options(const struct mpictr_config *cfg,
 	if (cfg->pwd)
 		p->cwd = clean_path(cfg->pwd);
 	/* WorkingDir is where `run` starts the Entrypoint (as Docker);
-	 * exec and shell start in the current directory (as Apptainer). */
-	else if (cfg->runscript && p->oci_known && p->oci.workdir &&
-		 p->oci.workdir[0] == '/')
+	 * exec and shell start in the current directory (as Apptainer),
+	 * except under a front end with Pyxis's rules (a default start
+	 * directory: the SPANK plugin), where every command starts there. */
+	else if ((cfg->runscript || cfg->pwd_default) && p->oci_known &&
+		 p->oci.workdir && p->oci.workdir[0] == '/')
 		p->cwd = clean_path(p->oci.workdir);
 	else if (cfg->pwd_default)
 		p->cwd = clean_path(cfg->pwd_default);
