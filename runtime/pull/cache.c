@@ -297,14 +297,16 @@ static int lock_wait(int fd, short type, unsigned wait, const char *what,
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
-		long dt;
+		long dt, ms;
 		if (fcntl(fd, F_SETLK, &fl) == 0)
 			return 0;
 		if (errno != EAGAIN && errno != EACCES && errno != EINTR)
 			return err_set(err, errno, "lock '%s'", what);
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		dt = (long)(now.tv_sec - t0.tv_sec);
-		if (dt >= (long)wait) {
+		ms = (long)(now.tv_sec - t0.tv_sec) * 1000 +
+		     (now.tv_nsec - t0.tv_nsec) / 1000000;
+		dt = ms / 1000;
+		if (ms >= (long)wait * 1000) {
 			cleanup_free char *who = lock_holder(fd, type);
 			err_set(err, ETIMEDOUT,
 				"lock '%s' is held by %s: waited %u s", what,

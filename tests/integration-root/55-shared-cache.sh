@@ -160,8 +160,8 @@ check "... A's blob is left as it was, V's copy beside it" \
 C=$W/c13
 newcache "$C"
 ok "both members pull by tag into the shared cache (V, then A)" sh -c "
-	runuser -u '$V' -- env HOME='$W/v' MPICTR_CACHEDIR='$C' $T '$MPICTR' pull -q --insecure '$REG_p' 'docker://$REG_p/test/busybox:1' &&
-	runuser -u '$A' -- env HOME='$W/a' MPICTR_CACHEDIR='$C' $T '$MPICTR' pull -q --insecure '$REG_p' 'docker://$REG_p/test/busybox:1'"
+	runuser -u '$V' -- env HOME='$W/v' MPICTR_CACHEDIR='$C' $T '$MPICTR' pull -q --insecure '$REG_p' --dir '$W/v' 'docker://$REG_p/test/busybox:1' &&
+	runuser -u '$A' -- env HOME='$W/a' MPICTR_CACHEDIR='$C' $T '$MPICTR' pull -q --insecure '$REG_p' --dir '$W/a' 'docker://$REG_p/test/busybox:1'"
 asa env MPICTR_CACHEDIR="$C" "$MPICTR" cache list >"$W/list" 2>&1
 check "... cache list names the tag" grep -q "test/busybox:1" "$W/list"
 done_testing
