@@ -350,14 +350,14 @@ FUZZ_SRCS_fuzz_ociconfig := runtime/config/ociconfig.c runtime/common/error.c ru
 # the libraries the plugin links (not instrumented).
 FUZZ_SRCS_fuzz_pull := runtime/pull/store.c runtime/pull/merge.c runtime/pull/tree.c \
 	runtime/pull/sqfs.c runtime/pull/oci.c runtime/pull/cache.c runtime/common/error.c \
-	runtime/common/util.c
+	runtime/common/util.c runtime/common/proc.c runtime/common/syscalls.c
 FUZZ_CFLAGS_fuzz_pull := $(PULL_CFLAGS)
 FUZZ_LIBS_fuzz_pull := $(PULL_LIBS)
 $(B)/fuzz/fuzz_pull: $(FUZZ_SRCS_fuzz_pull)
 # The OCI model (media types, layer check, platform pick) over manifests
 # and indexes.
 FUZZ_SRCS_fuzz_oci_manifest := runtime/pull/oci.c runtime/pull/cache.c runtime/common/error.c \
-	runtime/common/util.c
+	runtime/common/util.c runtime/common/proc.c runtime/common/syscalls.c
 FUZZ_CFLAGS_fuzz_oci_manifest := $(PULL_CFLAGS)
 FUZZ_LIBS_fuzz_oci_manifest := $(PULL_LIBS)
 $(B)/fuzz/fuzz_oci_manifest: $(FUZZ_SRCS_fuzz_oci_manifest)
