@@ -35,7 +35,9 @@ static const char sif_help[] =
     "  -k, --key FILE          sign: the private key (PEM or OpenPGP)\n"
     "  -h, --help              this text\n";
 
-static int sif_list(int argc, char **argv)
+/* sif list FILE, sif header FILE: one text from the library. */
+static int sif_text(int argc, char **argv, const char *usage,
+		    int (*get)(const char *, char **, mpictr_err **))
 {
 	mpictr_err *err = NULL;
 	char *text = NULL;
@@ -44,23 +46,20 @@ static int sif_list(int argc, char **argv)
 	if (cli_wants_help(argc - 1, argv + 1))
 		return cli_print_help(sif_help);
 	if (argc != 3)
-		return cli_usage_error("%s", "usage: sif list FILE");
-	rc = mpictr_sif_list(argv[2], &text, &err);
+		return cli_usage_error("%s", usage);
+	rc = get(argv[2], &text, &err);
 	return cli_print_and_free(rc, text, err);
+}
+
+static int sif_list(int argc, char **argv)
+{
+	return sif_text(argc, argv, "usage: sif list FILE", mpictr_sif_list);
 }
 
 static int sif_header(int argc, char **argv)
 {
-	mpictr_err *err = NULL;
-	char *text = NULL;
-	int rc;
-
-	if (cli_wants_help(argc - 1, argv + 1))
-		return cli_print_help(sif_help);
-	if (argc != 3)
-		return cli_usage_error("%s", "usage: sif header FILE");
-	rc = mpictr_sif_header(argv[2], &text, &err);
-	return cli_print_and_free(rc, text, err);
+	return sif_text(argc, argv, "usage: sif header FILE",
+			mpictr_sif_header);
 }
 
 static int sif_info(int argc, char **argv)
