@@ -16,7 +16,8 @@ cd "$W" || exit 1
 as() { local u=$1; shift; runuser -u "$u" -- env HOME="$(getent passwd "$u" | cut -d: -f6)" "$@"; }
 
 # V's single process writes its PMI_PORT where root reads it, then waits
-as "$V" timeout -k 5 60 "$MPICTR" exec "$IMG/tiny.sif" sh -c "echo \$PMI_PORT >'$W/port.tmp'; mv '$W/port.tmp' '$W/port'; sleep 20" >"$W/job" 2>&1 &
+# for the test's end (the file done)
+as "$V" timeout -k 5 60 "$MPICTR" exec "$IMG/tiny.sif" sh -c "echo \$PMI_PORT >'$W/port.tmp'; mv '$W/port.tmp' '$W/port'; while [ ! -e '$W/done' ]; do sleep 0.1; done" >"$W/job" 2>&1 &
 JOB=$!
 chmod 0777 "$W"
 for _ in $(seq 200); do [ -s "$W/port" ] && break; sleep 0.1; done
@@ -39,6 +40,7 @@ as "$A" python3 "$W/client.py" "$PORT" >"$W/a.out" 2>&1
 check "A (another user) connecting to V's PMI_PORT gets no answer" bash -c "cat '$W/a.out'; ! grep -q 'cmd=response_to_init' '$W/a.out'"
 as "$V" python3 "$W/client.py" "$PORT" >"$W/v.out" 2>&1
 check "... while V's own connection is answered (the service works)" grep -q 'cmd=response_to_init' "$W/v.out"
-kill "$JOB" 2>/dev/null
-wait "$JOB" 2>/dev/null
+touch "$W/done"
+wait "$JOB"
+check "... and V's job ends with 0" test $? = 0
 done_testing
